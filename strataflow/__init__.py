@@ -1,0 +1,14 @@
+"""strataflow: a dataflow engine for iterative analytics on data bigger than memory.
+
+    from strataflow import Context
+    with Context(memory="1GB", parallelism=2) as ctx:
+        ctx.parallelize(range(10), 4).map(lambda x: x * x).sum()
+"""
+
+from .config import ConfigError, parse_size
+from .context import Context
+from .dataset import Dataset
+from .scheduler import JobError, TaskFailedError
+
+__all__ = ["Context", "Dataset", "ConfigError", "JobError", "TaskFailedError", "parse_size"]
+__version__ = "0.1.0"

@@ -1,0 +1,176 @@
+"""Context: the user's entry point, and the wiring of one application.
+
+It validates the configuration (a bad one fails here, before any work), makes the
+per-application cache and shuffle directories, and owns the services every task uses:
+the memory manager, the block manager, the shuffle manager, the scheduler with its
+thread pool, and the event bus with its log and progress bar.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import sys
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .config import Config, check_num_partitions
+from .dataset import Dataset
+from .io.npy import NpySource
+from .io.sources import RangeSource, collection_source, numpy_source
+from .io.text import TextSource
+from .memory import MemoryManager
+from .metrics import EventBus, JsonLinesLog, gc_timer
+from .scheduler import DAGScheduler
+from .shuffle import ShuffleManager
+from .storage.manager import BlockManager
+from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
+
+__all__ = ["Context"]
+
+_live: "weakref.WeakSet[Context]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for ctx in list(_live):
+        ctx.stop()
+
+
+class Context:
+    """One application: configuration, storage, scheduler and events.
+
+    Args:
+        memory: the unified budget for execution (shuffle and aggregation buffers) and,
+            from the cache on, storage; a size such as ``"1GB"`` (powers of 1024).
+        parallelism: task threads; also the default partition count of sources.
+        local_dirs: base directories for cache files (default: the temp directory).
+        shuffle_dirs: base directories for shuffle and spill files, kept apart from the
+            cache (give another device here when there is one).
+        event_log: a path; every event is appended to it as a JSON line.
+        shuffle_sync: fsync shuffle files before a map task reports success.
+        max_task_attempts: attempts of a task before its job fails.
+        max_stage_attempts: reruns of a stage whose shuffle input was lost.
+        progress: show stage progress bars (default: when stderr is a terminal).
+    """
+
+    def __init__(
+        self,
+        memory: int | str = "1GB",
+        parallelism: int | None = None,
+        local_dirs: Sequence[str] | str | None = None,
+        shuffle_dirs: Sequence[str] | str | None = None,
+        event_log: str | os.PathLike | None = None,
+        shuffle_sync: bool = False,
+        max_task_attempts: int = 4,
+        max_stage_attempts: int = 4,
+        progress: bool | None = None,
+        app_name: str = "strataflow",
+    ) -> None:
+        self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
+        self.config = Config.build(memory, parallelism, local_dirs, shuffle_dirs, event_log, shuffle_sync,
+                                   max_task_attempts, max_stage_attempts, progress, app_name)
+        cfg = self.config
+        self.app_id = new_app_id()
+        self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs)
+        self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
+        self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
+        self.events = EventBus()
+        self._log = JsonLinesLog(cfg.event_log) if cfg.event_log else None
+        if self._log:
+            self.events.subscribe(self._log)
+        self._progress = None
+        show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
+        if show:
+            from .metrics.progress import StageProgress
+
+            self._progress = StageProgress()
+            self.events.subscribe(self._progress)
+        self.memory = MemoryManager(cfg.memory)
+        self.block_manager = BlockManager()
+        self.shuffle = ShuffleManager(self.shuffle_dirs, cfg.shuffle_sync)
+        self.scheduler = DAGScheduler(self)
+        self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        gc_timer.acquire()
+        self._closed = False
+        _live.add(self)
+        self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
+                         parallelism=cfg.parallelism, local_dirs=self.local_dirs, shuffle_dirs=self.shuffle_dirs)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Waits for running tasks, removes this application's directories, closes logs."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.events.post("ApplicationEnd", app_id=self.app_id)
+        if self._progress:
+            self._progress.close()
+        if self._log:
+            self._log.close()
+        remove_dirs(self.local_dirs + self.shuffle_dirs)
+        gc_timer.release()
+        _live.discard(self)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Context has been stopped")
+
+    @property
+    def default_parallelism(self) -> int:
+        return self.config.parallelism
+
+    def _new_dataset_id(self) -> int:
+        with self._lock:
+            return next(self._ids)
+
+    def spill_dir(self, task_id: int) -> str:
+        """Where a task spills aggregation runs: execution data, so the shuffle dirs."""
+        return self.shuffle_dirs[task_id % len(self.shuffle_dirs)]
+
+    def _num(self, n: int | None) -> int:
+        return self.default_parallelism if n is None else check_num_partitions(n)
+
+    # -- sources ----------------------------------------------------------------------------
+    def parallelize(self, data: Iterable, num_partitions: int | None = None) -> Dataset:
+        """A dataset of the given records, cut into contiguous slices."""
+        n = self._num(num_partitions)
+        if isinstance(data, range):
+            return Dataset(self, RangeSource(data, n), "parallelize")
+        return Dataset(self, collection_source(list(data), n), "parallelize")
+
+    def range(self, start: int, stop: int | None = None, step: int = 1, num_partitions: int | None = None) -> Dataset:
+        """Integers ``range(start, stop, step)`` (``range(0, start)`` with one argument)."""
+        if stop is None:
+            start, stop = 0, start
+        if step == 0:
+            raise ValueError("range: step must not be zero")
+        return Dataset(self, RangeSource(range(start, stop, step), self._num(num_partitions)), "range")
+
+    def from_numpy(self, array: np.ndarray, num_partitions: int | None = None) -> Dataset:
+        """Rows of ``array`` in contiguous ndarray partitions (views, not copies)."""
+        return Dataset(self, numpy_source(np.asarray(array), self._num(num_partitions)), "from_numpy")
+
+    def text_file(self, path: str | os.PathLike, min_partitions: int | None = None) -> Dataset:
+        """Lines of a text file, or of every visible file of a directory (UTF-8)."""
+        n = self._num(min_partitions)
+        return Dataset(self, TextSource(os.fspath(path), n), "text_file")
+
+    def npy_file(self, path: str | os.PathLike, num_partitions: int | None = None) -> Dataset:
+        """Row ranges of a memory-mapped ``.npy`` file (read-only views)."""
+        return Dataset(self, NpySource(os.fspath(path), self._num(num_partitions)), "npy_file")
+

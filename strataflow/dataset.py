@@ -1,0 +1,225 @@
+"""Dataset: an immutable, partitioned collection with lineage (Spark's RDD).
+
+This module holds the dataset's identity, its lineage (``explain``), the one call through
+which a partition is obtained (``iterator``, served by the block manager), and the narrow
+transformations. Keyed and shuffle transformations are in ``pairs.py`` and actions in
+``actions.py``; the lineage nodes that compute partitions are in ``lineage.py``.
+
+A partition's value is a list of records or a batch (numpy ndarray / pyarrow Table).
+Record transformations accept both; ``map_partitions`` sees the value itself.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from .actions import ActionOps
+from .batch import is_batch, iter_rows, num_rows
+from .config import check_num_partitions
+from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode
+from .pairs import PairOps
+from .storage.manager import BlockId
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .scheduler.task import TaskContext
+
+__all__ = ["Dataset"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _call_site() -> str:
+    """``file:line`` of the first caller outside strataflow (names stages like Spark)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        f = f.f_back
+    if f is None:
+        return "<strataflow>"
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
+
+
+class Dataset(PairOps, ActionOps):
+    """A partitioned collection. Transformations return new datasets lazily; actions run
+    jobs. Obtain one from a :class:`~strataflow.Context`, never directly."""
+
+    def __init__(self, ctx: "Context", node: Node, op: str) -> None:
+        self.ctx = ctx
+        self.node = node
+        self.id = ctx._new_dataset_id()
+        self.op = f"{op} at {_call_site()}"
+        self._name: str | None = None
+        self.storage_level = None
+
+    # -- identity and lineage ------------------------------------------------------------
+    @property
+    def num_partitions(self) -> int:
+        return self.node.num_partitions
+
+    @property
+    def partitioner(self):
+        return self.node.partitioner
+
+    @property
+    def name(self) -> str | None:
+        return self._name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self._name = value
+
+    def set_name(self, name: str) -> "Dataset":
+        self._name = name
+        return self
+
+    @property
+    def label(self) -> str:
+        """How errors and logs name this dataset: ``name#id`` or ``op#id``."""
+        return f"{self._name or self.op.split(' at ')[0]}#{self.id}"
+
+    def __repr__(self) -> str:
+        return f"Dataset[{self.id}] {self._name or ''} {self.op} ({self.num_partitions} partitions)".replace("  ", " ")
+
+    def explain(self) -> str:
+        """The lineage as text, one dataset a line, shuffle boundaries marked as stages."""
+        lines: list[str] = []
+        seen: set[int] = set()
+
+        def walk(ds: Dataset, indent: int, stage_mark: str | None) -> None:
+            pad = "  " * indent
+            if stage_mark:
+                lines.append(f"{pad}{stage_mark}")
+            desc = ds.node.describe()
+            name = f"{ds._name} " if ds._name else ""
+            again = " (shown above)" if ds.id in seen else ""
+            lines.append(f"{pad}({ds.num_partitions}) {name}{type(ds.node).__name__}[{ds.id}] {ds.op}"
+                         f"{' [' + desc + ']' if desc else ''}{again}")
+            if again:
+                return
+            seen.add(ds.id)
+            for dep in ds.node.deps:
+                if isinstance(dep, ShuffleDependency):
+                    walk(dep.parent, indent + 1,
+                         f"+- stage boundary: shuffle {dep.shuffle_id} -> {dep.num_partitions} partitions "
+                         f"(map stage of {dep.parent.num_partitions} tasks)")
+                else:
+                    walk(dep.parent, indent + 1 if len(ds.node.deps) > 1 else indent, None)
+
+        walk(self, 0, f"result stage: {self.num_partitions} tasks")
+        return "\n".join(lines)
+
+    # -- getting a partition ----------------------------------------------------------------
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        return self.node.compute(split, tc)
+
+    def iterator(self, split: int, tc: "TaskContext") -> Any:
+        """This dataset's partition ``split``: through the block manager, which serves it
+        from the cache (once there is one) or computes it from lineage."""
+        try:
+            return self.ctx.block_manager.get_or_compute(
+                BlockId(self.id, split), self.storage_level, lambda: self.compute(split, tc)
+            )
+        except Exception as exc:
+            if not hasattr(exc, "_strataflow_origin"):
+                try:
+                    exc._strataflow_origin = (self, split)  # the innermost dataset that failed
+                except AttributeError:
+                    pass
+            raise
+
+    def _derive(self, node: Node, op: str) -> "Dataset":
+        return Dataset(self.ctx, node, op)
+
+    # -- narrow transformations ---------------------------------------------------------------
+    def map_partitions_with_index(self, f: Callable[[int, Any], Any], preserves_partitioning: bool = False) -> "Dataset":
+        """``f(index, value)`` -> a list, a batch or any iterable (made a list)."""
+        return self._derive(MapPartitionsNode(self, f, preserves_partitioning), "map_partitions_with_index")
+
+    def map_partitions(self, f: Callable[[Any], Any], preserves_partitioning: bool = False) -> "Dataset":
+        """``f(value)`` on each whole partition: a batch stays a batch (``lambda a: a @ w``)
+        and a PySpark-style generator over the records works too."""
+        return self._derive(MapPartitionsNode(self, lambda _, v: f(v), preserves_partitioning), "map_partitions")
+
+    def map(self, f: Callable[[Any], Any], preserves_partitioning: bool = False) -> "Dataset":
+        return self._derive(
+            MapPartitionsNode(self, lambda _, v: [f(x) for x in iter_rows(v)], preserves_partitioning), "map"
+        )
+
+    def filter(self, f: Callable[[Any], bool]) -> "Dataset":
+        """Keeps the records for which ``f`` is true; a batch stays a batch of the kept rows."""
+
+        def keep(_, v):
+            if is_batch(v):
+                mask = np.fromiter((bool(f(x)) for x in iter_rows(v)), dtype=bool, count=num_rows(v))
+                return v[mask] if isinstance(v, np.ndarray) else v.filter(pa.array(mask))
+            return [x for x in v if f(x)]
+
+        return self._derive(MapPartitionsNode(self, keep, True), "filter")
+
+    def flat_map(self, f: Callable[[Any], Iterable], preserves_partitioning: bool = False) -> "Dataset":
+        return self._derive(
+            MapPartitionsNode(self, lambda _, v: [y for x in iter_rows(v) for y in f(x)], preserves_partitioning),
+            "flat_map",
+        )
+
+    def glom(self) -> "Dataset":
+        """Each partition becomes one record: its list of records, or its batch itself."""
+        return self._derive(MapPartitionsNode(self, lambda _, v: [v if is_batch(v) else list(v)]), "glom")
+
+    def key_by(self, f: Callable[[Any], Any]) -> "Dataset":
+        return self._derive(MapPartitionsNode(self, lambda _, v: [(f(x), x) for x in iter_rows(v)]), "key_by")
+
+    def union(self, *others: "Dataset") -> "Dataset":
+        for o in others:
+            if o.ctx is not self.ctx:
+                raise ValueError("union: datasets belong to different contexts")
+        return self._derive(UnionNode([self, *others]), "union")
+
+    def coalesce(self, num_partitions: int, shuffle: bool = False) -> "Dataset":
+        """Fewer partitions: without ``shuffle``, by joining neighbours (no stage boundary);
+        with it, as ``repartition``."""
+        check_num_partitions(num_partitions)
+        if shuffle:
+            return self.repartition(num_partitions)
+        return self._derive(CoalescedNode(self, num_partitions), "coalesce")
+
+    def sample(self, with_replacement: bool, fraction: float, seed: int | None = None) -> "Dataset":
+        """A random sample, reproducible for a seed (each partition seeds ``seed + index``).
+        Without replacement each record is kept with probability ``fraction``; with it, a
+        record appears Poisson(``fraction``) times."""
+        if fraction < 0:
+            raise ValueError(f"sample: fraction must be >= 0, got {fraction}")
+        base = random.randrange(1 << 30) if seed is None else seed
+
+        def pick(i, v):
+            rng = np.random.default_rng([base, i])
+            n = num_rows(v)
+            if with_replacement:
+                counts = rng.poisson(fraction, n)
+                idx = np.repeat(np.arange(n), counts)
+            else:
+                idx = np.flatnonzero(rng.random(n) < fraction)
+            if isinstance(v, np.ndarray):
+                return v[idx]
+            if isinstance(v, pa.Table):
+                return v.take(pa.array(idx, type=pa.int64()))
+            return [v[j] for j in idx]
+
+        return self._derive(MapPartitionsNode(self, pick, True), "sample")
+
+    def zip_with_index(self) -> "Dataset":
+        """``(record, index)`` with indices in partition order; like Spark, this runs a job
+        to count the partitions first when there is more than one."""
+        counts = self.map_partitions(lambda v: [num_rows(v)]).collect() if self.num_partitions > 1 else [0]
+        starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        return self._derive(
+            MapPartitionsNode(self, lambda i, v: [(x, starts[i] + j) for j, x in enumerate(iter_rows(v))]),
+            "zip_with_index",
+        )
+

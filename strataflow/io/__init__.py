@@ -1,0 +1,1 @@
+"""Readers and writers: in-memory collections, ranges, text files, .npy files."""

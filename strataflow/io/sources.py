@@ -1,0 +1,42 @@
+"""In-memory sources: collections, ranges and numpy arrays, cut into contiguous slices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..lineage import ListSource, SourceNode
+
+__all__ = ["slice_bounds", "collection_source", "RangeSource", "numpy_source"]
+
+
+def slice_bounds(n: int, num_slices: int) -> list[tuple[int, int]]:
+    """Spark's positions: slice i is ``[i*n//k, (i+1)*n//k)``, so sizes differ by <= 1."""
+    return [((i * n) // num_slices, ((i + 1) * n) // num_slices) for i in range(num_slices)]
+
+
+def collection_source(data: list, num_slices: int) -> ListSource:
+    return ListSource([data[a:b] for a, b in slice_bounds(len(data), num_slices)])
+
+
+def numpy_source(array: np.ndarray, num_slices: int) -> ListSource:
+    if array.ndim == 0:
+        raise ValueError("from_numpy needs an array with at least one dimension")
+    return ListSource([array[a:b] for a, b in slice_bounds(array.shape[0], num_slices)])
+
+
+class RangeSource(SourceNode):
+    """``range(start, stop, step)`` computed per partition, never held on the driver."""
+
+    def __init__(self, r: range, num_slices: int) -> None:
+        self.range = r
+        self.bounds = slice_bounds(len(r), num_slices)
+        self.num_partitions = num_slices
+
+    def compute(self, split: int, tc: Any) -> list:
+        a, b = self.bounds[split]
+        return list(self.range[a:b])
+
+    def describe(self) -> str:
+        return repr(self.range)

@@ -1,0 +1,179 @@
+"""Lineage: how each partition of a dataset is computed from its parents.
+
+A Dataset wraps one *node*. A node names its dependencies and computes one partition
+from the parents' partitions, which it obtains through ``parent.iterator(split, tc)`` (the
+block manager's call), never by calling the parent's compute directly. Dependencies are
+narrow (each child partition needs a few parent partitions, computed in the same task)
+or shuffle (every child partition needs every parent partition: a stage boundary).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .batch import concat, materialize, rows_list
+from .partitioner import Partitioner
+from .shuffle import Aggregator, ExternalAggregator
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+    from .scheduler.task import TaskContext
+
+__all__ = [
+    "Dependency", "NarrowDependency", "ShuffleDependency", "Node", "SourceNode",
+    "MapPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode",
+]
+
+
+# -- dependencies ---------------------------------------------------------------------
+@dataclass(eq=False)
+class Dependency:
+    parent: "Dataset"
+
+
+@dataclass(eq=False)
+class NarrowDependency(Dependency):
+    """Child partition ``split`` reads the parent partitions ``parents_of(split)``."""
+
+    parents_of: Callable[[int], Sequence[int]] = lambda split: [split]
+
+
+@dataclass(eq=False)
+class ShuffleDependency(Dependency):
+    """Every child partition reads a bucket of every parent partition.
+
+    ``partitioner`` None means ``repartition``: rows are dealt out in slices, not by key.
+    With an ``aggregator`` and ``map_side_combine``, map tasks combine values by key
+    before writing, as Spark's reduceByKey does."""
+
+    partitioner: Partitioner | None = None
+    num_partitions: int = 1
+    aggregator: Aggregator | None = None
+    map_side_combine: bool = False
+    shuffle_id: int = -1
+
+
+# -- nodes ----------------------------------------------------------------------------
+class Node:
+    """How one dataset computes its partitions."""
+
+    deps: list[Dependency] = []
+    num_partitions: int = 1
+    partitioner: Partitioner | None = None
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        raise TypeError(f"{type(self).__name__} cannot compute partitions")
+
+    def describe(self) -> str:
+        return ""
+
+
+class SourceNode(Node):
+    """A node with no parents (a collection, a range, a file)."""
+
+    deps: list[Dependency] = []
+
+
+class ListSource(SourceNode):
+    """Partitions given in memory, one value each (``parallelize``, ``from_numpy``)."""
+
+    def __init__(self, slices: list) -> None:
+        self.slices = slices
+        self.num_partitions = len(slices)
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        value = self.slices[split]
+        return list(value) if isinstance(value, list) else value
+
+
+class MapPartitionsNode(Node):
+    """``f(split, value) -> value`` applied to each parent partition (a narrow dependency)."""
+
+    def __init__(self, parent: "Dataset", f: Callable[[int, Any], Any], preserves_partitioning: bool = False):
+        self.deps = [NarrowDependency(parent)]
+        self.f = f
+        self.num_partitions = parent.num_partitions
+        self.partitioner = parent.partitioner if preserves_partitioning else None
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        return materialize(self.f(split, self.deps[0].parent.iterator(split, tc)))
+
+
+class UnionNode(Node):
+    """The partitions of several datasets, one after the other."""
+
+    def __init__(self, parents: Sequence["Dataset"]) -> None:
+        self.offsets = list(itertools.accumulate([0] + [p.num_partitions for p in parents]))
+        self.deps = []
+        for i, p in enumerate(parents):
+            lo = self.offsets[i]
+            self.deps.append(NarrowDependency(p, parents_of=lambda s, lo=lo, n=p.num_partitions: [s - lo] if lo <= s < lo + n else []))
+        self.num_partitions = self.offsets[-1]
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        for i, dep in enumerate(self.deps):
+            lo, hi = self.offsets[i], self.offsets[i + 1]
+            if lo <= split < hi:
+                return dep.parent.iterator(split - lo, tc)
+        raise IndexError(f"union has no partition {split}")
+
+
+class CoalescedNode(Node):
+    """Fewer partitions without a shuffle: child partition i joins a contiguous run of
+    parent partitions, so order is kept."""
+
+    def __init__(self, parent: "Dataset", num_partitions: int) -> None:
+        n = parent.num_partitions
+        k = max(1, min(num_partitions, n))
+        self.groups = [list(range((i * n) // k, ((i + 1) * n) // k)) for i in range(k)]
+        self.deps = [NarrowDependency(parent, parents_of=lambda s: self.groups[s])]
+        self.num_partitions = k
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        parent = self.deps[0].parent
+        return concat([parent.iterator(s, tc) for s in self.groups[split]])
+
+    def describe(self) -> str:
+        return f"{self.deps[0].parent.num_partitions} -> {self.num_partitions}"
+
+
+class ShuffledNode(Node):
+    """The reduce side of a shuffle: reads its bucket of every map output, then combines
+    by key (with an aggregator), sorts by key (``key_order``), or concatenates."""
+
+    def __init__(self, dep: ShuffleDependency, key_order: Callable[[list], list] | None = None) -> None:
+        self.deps = [dep]
+        self.dep = dep
+        self.num_partitions = dep.num_partitions
+        self.partitioner = dep.partitioner
+        self.key_order = key_order
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        dep = self.dep
+        buckets = tc.read_shuffle(dep.shuffle_id, split, dep.parent.num_partitions)
+        if dep.aggregator is not None:
+            combiner = tc.aggregator(dep.aggregator)
+            for b in buckets:
+                if dep.map_side_combine:
+                    combiner.insert_combiners(rows_list(b))
+                else:
+                    combiner.insert_values(rows_list(b))
+            out = list(combiner.items())
+        else:
+            out = concat(list(buckets))
+        if self.key_order is not None:
+            out = self.key_order(rows_list(out))
+        return out
+
+    def describe(self) -> str:
+        p = self.dep.partitioner
+        return f"shuffle {self.dep.shuffle_id}, {type(p).__name__ if p else 'slices'}"
+
+
+def map_side_combine(value: Any, agg: Aggregator, tc: "TaskContext") -> list:
+    """A map task's records combined by key before they are written."""
+    combiner: ExternalAggregator = tc.aggregator(agg)
+    combiner.insert_values(rows_list(value))
+    return list(combiner.items())

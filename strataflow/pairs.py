@@ -1,0 +1,187 @@
+"""Keyed and shuffle transformations (PySpark's PairRDDFunctions), as a mixin of Dataset.
+
+Records are ``(key, value)`` pairs; a batch's rows are pairs by their first two columns.
+Every shuffle goes through one ShuffleDependency; ``combine_by_key`` is the primitive the
+aggregations share, and ``cogroup`` the one the joins share, as in PySpark.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from .batch import iter_rows
+from .config import check_num_partitions
+from .lineage import MapPartitionsNode, ShuffleDependency, ShuffledNode
+from .partitioner import HashPartitioner, RangePartitioner, portable_hash
+from .shuffle import Aggregator
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+__all__ = ["PairOps"]
+
+_SAMPLES_PER_PARTITION = 20
+
+
+def _pairs(f):
+    """Lifts ``f(record)`` to a partition function over pair records."""
+    return lambda _, v: [y for x in iter_rows(v) for y in f(x)]
+
+
+class PairOps:
+    # -- helpers ------------------------------------------------------------------------
+    def _num_out(self, num_partitions: int | None) -> int:
+        return self.num_partitions if num_partitions is None else check_num_partitions(num_partitions)
+
+    def _shuffle(self, partitioner, num_partitions: int, op: str, aggregator: Aggregator | None = None,
+                 map_side_combine: bool = False, key_order=None) -> "Dataset":
+        dep = ShuffleDependency(self, partitioner, num_partitions, aggregator, map_side_combine,
+                                self.ctx.shuffle.new_shuffle_id())
+        return self._derive(ShuffledNode(dep, key_order), op)
+
+    # -- per-key narrow transformations ------------------------------------------------------
+    def map_values(self, f: Callable[[Any], Any]) -> "Dataset":
+        return self._derive(
+            MapPartitionsNode(self, lambda _, v: [(k, f(x)) for k, x in iter_rows(v)], True), "map_values"
+        )
+
+    def flat_map_values(self, f: Callable[[Any], Any]) -> "Dataset":
+        return self._derive(MapPartitionsNode(self, _pairs(lambda kv: ((kv[0], y) for y in f(kv[1]))), True),
+                            "flat_map_values")
+
+    def keys(self) -> "Dataset":
+        return self._derive(MapPartitionsNode(self, lambda _, v: [kv[0] for kv in iter_rows(v)]), "keys")
+
+    def values(self) -> "Dataset":
+        return self._derive(MapPartitionsNode(self, lambda _, v: [kv[1] for kv in iter_rows(v)]), "values")
+
+    # -- shuffles ---------------------------------------------------------------------------
+    def partition_by(self, num_partitions: int, partition_func: Callable[[Any], int] = portable_hash) -> "Dataset":
+        """Records to partition ``partition_func(key) % num_partitions``; a batch moves as
+        sub-batches (integer keys in the first column are hashed vectorized)."""
+        part = HashPartitioner(check_num_partitions(num_partitions),
+                               None if partition_func is portable_hash else partition_func)
+        if self.partitioner == part:
+            return self
+        return self._shuffle(part, num_partitions, "partition_by")
+
+    def repartition(self, num_partitions: int) -> "Dataset":
+        """Exactly ``num_partitions`` partitions of near-equal size, through a shuffle;
+        batches stay batches."""
+        n = check_num_partitions(num_partitions)
+        return self._shuffle(None, n, "repartition")
+
+    def combine_by_key(self, create_combiner: Callable, merge_value: Callable, merge_combiners: Callable,
+                       num_partitions: int | None = None, partition_func: Callable = portable_hash,
+                       map_side_combine: bool = True, _op: str = "combine_by_key") -> "Dataset":
+        n = self._num_out(num_partitions)
+        part = HashPartitioner(n, None if partition_func is portable_hash else partition_func)
+        agg = Aggregator(create_combiner, merge_value, merge_combiners)
+        return self._shuffle(part, n, _op, agg, map_side_combine)
+
+    def reduce_by_key(self, func: Callable[[Any, Any], Any], num_partitions: int | None = None,
+                      partition_func: Callable = portable_hash) -> "Dataset":
+        return self.combine_by_key(lambda v: v, func, func, num_partitions, partition_func, _op="reduce_by_key")
+
+    def fold_by_key(self, zero_value: Any, func: Callable, num_partitions: int | None = None,
+                    partition_func: Callable = portable_hash) -> "Dataset":
+        import copy
+
+        return self.combine_by_key(lambda v: func(copy.deepcopy(zero_value), v), func, func, num_partitions,
+                                   partition_func, _op="fold_by_key")
+
+    def aggregate_by_key(self, zero_value: Any, seq_func: Callable, comb_func: Callable,
+                         num_partitions: int | None = None, partition_func: Callable = portable_hash) -> "Dataset":
+        import copy
+
+        return self.combine_by_key(lambda v: seq_func(copy.deepcopy(zero_value), v), seq_func, comb_func,
+                                   num_partitions, partition_func, _op="aggregate_by_key")
+
+    def group_by_key(self, num_partitions: int | None = None, partition_func: Callable = portable_hash) -> "Dataset":
+        """``(key, [values])``; no map-side combine (it would only copy lists), as Spark."""
+        return self.combine_by_key(lambda v: [v], _append, _extend, num_partitions, partition_func,
+                                   map_side_combine=False, _op="group_by_key")
+
+    def group_by(self, f: Callable[[Any], Any], num_partitions: int | None = None) -> "Dataset":
+        return self.key_by(f).group_by_key(num_partitions)
+
+    def distinct(self, num_partitions: int | None = None) -> "Dataset":
+        return (self.map(lambda x: (x, None))
+                .reduce_by_key(lambda a, _: a, num_partitions)
+                .keys())
+
+    # -- joins --------------------------------------------------------------------------------
+    def cogroup(self, *others: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        """``(key, ([values of self], [values of other], ...))`` for every key of any input."""
+        sources = (self, *others)
+        width = len(sources)
+        tagged = [ds.map_values(lambda v, i=i: (i, v)) for i, ds in enumerate(sources)]
+        n = num_partitions or max(ds.num_partitions for ds in sources)
+
+        def split(tagged_values):
+            out = tuple([] for _ in range(width))
+            for i, v in tagged_values:
+                out[i].append(v)
+            return out
+
+        return tagged[0].union(*tagged[1:]).group_by_key(n).map_values(split)
+
+    def join(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        return self.cogroup(other, num_partitions=num_partitions).flat_map_values(
+            lambda vw: [(v, w) for v in vw[0] for w in vw[1]])
+
+    def left_outer_join(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        return self.cogroup(other, num_partitions=num_partitions).flat_map_values(
+            lambda vw: [(v, w) for v in vw[0] for w in (vw[1] or [None])])
+
+    def right_outer_join(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        return self.cogroup(other, num_partitions=num_partitions).flat_map_values(
+            lambda vw: [(v, w) for v in (vw[0] or [None]) for w in vw[1]])
+
+    def full_outer_join(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        return self.cogroup(other, num_partitions=num_partitions).flat_map_values(
+            lambda vw: [(v, w) for v in (vw[0] or [None]) for w in (vw[1] or [None])])
+
+    # -- sorting --------------------------------------------------------------------------------
+    def sort_by_key(self, ascending: bool = True, num_partitions: int | None = None,
+                    key_func: Callable[[Any], Any] | None = None) -> "Dataset":
+        """Sorted by ``key_func(key)``: one job samples keys to cut ranges, then a shuffle
+        range-partitions and each reduce task sorts its range (stable: ties keep input
+        order, and equal keys always share a partition)."""
+        n = self._num_out(num_partitions)
+        kf = key_func or _identity
+        per = max(1, math.ceil(_SAMPLES_PER_PARTITION * n * 3 / max(1, self.num_partitions)))
+
+        def sample(v):
+            rows = v if isinstance(v, list) else list(iter_rows(v))
+            if len(rows) > per:
+                step = len(rows) / per
+                rows = [rows[int(i * step)] for i in range(per)]
+            return [kf(r[0]) for r in rows]
+
+        keys = self.map_partitions(sample).collect() if n > 1 else []
+        part = RangePartitioner.from_sample(keys, n, ascending, key_func)
+
+        def order(rows: list) -> list:
+            return sorted(rows, key=lambda kv: kf(kv[0]), reverse=not ascending)
+
+        return self._shuffle(part, part.num_partitions, "sort_by_key", key_order=order)
+
+    def sort_by(self, key_func: Callable[[Any], Any], ascending: bool = True,
+                num_partitions: int | None = None) -> "Dataset":
+        return self.key_by(key_func).sort_by_key(ascending, num_partitions).values()
+
+
+def _append(acc: list, v: Any) -> list:
+    acc.append(v)
+    return acc
+
+
+def _extend(a: list, b: list) -> list:
+    a.extend(b)
+    return a
+
+
+def _identity(x: Any) -> Any:
+    return x

@@ -1,0 +1,134 @@
+"""Partitioners: which reduce partition a key goes to.
+
+``portable_hash`` is deterministic across processes (Python's own ``hash`` of a string is
+salted per process, which would send one key to different partitions in different worker
+processes), and the vectorized form for integer key columns gives exactly the partition
+the scalar form gives, so a batch and a list of records co-partition.
+"""
+
+from __future__ import annotations
+
+import abc
+import bisect
+import sys
+import zlib
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["portable_hash", "Partitioner", "HashPartitioner", "RangePartitioner"]
+
+_MASK = sys.maxsize
+_MODULUS = (1 << 61) - 1  # CPython's hash modulus for integers on 64-bit builds
+
+
+def portable_hash(x: Any) -> int:
+    """A hash that is equal for equal keys in every process (no per-process salt)."""
+    if x is None:
+        return 0
+    if isinstance(x, str):
+        return zlib.crc32(x.encode("utf-8", "surrogatepass"))
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return zlib.crc32(x)
+    if isinstance(x, tuple):
+        h = 0x345678
+        for item in x:
+            h ^= portable_hash(item)
+            h *= 1000003
+            h &= _MASK
+        h ^= len(x)
+        return -2 if h == -1 else h
+    return hash(x)
+
+
+def hash_int_array(keys: np.ndarray) -> np.ndarray:
+    """``portable_hash`` of each element of an integer array, vectorized (CPython's rule:
+    ``hash(k) == sign(k) * (|k| mod (2**61 - 1))`` with -1 mapped to -2)."""
+    k = keys.astype(np.int64, copy=False)
+    mag = np.abs(k) % _MODULUS  # abs(int64 min) wraps; CPython gives the same residue sign-folded
+    h = np.where(k < 0, -mag, mag)
+    h[h == -1] = -2
+    return h
+
+
+class Partitioner(abc.ABC):
+    num_partitions: int
+
+    @abc.abstractmethod
+    def partition(self, key: Any) -> int:
+        """The partition, in ``range(num_partitions)``, that ``key`` belongs to."""
+
+    def partition_array(self, keys: np.ndarray) -> np.ndarray | None:
+        """Partition of each key of an array, or None when it cannot be vectorized."""
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.num_partitions))
+
+
+class HashPartitioner(Partitioner):
+    """``portable_hash(key) % n``, optionally through a user ``partition_func``."""
+
+    def __init__(self, num_partitions: int, partition_func=None):
+        self.num_partitions = num_partitions
+        self.partition_func = partition_func
+
+    def partition(self, key: Any) -> int:
+        h = (self.partition_func or portable_hash)(key)
+        return h % self.num_partitions
+
+    def partition_array(self, keys: np.ndarray) -> np.ndarray | None:
+        if self.partition_func is not None or keys.dtype.kind not in "iub":
+            return None
+        return hash_int_array(keys) % self.num_partitions
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, HashPartitioner)
+            and other.num_partitions == self.num_partitions
+            and other.partition_func is self.partition_func
+        )
+
+    __hash__ = Partitioner.__hash__
+
+
+class RangePartitioner(Partitioner):
+    """Keys ``<= bounds[i]`` (and above ``bounds[i-1]``) go to partition ``i``; equal keys
+    always land together, so ties never straddle partitions."""
+
+    def __init__(self, bounds: Sequence[Any], ascending: bool = True, key_func=None):
+        self.bounds = list(bounds)
+        self.ascending = ascending
+        self.key_func = key_func
+        self.num_partitions = len(self.bounds) + 1
+
+    @classmethod
+    def from_sample(cls, sample: list, num_partitions: int, ascending: bool = True,
+                    key_func=None) -> "RangePartitioner":
+        """Bounds cut from a sample of (already ``key_func``-mapped) keys."""
+        sample = sorted(sample)
+        if num_partitions <= 1 or not sample:
+            return cls([], ascending, key_func)
+        bounds: list = []
+        for i in range(1, num_partitions):
+            b = sample[min(len(sample) - 1, (i * len(sample)) // num_partitions)]
+            if not bounds or b > bounds[-1]:
+                bounds.append(b)
+        return cls(bounds, ascending, key_func)
+
+    def partition(self, key: Any) -> int:
+        p = bisect.bisect_left(self.bounds, self.key_func(key) if self.key_func else key)
+        return p if self.ascending else self.num_partitions - 1 - p
+
+    def partition_array(self, keys: np.ndarray) -> np.ndarray | None:
+        if self.key_func is not None or keys.dtype.kind not in "iufUSb" or keys.ndim != 1:
+            return None
+        try:
+            bounds = np.asarray(self.bounds, dtype=keys.dtype if keys.dtype.kind != "b" else None)
+        except (TypeError, ValueError):
+            return None
+        p = np.searchsorted(bounds, keys, side="left") if len(bounds) else np.zeros(len(keys), np.int64)
+        return p if self.ascending else self.num_partitions - 1 - p

@@ -1,0 +1,163 @@
+"""Combining values by key within the execution-memory budget (Spark's
+ExternalAppendOnlyMap).
+
+Values are combined in a dict. Every so often the dict's size is estimated by sampling
+and the task asks the MemoryManager for the growth; when the grant falls short, the dict
+is written to a spill file as a run sorted by key hash, and emptied. At the end the runs
+and the dict are merged by hash with ``heapq.merge`` (keys need not be orderable: equal
+hashes are grouped and compared for equality), so memory holds one hash group per run.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from ..partitioner import portable_hash
+from ..storage.sizing import estimate_size
+
+__all__ = ["Aggregator", "ExternalAggregator"]
+
+_CHECK_EVERY = 512
+_SPILL_CHUNK = 1024
+
+
+@dataclass(frozen=True)
+class Aggregator:
+    create_combiner: Callable[[Any], Any]
+    merge_value: Callable[[Any, Any], Any]
+    merge_combiners: Callable[[Any, Any], Any]
+
+
+class ExternalAggregator:
+    """Combines ``(key, value)`` or ``(key, combiner)`` pairs, spilling sorted runs."""
+
+    def __init__(self, agg: Aggregator, memory, task_id: int, spill_dir: str | None = None,
+                 on_spill: Callable[[int], None] | None = None) -> None:
+        self.agg = agg
+        self.memory = memory
+        self.task_id = task_id
+        self.spill_dir = spill_dir or tempfile.gettempdir()
+        self.on_spill = on_spill
+        self.data: dict = {}
+        self.granted = 0
+        self.spills: list[str] = []
+        self.spilled_bytes = 0
+        self._since_check = 0
+        self._sampled: collections.deque = collections.deque(maxlen=16)
+
+    # -- insertion -------------------------------------------------------------------
+    def insert_values(self, pairs) -> None:
+        data, create, merge = self.data, self.agg.create_combiner, self.agg.merge_value
+        for k, v in pairs:
+            if k in data:
+                data[k] = merge(data[k], v)
+            else:
+                data[k] = create(v)
+            self._since_check += 1
+            if self._since_check >= _CHECK_EVERY:
+                self._maybe_spill(k)
+                data = self.data
+
+    def insert_combiners(self, pairs) -> None:
+        data, merge = self.data, self.agg.merge_combiners
+        for k, c in pairs:
+            if k in data:
+                data[k] = merge(data[k], c)
+            else:
+                data[k] = c
+            self._since_check += 1
+            if self._since_check >= _CHECK_EVERY:
+                self._maybe_spill(k)
+                data = self.data
+
+    def estimated_size(self) -> int:
+        """The dict's size: its table plus its length times the mean deep size of a few
+        sampled entries, re-measured now (combiners such as group lists grow in place)."""
+        live = [k for k in self._sampled if k in self.data]
+        if not live:
+            return sys.getsizeof(self.data)
+        per = sum(estimate_size(k, 3) + estimate_size(self.data[k], 3) for k in live) / len(live)
+        return int(sys.getsizeof(self.data) + len(self.data) * per)
+
+    def _maybe_spill(self, new_key) -> None:
+        self._since_check = 0
+        self._sampled.append(new_key)
+        est = self.estimated_size()
+        if est <= self.granted:
+            return
+        want = 2 * est - self.granted
+        got = self.memory.acquire_execution(want, self.task_id)
+        self.granted += got
+        if self.granted < est:
+            self._spill()
+
+    def _spill(self) -> None:
+        items = sorted(self.data.items(), key=lambda kv: portable_hash(kv[0]))
+        fd, path = tempfile.mkstemp(prefix="spill-", suffix=".pkl", dir=self.spill_dir)
+        with os.fdopen(fd, "wb") as f:
+            for i in range(0, len(items), _SPILL_CHUNK):
+                pickle.dump(items[i : i + _SPILL_CHUNK], f, protocol=5)
+            size = f.tell()
+        self.spills.append(path)
+        self.spilled_bytes += size
+        if self.on_spill:
+            self.on_spill(size)
+        self.data = {}
+        self.memory.release_execution(self.granted, self.task_id)
+        self.granted = 0
+
+    # -- output ----------------------------------------------------------------------
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """Every key once with its combiner; spill files are deleted once read."""
+        if not self.spills:
+            yield from self.data.items()
+            self._release()
+            return
+        runs = [self._read_run(p) for p in self.spills]
+        mem = sorted(self.data.items(), key=lambda kv: portable_hash(kv[0]))
+        self.data = {}
+        keyed = [((portable_hash(k), k, c) for k, c in run) for run in runs + [iter(mem)]]
+        merged = heapq.merge(*keyed, key=lambda t: t[0])
+        merge = self.agg.merge_combiners
+        try:
+            for _, group in itertools.groupby(merged, key=lambda t: t[0]):
+                found: list[list] = []
+                for _, k, c in group:
+                    for slot in found:
+                        if slot[0] == k:
+                            slot[1] = merge(slot[1], c)
+                            break
+                    else:
+                        found.append([k, c])
+                for k, c in found:
+                    yield k, c
+        finally:
+            self._release()
+
+    def _read_run(self, path: str) -> Iterator[tuple[Any, Any]]:
+        with open(path, "rb") as f:
+            while True:
+                try:
+                    chunk = pickle.load(f)
+                except EOFError:
+                    break
+                yield from chunk
+
+    def _release(self) -> None:
+        for p in self.spills:
+            try:
+                os.remove(p)
+            except FileNotFoundError:
+                pass
+        self.spills = []
+        if self.granted:
+            self.memory.release_execution(self.granted, self.task_id)
+            self.granted = 0

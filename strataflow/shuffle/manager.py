@@ -1,0 +1,130 @@
+"""The shuffle manager: writes map outputs under the shuffle directories (kept apart from
+the cache directories by design, after Choi et al.: shuffle and cache compete for the
+device), remembers which map outputs exist, and reads buckets back for reduce tasks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..batch import is_batch, iter_rows, num_rows, take_rows
+from .codec import decode, encode
+from .files import FetchFailed, MapOutput, read_bucket, write_map_output
+
+__all__ = ["ShuffleManager", "FetchFailed", "split_into_buckets"]
+
+
+def _key_column(value) -> np.ndarray | None:
+    """The key of each row of a batch (first column), or None if it has no key column."""
+    import pyarrow as pa
+
+    if isinstance(value, np.ndarray):
+        if value.dtype.names:
+            return value[value.dtype.names[0]]
+        if value.ndim == 2 and value.shape[1] >= 1:
+            return value[:, 0]
+        return None
+    if isinstance(value, pa.Table) and value.num_columns:
+        col = value.column(0)
+        if pa.types.is_integer(col.type) and col.null_count == 0:
+            return col.to_numpy()
+    return None
+
+
+def split_into_buckets(value: Any, num_buckets: int, partitioner=None, map_id: int = 0) -> list:
+    """Splits a partition value into ``num_buckets`` values of the same kind.
+
+    With a partitioner, rows go by their key (records ``(k, v)``; a batch's first column,
+    vectorized for integer keys). Without one (``repartition``), each map task sends
+    contiguous, near-equal slices to the reducers, rotated by ``map_id`` so that reducers
+    receive balanced amounts.
+    """
+    n = num_rows(value)
+    if partitioner is None:
+        bounds = [(i * n) // num_buckets for i in range(num_buckets + 1)]
+        out: list = [None] * num_buckets
+        for i in range(num_buckets):
+            target = (i + map_id) % num_buckets
+            out[target] = value[bounds[i] : bounds[i + 1]] if not hasattr(value, "slice") else value.slice(bounds[i], bounds[i + 1] - bounds[i])
+        return out
+    if is_batch(value):
+        keys = _key_column(value)
+        parts = partitioner.partition_array(keys) if keys is not None else None
+        if parts is None:
+            parts = np.fromiter(
+                (partitioner.partition(row[0]) for row in iter_rows(value)), dtype=np.int64, count=n
+            )
+        order = np.argsort(parts, kind="stable")
+        counts = np.bincount(parts, minlength=num_buckets)
+        edges = np.concatenate([[0], np.cumsum(counts)])
+        return [take_rows(value, order[edges[i] : edges[i + 1]]) for i in range(num_buckets)]
+    buckets: list[list] = [[] for _ in range(num_buckets)]
+    part = partitioner.partition
+    for rec in value:
+        buckets[part(rec[0])].append(rec)
+    return buckets
+
+
+class ShuffleManager:
+    """Map outputs by shuffle id and map id, in per-application shuffle directories."""
+
+    def __init__(self, dirs: list[str], sync: bool = False) -> None:
+        self.dirs = dirs
+        self.sync = sync
+        self._outputs: dict[int, dict[int, MapOutput]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+
+    def new_shuffle_id(self) -> int:
+        return next(self._ids)
+
+    def _base_path(self, shuffle_id: int, map_id: int) -> str:
+        d = self.dirs[(shuffle_id + map_id) % len(self.dirs)]
+        return os.path.join(d, f"shuffle_{shuffle_id}_{map_id}")
+
+    def write(self, shuffle_id: int, map_id: int, buckets: list) -> MapOutput:
+        encoded = [encode(b) for b in buckets]
+        out = write_map_output(self._base_path(shuffle_id, map_id), encoded, self.sync)
+        with self._lock:
+            self._outputs.setdefault(shuffle_id, {})[map_id] = out
+        return out
+
+    def missing_maps(self, shuffle_id: int, num_maps: int) -> list[int]:
+        """Map tasks whose output is not registered or no longer on disk."""
+        with self._lock:
+            outs = dict(self._outputs.get(shuffle_id, {}))
+        return [m for m in range(num_maps) if m not in outs or not outs[m].exists()]
+
+    def unregister(self, shuffle_id: int, map_id: int) -> None:
+        with self._lock:
+            self._outputs.get(shuffle_id, {}).pop(map_id, None)
+
+    def output(self, shuffle_id: int, map_id: int) -> MapOutput | None:
+        with self._lock:
+            return self._outputs.get(shuffle_id, {}).get(map_id)
+
+    def read(self, shuffle_id: int, reduce_id: int, num_maps: int, on_bytes=None) -> Iterator[Any]:
+        """Decoded buckets for one reduce task, one per map task, in map order."""
+        for m in range(num_maps):
+            out = self.output(shuffle_id, m)
+            if out is None:
+                raise FetchFailed(shuffle_id, m, "no output registered")
+            data = read_bucket(out, reduce_id, shuffle_id, m)
+            if on_bytes:
+                on_bytes(len(data))
+            yield decode(data)
+
+    def remove_shuffle(self, shuffle_id: int) -> None:
+        with self._lock:
+            outs = self._outputs.pop(shuffle_id, {})
+        for out in outs.values():
+            for p in (out.index_path, out.data_path):
+                try:
+                    os.remove(p)
+                except FileNotFoundError:
+                    pass

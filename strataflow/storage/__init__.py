@@ -1,0 +1,1 @@
+"""The intermediate-data cache: block ids and the block manager."""

@@ -45,7 +45,8 @@ def hash_int_array(keys: np.ndarray) -> np.ndarray:
     """``portable_hash`` of each element of an integer array, vectorized (CPython's rule:
     ``hash(k) == sign(k) * (|k| mod (2**61 - 1))`` with -1 mapped to -2)."""
     k = keys.astype(np.int64, copy=False)
-    mag = np.abs(k) % _MODULUS  # abs(int64 min) wraps; CPython gives the same residue sign-folded
+    res = k % _MODULUS  # floor modulo: in [0, M) for every k, no overflow (unlike abs)
+    mag = np.where(k < 0, (_MODULUS - res) % _MODULUS, res)  # |k| mod M
     h = np.where(k < 0, -mag, mag)
     h[h == -1] = -2
     return h

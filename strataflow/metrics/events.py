@@ -15,6 +15,7 @@ from typing import Any, Callable
 __all__ = ["EventBus", "JsonLinesLog"]
 
 Listener = Callable[[dict], None]
+_FLUSH_AFTER = frozenset({"JobEnd", "ApplicationEnd", "FetchFailed"})
 
 
 class EventBus:
@@ -62,6 +63,8 @@ class JsonLinesLog:
         with self._lock:
             if not self._file.closed:
                 self._file.write(line + "\n")
+                if record["event"] in _FLUSH_AFTER:
+                    self._file.flush()  # a finished job is readable while the app runs
 
     def close(self) -> None:
         with self._lock:

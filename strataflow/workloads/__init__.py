@@ -1,0 +1,1 @@
+"""The papers' workloads on the strataflow API, and HiBench-like data generators."""

@@ -1,0 +1,150 @@
+"""Shuffle internals: bucket encoding, batch shuffles, vectorized hashing, spilling
+aggregation within the execution budget, and the memory manager's fair shares."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strataflow import Context
+from strataflow.memory import MemoryManager
+from strataflow.partitioner import HashPartitioner, RangePartitioner, hash_int_array, portable_hash
+from strataflow.shuffle import Aggregator, ExternalAggregator
+from strataflow.shuffle.codec import decode, encode
+
+
+@pytest.mark.parametrize("value", [
+    [], [1, "a", (2, 3.5)], np.arange(12.0).reshape(4, 3), np.array(["x", "yy"]),
+    np.zeros(0, dtype=np.int64), pa.table({"k": [1, 2], "v": [0.5, 1.5]}),
+])
+def test_codec_round_trip(value):
+    out = decode(encode(value))
+    if isinstance(value, np.ndarray):
+        assert out.dtype == value.dtype and np.array_equal(out, value)
+    elif isinstance(value, pa.Table):
+        assert out.equals(value)
+    else:
+        assert out == value
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1), max_size=50),
+       st.integers(min_value=1, max_value=9))
+def test_vectorized_int_hash_matches_scalar(keys, n):
+    arr = np.array(keys, dtype=np.int64)
+    vec = HashPartitioner(n).partition_array(arr)
+    assert vec.tolist() == [HashPartitioner(n).partition(k) for k in keys]
+    assert hash_int_array(arr).tolist() == [portable_hash(k) for k in keys]
+
+
+def test_portable_hash_is_deterministic_for_strings_and_tuples():
+    # Python's hash of str is salted per process; ours must not be.
+    import subprocess
+    import sys
+
+    code = "from strataflow.partitioner import portable_hash; print(portable_hash(('a', 1, 'ü')))"
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={"PYTHONHASHSEED": s, "PATH": ""}).stdout for s in ("1", "2")}
+    assert len(outs) == 1 and outs.pop().strip() == str(portable_hash(("a", 1, "ü")))
+
+
+def test_range_partitioner_keeps_ties_together():
+    p = RangePartitioner.from_sample([1, 1, 1, 2, 2, 3, 3, 3, 3], 3)
+    assert p.partition(1) == p.partition(1.0)
+    parts = [p.partition(k) for k in [1, 1, 2, 2, 3, 3]]
+    assert parts == sorted(parts)
+    desc = RangePartitioner(p.bounds, ascending=False)
+    assert [desc.partition(k) for k in [1, 2, 3]] == sorted([desc.partition(k) for k in [1, 2, 3]], reverse=True)
+
+
+def test_repartition_keeps_batches_and_rows(ctx):
+    a = np.arange(1000.0).reshape(500, 2)
+    parts = ctx.from_numpy(a, 3).repartition(4).collect_partitions()
+    assert len(parts) == 4 and all(isinstance(p, np.ndarray) for p in parts)
+    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 3
+    assert np.array_equal(np.sort(np.concatenate(parts), axis=0), a)
+
+
+def test_partition_by_moves_tables_as_tables_to_hash_partitions(ctx):
+    t = pa.table({"k": np.arange(-50, 50), "v": np.arange(100) * 0.5})
+    ds = ctx.from_numpy(np.arange(2), 2).map_partitions(lambda a: t.slice(int(a[0]) * 50, 50))
+    parts = ds.partition_by(3).collect_partitions()
+    assert all(isinstance(p, pa.Table) for p in parts)
+    for i, p in enumerate(parts):
+        assert all(portable_hash(k) % 3 == i for k in p.column("k").to_pylist())
+    assert sorted(r for p in parts for r in zip(*(c.to_pylist() for c in p.columns))) == sorted(
+        zip(t.column("k").to_pylist(), t.column("v").to_pylist()))
+
+
+def test_batch_and_record_pairs_co_partition(ctx):
+    keys = np.array([-3, -2, -1, 0, 1, 2, 3, 10**12, -(10**12)], dtype=np.int64)
+    batch = ctx.from_numpy(np.stack([keys, keys * 2], axis=1), 2).partition_by(4).collect_partitions()
+    records = ctx.parallelize([(int(k), int(k) * 2) for k in keys], 3).partition_by(4).collect_partitions()
+    assert [sorted(int(r[0]) for r in b) for b in batch] == [sorted(k for k, _ in r) for r in records]
+
+
+def test_aggregation_spills_within_budget_and_gives_same_result(tmp_path):
+    n = 60_000
+    with Context(memory="2MB", parallelism=2, shuffle_dirs=[str(tmp_path)], progress=False,
+                 event_log=str(tmp_path / "ev.jsonl")) as ctx:
+        ds = ctx.range(n, num_partitions=2).map(lambda x: (f"key-{x % 20000}", x))
+        grouped = dict(ds.group_by_key(2).map_values(sorted).collect())
+        summed = dict(ds.reduce_by_key(lambda a, b: a + b, 2).collect())
+    expect: dict = {}
+    for x in range(n):
+        expect.setdefault(f"key-{x % 20000}", []).append(x)
+    assert grouped == expect
+    assert summed == {k: sum(v) for k, v in expect.items()}
+    import json
+
+    ends = [json.loads(l) for l in open(tmp_path / "ev.jsonl") if '"TaskEnd"' in l]
+    assert sum(e["spill_bytes"] for e in ends) > 0
+    assert not list(tmp_path.glob("strataflow-*/spill-*"))
+
+
+class CollidingKey:
+    """Every key hashes alike, so merging must fall back on equality."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, CollidingKey) and other.v == self.v
+
+    def __hash__(self):
+        return 7
+
+
+def test_external_aggregator_merges_runs_with_colliding_hashes(tmp_path):
+    Key = CollidingKey
+    mm = MemoryManager(1 << 20)
+    agg = ExternalAggregator(Aggregator(lambda v: v, lambda a, b: a + b, lambda a, b: a + b), mm, 1, str(tmp_path))
+    for round_ in range(3):
+        agg.insert_values((Key(i), 1) for i in range(40))
+        agg._spill()
+    agg.insert_values((Key(i), 1) for i in range(40))
+    out = {k.v: c for k, c in agg.items()}
+    assert out == {i: 4 for i in range(40)}
+    assert mm.execution_used == 0 and not list(tmp_path.glob("spill-*"))
+
+
+def test_memory_manager_fair_share_and_release():
+    mm = MemoryManager(1000)
+    mm.task_started(1)
+    assert mm.acquire_execution(800, 1) == 800
+    mm.task_started(2)
+    got = []
+    t = threading.Thread(target=lambda: got.append(mm.acquire_execution(600, 2)))
+    t.start()
+    mm.release_execution(500, 1)  # task 2 waits until task 1 frees memory, then gets its share
+    t.join(5)
+    assert got and 250 <= got[0] <= 500
+    assert mm.acquire_execution(10_000, 1) <= 500 - mm.held_by(1) + 500
+    mm.task_finished(1)
+    mm.task_finished(2)
+    assert mm.execution_used == 0

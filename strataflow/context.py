@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .config import Config, check_num_partitions
 from .dataset import Dataset
@@ -57,6 +58,8 @@ class Context:
         max_task_attempts: attempts of a task before its job fails.
         max_stage_attempts: reruns of a stage whose shuffle input was lost.
         progress: show stage progress bars (default: when stderr is a terminal).
+        blas_threads: BLAS threads while this context lives (default: cores divided by
+            ``parallelism``, so task threads times BLAS threads never oversubscribe).
     """
 
     def __init__(
@@ -71,11 +74,14 @@ class Context:
         max_stage_attempts: int = 4,
         progress: bool | None = None,
         app_name: str = "strataflow",
+        blas_threads: int | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = Config.build(memory, parallelism, local_dirs, shuffle_dirs, event_log, shuffle_sync,
                                    max_task_attempts, max_stage_attempts, progress, app_name)
         cfg = self.config
+        n_blas = (check_num_partitions(blas_threads, "blas_threads") if blas_threads is not None
+                  else max(1, (os.cpu_count() or 1) // cfg.parallelism))
         self.app_id = new_app_id()
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs)
         self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
@@ -98,6 +104,7 @@ class Context:
         self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
         self._ids = itertools.count()
         self._lock = threading.Lock()
+        self._blas_limits = threadpool_limits(limits=n_blas, user_api="blas")
         gc_timer.acquire()
         self._closed = False
         _live.add(self)
@@ -123,6 +130,7 @@ class Context:
         if self._log:
             self._log.close()
         remove_dirs(self.local_dirs + self.shuffle_dirs)
+        self._blas_limits.restore_original_limits()
         gc_timer.release()
         _live.discard(self)
 

@@ -148,3 +148,18 @@ def test_memory_manager_fair_share_and_release():
     mm.task_finished(1)
     mm.task_finished(2)
     assert mm.execution_used == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.one_of(st.integers(min_value=-(1 << 70), max_value=1 << 70), st.integers(-5, 5)),
+                min_size=64, max_size=200),
+       st.integers(min_value=1, max_value=9))
+def test_record_buckets_follow_portable_hash(keys, n):
+    from strataflow.shuffle import split_into_buckets
+
+    records = [(k, i) for i, k in enumerate(keys)]
+    buckets = split_into_buckets(records, n, HashPartitioner(n))
+    for i, b in enumerate(buckets):
+        assert all(portable_hash(k) % n == i for k, _ in b)
+        assert [j for _, j in b] == sorted(j for _, j in b)  # map order kept within a bucket
+    assert sorted(r for b in buckets for r in b) == sorted(records)

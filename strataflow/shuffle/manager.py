@@ -63,11 +63,31 @@ def split_into_buckets(value: Any, num_buckets: int, partitioner=None, map_id: i
         counts = np.bincount(parts, minlength=num_buckets)
         edges = np.concatenate([[0], np.cumsum(counts)])
         return [take_rows(value, order[edges[i] : edges[i + 1]]) for i in range(num_buckets)]
+    parts = _int_key_partitions(value, partitioner)
+    if parts is not None:
+        order = np.argsort(parts, kind="stable").tolist()
+        edges = np.concatenate([[0], np.cumsum(np.bincount(parts, minlength=num_buckets))]).tolist()
+        return [[value[j] for j in order[edges[i] : edges[i + 1]]] for i in range(num_buckets)]
     buckets: list[list] = [[] for _ in range(num_buckets)]
     part = partitioner.partition
     for rec in value:
         buckets[part(rec[0])].append(rec)
     return buckets
+
+
+def _int_key_partitions(records: list, partitioner) -> np.ndarray | None:
+    """Partitions of records whose keys are all Python ints in int64 range, vectorized
+    (the common case of ids and counters); None when any key is something else."""
+    if len(records) < 64:
+        return None
+    keys = [r[0] for r in records]
+    if set(map(type, keys)) != {int}:
+        return None
+    try:
+        arr = np.array(keys, dtype=np.int64)
+    except OverflowError:
+        return None
+    return partitioner.partition_array(arr)
 
 
 class ShuffleManager:

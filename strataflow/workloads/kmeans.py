@@ -1,10 +1,11 @@
 """K-means (Lloyd's algorithm) on numpy batches, as HiBench's DenseKMeans runs it: K
 centres from a seeded random sample, a fixed number of iterations, no early stop.
 
-The per-partition kernel keeps the work in BLAS, which releases the GIL so task threads
-run in parallel: squared distances up to a per-row constant are ``|c|^2 - 2 x.c`` (one
-matrix product), and the per-centre sums are a one-hot matrix product instead of
-``np.add.at``. Rows are processed in chunks so the distance matrix stays in cache.
+The per-partition kernel keeps the work in BLAS and in GIL-releasing ufuncs so that
+task threads run in parallel: squared distances up to a per-row constant are
+``|c|^2 - 2 x.c`` (one matrix product), and the per-centre sums are a one-hot matrix
+product instead of ``np.add.at``. Rows are processed in chunks so the distance matrix
+stays in cache.
 """
 
 from __future__ import annotations
@@ -16,26 +17,39 @@ import numpy as np
 
 __all__ = ["KMeansResult", "kmeans_partition", "kmeans", "kmeans_numpy", "init_centres"]
 
-_CHUNK = 1 << 15
+_CHUNK = 1 << 14
 
 
 def kmeans_partition(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Per-centre sums and counts of the points nearest to each centre, and the cost
-    (sum of squared distances to the nearest centre)."""
+    (sum of squared distances to the nearest centre).
+
+    Distances are laid out centre-major, ``(k, rows)``: every elementwise step then runs
+    over long contiguous rows; with the natural ``(rows, k)`` layout numpy's inner loops
+    run over only k elements and per-row overhead dominates (``argmin(axis=1)`` and the
+    broadcast add were 5x slower here). The nearest centre is found by k-1 vectorized
+    compare-and-copy steps (ties go to the lower index, as ``argmin``), all of which
+    release the GIL."""
     k, d = centres.shape
     sums = np.zeros((k, d))
     counts = np.zeros(k)
     cost = 0.0
-    cn = (centres * centres).sum(axis=1)
-    eye = np.eye(k)
+    cn = (centres * centres).sum(axis=1)[:, None]
+    ks = np.arange(k)[:, None]
     for start in range(0, len(points), _CHUNK):
         x = np.asarray(points[start : start + _CHUNK], dtype=np.float64)
-        dist = cn - 2.0 * (x @ centres.T)
-        label = dist.argmin(axis=1)
-        onehot = eye[label]
-        sums += onehot.T @ x
-        counts += onehot.sum(axis=0)
-        cost += float(np.einsum("ij,ij->", x, x) + dist[np.arange(len(x)), label].sum())
+        dist = centres @ x.T  # (k, rows): |c|^2 - 2 x.c, the squared distance less |x|^2
+        dist *= -2.0
+        dist += cn
+        best = dist[0].copy()
+        label = np.zeros(len(x), dtype=np.intp)
+        for j in range(1, k):
+            closer = dist[j] < best
+            np.copyto(best, dist[j], where=closer)
+            np.copyto(label, j, where=closer)
+        sums += (label == ks).astype(np.float64) @ x  # one-hot product: stays in BLAS
+        counts += np.bincount(label, minlength=k)
+        cost += float(np.einsum("ij,ij->", x, x) + best.sum())
     return sums, counts, cost
 
 

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .config import Config, check_num_partitions
+from .config import Config, ConfigError, check_num_partitions, parse_size
 from .dataset import Dataset
 from .io.npy import NpySource
 from .io.sources import RangeSource, collection_source, numpy_source
@@ -29,7 +29,11 @@ from .memory import MemoryManager
 from .metrics import EventBus, JsonLinesLog, gc_timer
 from .scheduler import DAGScheduler
 from .shuffle import ShuffleManager
+from .storage.disk_store import DiskStore
 from .storage.manager import BlockManager
+from .storage.policies import make_policy
+from .storage.serde import get_serializer
+from .storage.status import DatasetStorage, StorageStatus
 from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
@@ -60,6 +64,14 @@ class Context:
         progress: show stage progress bars (default: when stderr is a terminal).
         blas_threads: BLAS threads while this context lives (default: cores divided by
             ``parallelism``, so task threads times BLAS threads never oversubscribe).
+        storage_fraction: the part of ``memory`` that execution cannot take back from
+            cached blocks (Spark's ``spark.memory.storageFraction``).
+        policy: the cache policy by name (``no-recache``, the default; ``spark`` to
+            reproduce Spark's re-caching).
+        serializer: ``auto`` (default: pickle5 for batches, pickle for records),
+            ``pickle``, ``pickle5``, ``arrow``, ``arrow:lz4``, ``arrow:zstd``.
+        disk_capacity: the most bytes the cache may write to its directories (default:
+            no limit but the device's); a block that does not fit is not cached.
     """
 
     def __init__(
@@ -75,11 +87,20 @@ class Context:
         progress: bool | None = None,
         app_name: str = "strataflow",
         blas_threads: int | None = None,
+        storage_fraction: float = 0.5,
+        policy: str | None = None,
+        serializer: str | None = None,
+        disk_capacity: int | str | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = Config.build(memory, parallelism, local_dirs, shuffle_dirs, event_log, shuffle_sync,
                                    max_task_attempts, max_stage_attempts, progress, app_name)
         cfg = self.config
+        if not 0.0 <= float(storage_fraction) <= 1.0:
+            raise ConfigError(f"storage_fraction: must be between 0 and 1, got {storage_fraction!r}")
+        cache_policy = make_policy(policy)
+        default_serializer = get_serializer(serializer)
+        capacity = None if disk_capacity is None else parse_size(disk_capacity, "disk_capacity")
         n_blas = (check_num_partitions(blas_threads, "blas_threads") if blas_threads is not None
                   else max(1, (os.cpu_count() or 1) // cfg.parallelism))
         self.app_id = new_app_id()
@@ -97,8 +118,9 @@ class Context:
 
             self._progress = StageProgress()
             self.events.subscribe(self._progress)
-        self.memory = MemoryManager(cfg.memory)
-        self.block_manager = BlockManager()
+        self.memory = MemoryManager(cfg.memory, float(storage_fraction))
+        self.disk_store = DiskStore(self.local_dirs, capacity)
+        self.block_manager = BlockManager(self.memory, self.disk_store, cache_policy, default_serializer, self.events)
         self.shuffle = ShuffleManager(self.shuffle_dirs, cfg.shuffle_sync)
         self.scheduler = DAGScheduler(self)
         self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
@@ -106,6 +128,7 @@ class Context:
         self._lock = threading.Lock()
         self._blas_limits = threadpool_limits(limits=n_blas, user_api="blas")
         gc_timer.acquire()
+        self._gc0 = gc_timer.snapshot()
         self._closed = False
         _live.add(self)
         self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
@@ -152,6 +175,31 @@ class Context:
 
     def _num(self, n: int | None) -> int:
         return self.default_parallelism if n is None else check_num_partitions(n)
+
+    # -- the cache, seen from outside --------------------------------------------------------
+    @property
+    def policy(self) -> str:
+        return self.block_manager.policy.name
+
+    def storage_status(self) -> StorageStatus:
+        """One entry per persisted dataset: name, level, partitions and bytes in memory and
+        on disk. ``str()`` of the list is a readable table."""
+        out = StorageStatus()
+        for info in self.block_manager.datasets():
+            mem, disk = self.block_manager.blocks_of(info.dataset_id)
+            out.append(DatasetStorage(info.label(), info.level.name, info.num_partitions, len(mem), len(disk),
+                                      sum(mem.values()), sum(disk.values()), info.serializer.name))
+        return out
+
+    def metrics(self) -> dict:
+        """Totals for the application: cache hits, misses, drops, re-caches, disk bytes,
+        (de)serialization and GC seconds (the same per job and stage are in the events)."""
+        out = self.block_manager.metrics.snapshot()
+        gc_s, gc_n = gc_timer.snapshot()
+        out.update(gc_s=gc_s - self._gc0[0], gc_collections=gc_n - self._gc0[1],
+                   storage_memory_used=self.memory.storage_used, peak_storage_memory=self.memory.peak_storage,
+                   peak_execution_memory=self.memory.peak_execution)
+        return out
 
     # -- sources ----------------------------------------------------------------------------
     def parallelize(self, data: Iterable, num_partitions: int | None = None) -> Dataset:

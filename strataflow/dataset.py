@@ -24,6 +24,7 @@ from .batch import is_batch, iter_rows, num_rows
 from .config import check_num_partitions
 from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode
 from .pairs import PairOps
+from .storage.level import StorageLevel
 from .storage.manager import BlockId
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Dataset(PairOps, ActionOps):
         self.id = ctx._new_dataset_id()
         self.op = f"{op} at {_call_site()}"
         self._name: str | None = None
-        self.storage_level = None
+        self.storage_level = StorageLevel.NONE
 
     # -- identity and lineage ------------------------------------------------------------
     @property
@@ -113,6 +114,35 @@ class Dataset(PairOps, ActionOps):
 
         walk(self, 0, f"result stage: {self.num_partitions} tasks")
         return "\n".join(lines)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def persist(self, level=StorageLevel.MEMORY_ONLY, serializer: str | None = None) -> "Dataset":
+        """Keeps computed partitions at ``level`` (a StorageLevel or its name) so that later
+        jobs read them instead of recomputing; ``serializer`` overrides the context's for
+        this dataset. Like Spark, the level cannot change once set (unpersist first)."""
+        level = StorageLevel.parse(level)
+        if self.storage_level not in (StorageLevel.NONE, level):
+            raise ValueError(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
+                             f"unpersist() it before choosing {level.name}")
+        self.storage_level = level
+        if level.is_valid:
+            self.ctx.block_manager.register(self.id, lambda: self.label, level, serializer, self.num_partitions)
+        return self
+
+    def cache(self) -> "Dataset":
+        """``persist(StorageLevel.MEMORY_ONLY)``."""
+        return self.persist(StorageLevel.MEMORY_ONLY)
+
+    def unpersist(self, blocking: bool = True) -> "Dataset":
+        """Removes this dataset's blocks from every store (always synchronously here, so
+        ``blocking`` is accepted for PySpark compatibility)."""
+        self.ctx.block_manager.unregister(self.id)
+        self.storage_level = StorageLevel.NONE
+        return self
+
+    @property
+    def is_cached(self) -> bool:
+        return self.storage_level.is_valid
 
     # -- getting a partition ----------------------------------------------------------------
     def compute(self, split: int, tc: "TaskContext") -> Any:

@@ -1,79 +1,134 @@
-"""The unified memory budget shared by execution (shuffle and aggregation buffers) and,
-from the cache issue on, storage (cached blocks), after Spark's UnifiedMemoryManager.
+"""The unified memory budget shared by execution (shuffle and aggregation buffers) and
+storage (cached blocks), after Spark's UnifiedMemoryManager.
 
-This module holds the execution side. A task asks for bytes before it grows a buffer; a
-request is granted in part or not at all when the pool is short, and the task then
-spills what it holds to disk instead of growing past the budget. As in Spark, each of N
-active tasks may hold at most 1/N of the execution pool, so one greedy task cannot starve
-the others, and a task waits for memory rather than spilling while it has less than
-1/(2N) (the minimum share that keeps spill files from becoming tiny).
+Rules (Spark's, stated as invariants on used bytes ``S`` storage and ``E`` execution,
+with ``S + E <= total`` always):
+
+- Storage may use any free memory, including memory execution does not use right now
+  ("borrowing"); to make room for a block it may evict other *blocks* (the block
+  manager's policy picks them), never execution memory.
+- Execution may use any free memory, and when that is short it takes memory back by
+  evicting blocks, but only while storage holds more than its protected region
+  ``storage_fraction * total``.
+- Each of N active tasks may hold at most 1/N of the memory execution can reach, so one
+  greedy task cannot starve the others, and a task waits (rather than spills) while it
+  has less than 1/(2N), so spill files do not become tiny.
+
+One re-entrant lock guards every change of these figures; the block manager takes the
+same lock for its memory store, as Spark synchronizes on its memory manager, so an
+eviction and the accounting it frees are one atomic step.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any, Callable
 
 __all__ = ["MemoryManager"]
 
+Evictor = Callable[[int, Any], int]  # (bytes wanted, block being added or None) -> bytes freed
+
 
 class MemoryManager:
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, storage_fraction: float = 0.5) -> None:
         self.total = int(total)
+        self.storage_region = int(total * storage_fraction)
+        self.lock = threading.RLock()
+        self._cond = threading.Condition(self.lock)
         self._held: dict[int, int] = {}
         self._active: set[int] = set()
-        self._cond = threading.Condition()
+        self.storage_used = 0
         self.peak_execution = 0
+        self.peak_storage = 0
+        self._evictor: Evictor | None = None
+
+    def set_evictor(self, evictor: Evictor) -> None:
+        """The block manager's callback that drops blocks to free storage memory."""
+        self._evictor = evictor
 
     # -- task lifecycle -------------------------------------------------------------
     def task_started(self, task_id: int) -> None:
-        with self._cond:
+        with self.lock:
             self._active.add(task_id)
             self._held.setdefault(task_id, 0)
 
     def task_finished(self, task_id: int) -> None:
         """Releases whatever the task still holds (a failed task must not leak memory)."""
-        with self._cond:
+        with self.lock:
             self._active.discard(task_id)
             self._held.pop(task_id, None)
             self._cond.notify_all()
 
-    # -- execution memory -----------------------------------------------------------
+    # -- figures ------------------------------------------------------------------------
     @property
     def execution_used(self) -> int:
-        with self._cond:
+        with self.lock:
             return sum(self._held.values())
 
+    @property
+    def free(self) -> int:
+        with self.lock:
+            return self.total - self.storage_used - sum(self._held.values())
+
     def held_by(self, task_id: int) -> int:
-        with self._cond:
+        with self.lock:
             return self._held.get(task_id, 0)
 
+    # -- storage memory -------------------------------------------------------------------
+    def acquire_storage(self, num_bytes: int, block_id: Any = None) -> bool:
+        """Reserves ``num_bytes`` for a block, evicting other blocks if needed (never
+        execution memory). False when it cannot fit; then nothing was evicted by Spark's
+        rule (the policy returns no victims unless they free enough)."""
+        num_bytes = max(0, int(num_bytes))
+        with self.lock:
+            execution = sum(self._held.values())
+            if num_bytes > self.total - execution:
+                return False
+            short = num_bytes - (self.total - self.storage_used - execution)
+            if short > 0 and self._evictor is not None:
+                self._evictor(short, block_id)
+            if num_bytes <= self.total - self.storage_used - sum(self._held.values()):
+                self.storage_used += num_bytes
+                self.peak_storage = max(self.peak_storage, self.storage_used)
+                return True
+            return False
+
+    def release_storage(self, num_bytes: int) -> None:
+        with self.lock:
+            self.storage_used = max(0, self.storage_used - max(0, int(num_bytes)))
+            self._cond.notify_all()
+
+    # -- execution memory -----------------------------------------------------------------
     def acquire_execution(self, num_bytes: int, task_id: int) -> int:
         """Grants up to ``num_bytes`` to the task; returns what was granted (maybe 0)."""
         if num_bytes <= 0:
             return 0
-        with self._cond:
+        with self.lock:
             self._active.add(task_id)
             self._held.setdefault(task_id, 0)
             while True:
+                execution = sum(self._held.values())
+                free = self.total - self.storage_used - execution
+                reclaimable = self.storage_used - self.storage_region
+                if free < num_bytes and reclaimable > 0 and self._evictor is not None:
+                    self._evictor(min(num_bytes - free, reclaimable), None)
+                    free = self.total - self.storage_used - execution
                 n = max(1, len(self._active))
-                free = self.total - sum(self._held.values())
+                reachable = self.total - min(self.storage_used, self.storage_region)
                 held = self._held[task_id]
-                max_share = self.total // n
-                min_share = self.total // (2 * n)
+                max_share = reachable // n
+                min_share = reachable // (2 * n)
                 grant = max(0, min(num_bytes, max_share - held, free))
                 if grant < num_bytes and held + grant < min_share and free < num_bytes:
-                    # Too little to make progress: wait for other tasks to release memory.
-                    if not self._cond.wait(timeout=0.5):
-                        # Timed out: take what there is rather than wait forever.
-                        grant = max(0, min(num_bytes, free))
-                    else:
-                        continue
+                    if self._cond.wait(timeout=0.5):
+                        continue  # someone released memory: try again
+                    grant = max(0, min(num_bytes, free))  # waited long enough: take what there is
                 self._held[task_id] = held + grant
-                self.peak_execution = max(self.peak_execution, sum(self._held.values()))
+                self.peak_execution = max(self.peak_execution, execution + grant)
                 return grant
 
     def release_execution(self, num_bytes: int, task_id: int) -> None:
-        with self._cond:
+        with self.lock:
             held = self._held.get(task_id, 0)
             self._held[task_id] = max(0, held - max(0, num_bytes))
             self._cond.notify_all()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..metrics import gc_timer
 from ..shuffle import FetchFailed
+from ..storage.manager import CacheMetrics
 from .task import ResultTask, ShuffleMapTask, TaskContext
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ class DAGScheduler:
         events = ctx.events
         t0 = time.perf_counter()
         gc0 = gc_timer.snapshot()
+        cache0 = ctx.block_manager.metrics.snapshot()
         events.post("JobStart", job_id=job_id, description=description, final_stage=final.id,
                     num_partitions=len(partitions))
         results: dict[int, Any] = {}
@@ -149,7 +151,8 @@ class DAGScheduler:
         finally:
             gc1 = gc_timer.snapshot()
             events.post("JobEnd", job_id=job_id, ok=ok, seconds=time.perf_counter() - t0,
-                        gc_s=gc1[0] - gc0[0], gc_collections=gc1[1] - gc0[1])
+                        gc_s=gc1[0] - gc0[0], gc_collections=gc1[1] - gc0[1],
+                        cache=CacheMetrics.diff(ctx.block_manager.metrics.snapshot(), cache0))
         return [results[p] for p in partitions]
 
     def _handle_fetch_failed(self, ff: FetchFailed, attempt: int) -> None:
@@ -184,6 +187,7 @@ class DAGScheduler:
                         dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents])
         t0 = time.perf_counter()
         gc0 = gc_timer.snapshot()
+        cache0 = ctx.block_manager.metrics.snapshot()
         totals = {"shuffle_bytes_written": 0, "shuffle_bytes_read": 0, "spill_bytes": 0, "records_out": 0}
         results: dict[int, Any] = {}
         ok = False
@@ -219,7 +223,8 @@ class DAGScheduler:
             gc1 = gc_timer.snapshot()
             ctx.events.post("StageEnd", stage_id=stage.id, job_id=job_id, name=stage.name, kind=kind,
                             num_tasks=len(partitions), ok=ok, seconds=time.perf_counter() - t0,
-                            gc_s=gc1[0] - gc0[0], **totals)
+                            gc_s=gc1[0] - gc0[0], gc_collections=gc1[1] - gc0[1],
+                            cache=CacheMetrics.diff(ctx.block_manager.metrics.snapshot(), cache0), **totals)
         return results
 
     def _run_task(self, task, stage: Stage, job_id: int):

@@ -1,19 +1,58 @@
 """The block manager: the one call through which a task gets a dataset's partition.
 
-A task never computes a parent partition directly: it calls
-``BlockManager.get_or_compute(block_id, level, compute)``. In this first version no level
-but ``StorageLevel.NONE`` exists yet, so the call computes from lineage and counts the
-computation; the intermediate-data cache (memory and disk stores, policies) plugs in
-behind this same call without touching the scheduler or the datasets.
+    get_or_compute(block_id, level, compute)
+      -> memory hit                         (policy.record_access "memory")
+      -> else disk hit; the policy decides whether the block is re-cached in memory
+      -> else compute from lineage and put at the level: the memory manager reserves the
+         bytes and the policy names victims, which drop to disk (disk-capable levels) or
+         are discarded; a block with no room in memory goes to disk or is not cached
+      -> every step counts in ``metrics`` and posts a ``Block*`` event
+
+Guarantees, each tested:
+- A persisted block is never lost silently: a missing or corrupt block file posts
+  ``BlockLost`` and the partition is recomputed; a block that cannot be written (disk
+  full, value that cannot be serialized) is not cached, with ``BlockNotStored`` and a
+  warning, unless no level can hold it, in which case the task fails naming the dataset
+  and the serializer.
+- Accounted storage never exceeds the memory manager's budget: every memory put reserves
+  its bytes first, and memory-store changes happen under the memory manager's lock.
+- Batches handed out from the cache are read-only (a write raises numpy's usual
+  "assignment destination is read-only"): a task that wrote into a cached array would
+  otherwise change what later tasks read. Copy the array to modify it.
+
+A task still holds the value it was handed after its block is evicted: the memory is
+freed when the task drops it, so the process may exceed the budget by the blocks the
+running tasks are reading (at most ``parallelism`` partitions).
 """
 
 from __future__ import annotations
 
+import mmap
 import threading
+import time
+import warnings
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["BlockId", "BlockManager"]
+import numpy as np
+
+from ..metrics import EventBus
+from .disk_store import BlockUnavailable, DiskFull, DiskStore
+from .memory_store import MemoryEntry, MemoryStore, join_frames, off_heap_buffer
+from .policies import Policy
+from .serde import SERIALIZERS, SerializationError, Serializer, get_serializer
+from .sizing import estimate_size
+
+__all__ = ["BlockId", "BlockManager", "CacheMetrics", "DatasetInfo", "BlockStoreError"]
+
+_MISS = object()
+
+METRIC_KEYS = (
+    "memory_hits", "disk_hits", "misses", "blocks_dropped", "bytes_dropped", "blocks_recached",
+    "bytes_recached", "disk_bytes_written", "disk_bytes_read", "serialize_s", "deserialize_s",
+    "blocks_discarded", "blocks_not_stored", "blocks_lost",
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -27,14 +66,318 @@ class BlockId:
         return f"rdd_{self.dataset_id}_{self.split}"
 
 
-class BlockManager:
+class BlockStoreError(RuntimeError):
+    """A block could be stored nowhere its level allows (e.g. it cannot be serialized
+    for a serialized-only or disk-only level)."""
+
+
+class CacheMetrics:
+    """Counters of the cache, thread-safe; ``snapshot()`` for totals and differences."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.computed = 0
+        self._c: dict[str, float] = dict.fromkeys(METRIC_KEYS, 0)
 
-    def get_or_compute(self, block_id: BlockId, level: Any, compute: Callable[[], Any]) -> Any:
-        """The partition's value: served from the cache once there is one, else computed."""
-        value = compute()
+    def add(self, **deltas: float) -> None:
         with self._lock:
-            self.computed += 1
+            for k, v in deltas.items():
+                self._c[k] += v
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._c)
+
+    @staticmethod
+    def diff(after: dict, before: dict) -> dict:
+        return {k: after[k] - before.get(k, 0) for k in after}
+
+
+@dataclass
+class DatasetInfo:
+    dataset_id: int
+    label: Callable[[], str]
+    level: Any
+    serializer: Serializer
+    num_partitions: int
+
+
+def _readonly(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    return value
+
+
+def _owned(value: Any) -> Any:
+    """A value that holds its own memory: an ndarray viewing a memory-mapped file is
+    copied, so that caching it in memory really moves it into RAM."""
+    if isinstance(value, np.ndarray):
+        base = value
+        while base is not None:
+            if isinstance(base, (mmap.mmap, np.memmap)):
+                return np.array(value)
+            base = getattr(base, "base", None)
+    return value
+
+
+class BlockManager:
+    def __init__(self, memory, disk: DiskStore, policy: Policy, serializer: Serializer | None = None,
+                 events: EventBus | None = None) -> None:
+        self.memory = memory
+        self.disk = disk
+        self.policy = policy
+        self.serializer = get_serializer(serializer)
+        self.events = events or EventBus()
+        self.memory_store = MemoryStore()
+        self.metrics = CacheMetrics()
+        self._datasets: dict[int, DatasetInfo] = {}
+        self._locks: defaultdict = defaultdict(threading.RLock)
+        self._locks_guard = threading.Lock()
+        memory.set_evictor(self._evict)
+
+    # -- registration -----------------------------------------------------------------------
+    def register(self, dataset_id: int, label: Callable[[], str], level: Any,
+                 serializer: "str | Serializer | None", num_partitions: int) -> None:
+        ser = get_serializer(serializer) if serializer is not None else self.serializer
+        self._datasets[dataset_id] = DatasetInfo(dataset_id, label, level, ser, num_partitions)
+
+    def unregister(self, dataset_id: int) -> int:
+        """Removes every block of the dataset from every store; returns how many."""
+        info = self._datasets.pop(dataset_id, None)
+        removed = 0
+        with self.memory.lock:
+            for bid, entry in self.memory_store.items():
+                if bid.dataset_id == dataset_id:
+                    self.memory_store.remove(bid)
+                    self.policy.record_remove(bid)
+                    self.memory.release_storage(entry.size)
+                    removed += 1
+        for bid, _ in self.disk.items():
+            if bid.dataset_id == dataset_id:
+                self.disk.remove(bid)
+                removed += 1
+        with self._locks_guard:
+            for bid in [b for b in self._locks if b.dataset_id == dataset_id]:
+                del self._locks[bid]
+        if info is not None:
+            self.events.post("DatasetUnpersisted", dataset_id=dataset_id, name=info.label(), blocks=removed)
+        return removed
+
+    def info(self, dataset_id: int) -> DatasetInfo | None:
+        return self._datasets.get(dataset_id)
+
+    def _lock(self, bid: BlockId) -> threading.RLock:
+        with self._locks_guard:
+            return self._locks[bid]
+
+    # -- the read path ----------------------------------------------------------------------
+    def get_or_compute(self, block_id: BlockId, level: Any, compute: Callable[[], Any]) -> Any:
+        """The partition's value: from memory, from disk, or computed and stored."""
+        info = self._datasets.get(block_id.dataset_id)
+        if info is None or level is None or not level.is_valid:
+            return compute()
+        with self._lock(block_id):
+            value = self._get_memory(block_id)
+            if value is not _MISS:
+                return value
+            if level.use_disk:
+                value = self._get_disk(block_id, info, count_hit=True)
+                if value is not _MISS:
+                    return value
+            self.metrics.add(misses=1)
+            self.events.post("BlockAccess", block=str(block_id), dataset_id=block_id.dataset_id,
+                             split=block_id.split, result="miss")
+            value = compute()
+            where = self._put(block_id, value, info)
+            if where == "disk" and level.use_memory and self.policy.recache_after_spill:
+                # Spark's getOrElseUpdate reads the block it just spilled back through
+                # getLocalValues, which tries to cache it in memory again.
+                again = self._get_disk(block_id, info, count_hit=False)
+                if again is not _MISS:
+                    return again
+            return _readonly(value) if where in ("memory", "disk") else value
+
+    def _get_memory(self, bid: BlockId) -> Any:
+        with self.memory.lock:
+            entry = self.memory_store.get(bid)
+            if entry is None:
+                return _MISS
+            self.policy.record_access(bid, "memory")
+        self.metrics.add(memory_hits=1)
+        self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                         result="memory", bytes=entry.size)
+        if entry.deserialized:
+            return _readonly(entry.value)
+        return _readonly(self._deserialize(entry.data(), entry.serializer, bid))
+
+    def _get_disk(self, bid: BlockId, info: DatasetInfo, count_hit: bool) -> Any:
+        if bid not in self.disk:
+            return _MISS
+        try:
+            payload, ser_name = self.disk.get(bid)
+            value = self._deserialize(payload, ser_name, bid)
+        except (BlockUnavailable, SerializationError) as exc:
+            self.disk.remove(bid)
+            self.metrics.add(blocks_lost=1)
+            self.events.post("BlockLost", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                             reason=str(exc), action="recompute from lineage")
+            return _MISS
+        self.metrics.add(disk_bytes_read=payload.nbytes, **({"disk_hits": 1} if count_hit else {}))
+        if count_hit:
+            self.policy.record_access(bid, "disk")
+            self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                             result="disk", bytes=payload.nbytes)
+        if info.level.use_memory and (not count_hit or self.policy.promote(bid, payload.nbytes)):
+            self._recache(bid, info, value, payload, ser_name)
+        return _readonly(value)
+
+    def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str) -> None:
+        level = info.level
+        if level.deserialized:
+            entry = MemoryEntry(value, estimate_size(value), True)
+        elif level.off_heap:
+            entry = MemoryEntry(off_heap_buffer([payload], payload.nbytes), payload.nbytes, False, ser_name, True)
+        else:
+            entry = MemoryEntry(payload.obj, payload.nbytes, False, ser_name)
+        if self._store_in_memory(bid, entry):
+            self.metrics.add(blocks_recached=1, bytes_recached=entry.size)
+            self.events.post("BlockRecached", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size)
+
+    # -- the write path -----------------------------------------------------------------------
+    def _put(self, bid: BlockId, value: Any, info: DatasetInfo) -> str:
+        """Stores a computed block; returns where: ``memory``, ``disk`` or ``none``."""
+        level = info.level
+        frames = None
+        if level.use_memory:
+            try:
+                if level.deserialized:
+                    value = _owned(value)
+                    entry = MemoryEntry(value, estimate_size(value), True)
+                else:
+                    frames, size, ser = self._serialize(value, info, bid)
+                    blob = off_heap_buffer(frames, size) if level.off_heap else join_frames(frames, size)
+                    entry = MemoryEntry(blob, size, False, ser.name, level.off_heap)
+            except SerializationError as exc:
+                raise BlockStoreError(self._ser_message(bid, info, exc)) from exc
+            if self.policy.admit(bid, entry.size) and self._store_in_memory(bid, entry):
+                self.events.post("BlockStored", block=str(bid), dataset_id=bid.dataset_id, where="memory",
+                                 bytes=entry.size)
+                return "memory"
+            if not level.use_disk:
+                self.metrics.add(blocks_not_stored=1)
+                self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id,
+                                 reason="no room in memory", bytes=entry.size)
+                return "none"
+        try:
+            if frames is None:
+                frames, size, ser = self._serialize(value, info, bid)
+        except SerializationError as exc:
+            if not level.deserialized:  # no level but a serialized one can hold this block
+                raise BlockStoreError(self._ser_message(bid, info, exc)) from exc
+            # MEMORY_AND_DISK with no room in memory: the task keeps its value, uncached.
+            self.metrics.add(blocks_not_stored=1)
+            reason = self._ser_message(bid, info, exc)
+            self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id, reason=reason)
+            warnings.warn(f"strataflow: block {bid} not cached: {reason}", RuntimeWarning, stacklevel=2)
+            return "none"
+        return "disk" if self._write_disk(bid, frames, size, ser.name) else "none"
+
+    def _store_in_memory(self, bid: BlockId, entry: MemoryEntry) -> bool:
+        with self.memory.lock:
+            if bid in self.memory_store:
+                return True
+            if not self.memory.acquire_storage(entry.size, bid):
+                return False
+            self.memory_store.put(bid, entry)
+            self.policy.record_access(bid, "put")
+            return True
+
+    def _write_disk(self, bid: BlockId, frames: list, size: int, ser_name: str) -> bool:
+        try:
+            entry = self.disk.put(bid, frames, size, ser_name)
+        except OSError as exc:  # DiskFull, or an unwritable cache directory
+            self.metrics.add(blocks_not_stored=1)
+            reason = f"cannot write block to disk: {exc}"
+            self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id, reason=reason)
+            warnings.warn(f"strataflow: block {bid} not cached: {reason}", RuntimeWarning, stacklevel=2)
+            return False
+        self.metrics.add(disk_bytes_written=entry.size)
+        return True
+
+    # -- eviction (called by the memory manager, under its lock) -----------------------------
+    def _evict(self, space: int, for_block: Any) -> int:
+        sizes = {bid: e.size for bid, e in self.memory_store.items()}
+        victims = self.policy.select_victims(space, for_block, sizes) or []
+        return sum(self._drop(bid) for bid in victims)
+
+    def _drop(self, bid: BlockId) -> int:
+        """Spark's dropFromMemory: to disk if the level allows and it is not there yet."""
+        entry = self.memory_store.remove(bid)
+        if entry is None:
+            return 0
+        self.policy.record_remove(bid)
+        self.memory.release_storage(entry.size)
+        info = self._datasets.get(bid.dataset_id)
+        to = "discarded"
+        if info is not None and info.level.use_disk:
+            if bid in self.disk:
+                to = "disk"
+            else:
+                try:
+                    if entry.deserialized:
+                        frames, size, ser = self._serialize(entry.value, info, bid)
+                        ser_name = ser.name
+                    else:
+                        frames, size, ser_name = [entry.data()], entry.size, entry.serializer
+                    if self._write_disk(bid, frames, size, ser_name):
+                        to = "disk"
+                except SerializationError as exc:
+                    self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id,
+                                     reason=self._ser_message(bid, info, exc))
+        self.metrics.add(blocks_dropped=1, bytes_dropped=entry.size,
+                         **({"blocks_discarded": 1} if to == "discarded" else {}))
+        self.events.post("BlockDropped", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size, to=to)
+        return entry.size
+
+    # -- serialization ----------------------------------------------------------------------------
+    def _serialize(self, value: Any, info: DatasetInfo, bid: BlockId) -> tuple[list, int, Serializer]:
+        ser = info.serializer.for_value(value)
+        t0 = time.perf_counter()
+        try:
+            frames = ser.dumps(value)
+        except SerializationError:
+            raise
+        except Exception as exc:  # pickle raises many kinds (PicklingError, TypeError, AttributeError)
+            raise SerializationError(f"{type(exc).__name__}: {exc}") from exc
+        size = sum(memoryview(f).nbytes for f in frames)
+        self.metrics.add(serialize_s=time.perf_counter() - t0)
+        return frames, size, ser
+
+    def _deserialize(self, data: memoryview, ser_name: str, bid: BlockId) -> Any:
+        t0 = time.perf_counter()
+        try:
+            value = SERIALIZERS[ser_name].loads(data)
+        except SerializationError:
+            raise
+        except Exception as exc:
+            raise SerializationError(f"{ser_name} cannot load block {bid}: {exc}") from exc
+        self.metrics.add(deserialize_s=time.perf_counter() - t0)
         return value
+
+    @staticmethod
+    def _ser_message(bid: BlockId, info: DatasetInfo, exc: Exception) -> str:
+        return (f"dataset {info.label()}: serializer {info.serializer.name!r} cannot serialize block {bid} "
+                f"(level {info.level.name}): {exc}")
+
+    # -- status ----------------------------------------------------------------------------------
+    def blocks_of(self, dataset_id: int) -> tuple[dict, dict]:
+        """Sizes of the dataset's blocks in memory and on disk."""
+        with self.memory.lock:
+            mem = {b.split: e.size for b, e in self.memory_store.items() if b.dataset_id == dataset_id}
+        disk = {b.split: e.size for b, e in self.disk.items() if b.dataset_id == dataset_id}
+        return mem, disk
+
+    def datasets(self) -> list[DatasetInfo]:
+        return list(self._datasets.values())
+

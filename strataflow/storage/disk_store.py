@@ -1,0 +1,143 @@
+"""The disk store: one file per block under the cache directories (never the shuffle
+directories), used round-robin.
+
+A block file is written to a temporary name and renamed into place, so a crash never
+leaves a half-written block under a block's name. Its header holds the serializer's
+name, the payload length and a CRC32 of the payload, verified on every read: a short,
+missing or corrupt file raises :class:`BlockUnavailable`, and the block manager
+recomputes the partition from lineage. A full device (ENOSPC) or the store's own
+``capacity`` raises :class:`DiskFull`; the caller then does without caching the block.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import struct
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable"]
+
+_MAGIC = b"SFBLK01\0"
+_HEAD = struct.Struct("<8sIQB")  # magic, crc32, payload length, serializer-name length
+
+
+class DiskFull(OSError):
+    """No room for a block (device full or the store's capacity reached)."""
+
+
+class BlockUnavailable(Exception):
+    """A block file is missing, short or fails its checksum."""
+
+
+@dataclass(frozen=True)
+class DiskEntry:
+    path: str
+    size: int  # bytes on disk, header included
+    serializer: str
+
+
+class DiskStore:
+    def __init__(self, dirs: list[str], capacity: int | None = None, sync: bool = False) -> None:
+        if not dirs:
+            raise ValueError("the disk store needs at least one directory")
+        self.dirs = dirs
+        self.capacity = capacity
+        self.sync = sync
+        self._entries: dict[Any, DiskEntry] = {}
+        self._lock = threading.Lock()
+        self._next = itertools.count()
+        self.used = 0
+
+    def __contains__(self, block_id: Any) -> bool:
+        with self._lock:
+            return block_id in self._entries
+
+    def entry(self, block_id: Any) -> DiskEntry | None:
+        with self._lock:
+            return self._entries.get(block_id)
+
+    def items(self) -> list[tuple[Any, DiskEntry]]:
+        with self._lock:
+            return list(self._entries.items())
+
+    def put(self, block_id: Any, frames: list, payload_size: int, serializer: str) -> DiskEntry:
+        """Writes the frames as one block file; returns its entry. Raises DiskFull."""
+        name = serializer.encode()
+        total = _HEAD.size + len(name) + payload_size
+        with self._lock:
+            if block_id in self._entries:
+                return self._entries[block_id]
+            if self.capacity is not None and self.used + total > self.capacity:
+                raise DiskFull(errno.ENOSPC, f"cache capacity {self.capacity} bytes reached "
+                                             f"({self.used} used, block needs {total})")
+            self.used += total  # reserve before writing, so concurrent puts cannot overshoot
+            d = self.dirs[next(self._next) % len(self.dirs)]
+        path = os.path.join(d, f"{block_id}.blk")
+        tmp = f"{path}.tmp"
+        crc = 0
+        for f in frames:
+            crc = zlib.crc32(f, crc)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(_HEAD.pack(_MAGIC, crc, payload_size, len(name)) + name)
+                for f in frames:
+                    fh.write(f)
+                if self.sync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            with self._lock:
+                self.used -= total
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(exc.errno, f"no space left for block {block_id} in {d}") from exc
+            raise
+        entry = DiskEntry(path, total, serializer)
+        with self._lock:
+            self._entries[block_id] = entry
+        return entry
+
+    def get(self, block_id: Any) -> tuple[memoryview, str]:
+        """The verified payload of a block and its serializer's name."""
+        entry = self.entry(block_id)
+        if entry is None:
+            raise BlockUnavailable(f"block {block_id} is not on disk")
+        try:
+            with open(entry.path, "rb") as fh:
+                head = fh.read(_HEAD.size)
+                if len(head) < _HEAD.size:
+                    raise BlockUnavailable(f"block file {entry.path} is truncated")
+                magic, crc, length, name_len = _HEAD.unpack(head)
+                if magic != _MAGIC:
+                    raise BlockUnavailable(f"block file {entry.path} has a bad header")
+                name = fh.read(name_len).decode(errors="replace")
+                payload = bytearray(length)
+                got = fh.readinto(payload)
+        except FileNotFoundError:
+            raise BlockUnavailable(f"block file {entry.path} is missing") from None
+        except OSError as exc:
+            raise BlockUnavailable(f"block file {entry.path} cannot be read: {exc}") from None
+        if got != length or zlib.crc32(payload) != crc:
+            raise BlockUnavailable(f"block file {entry.path} fails its checksum")
+        return memoryview(payload), name
+
+    def remove(self, block_id: Any) -> DiskEntry | None:
+        with self._lock:
+            entry = self._entries.pop(block_id, None)
+            if entry is not None:
+                self.used -= entry.size
+        if entry is not None:
+            try:
+                os.remove(entry.path)
+            except FileNotFoundError:
+                pass
+        return entry

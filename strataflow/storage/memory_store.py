@@ -1,0 +1,76 @@
+"""The memory store: blocks held in RAM, as values, serialized bytes, or bytes outside the
+Python heap. It only holds entries; the block manager decides what goes in and out and
+accounts the bytes with the memory manager (under its lock).
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+__all__ = ["MemoryEntry", "MemoryStore", "off_heap_buffer"]
+
+
+@dataclass
+class MemoryEntry:
+    value: Any  # a partition value, a bytes-like blob, or an anonymous mmap (off-heap)
+    size: int
+    deserialized: bool
+    serializer: str | None = None  # the concrete serializer of a blob
+    off_heap: bool = False
+
+    def data(self) -> memoryview:
+        """The serialized bytes of a serialized entry."""
+        return memoryview(self.value)
+
+
+def off_heap_buffer(frames: list, size: int) -> mmap.mmap:
+    """The frames copied into an anonymous private mapping: memory the garbage collector
+    never scans and that is returned to the OS as soon as the last view is dropped."""
+    buf = mmap.mmap(-1, max(1, size), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    pos = 0
+    for f in frames:
+        m = memoryview(f).cast("B")
+        buf[pos : pos + m.nbytes] = m
+        pos += m.nbytes
+    return buf
+
+
+def join_frames(frames: list, size: int) -> bytearray:
+    out = bytearray(size)
+    pos = 0
+    for f in frames:
+        m = memoryview(f).cast("B")
+        out[pos : pos + m.nbytes] = m
+        pos += m.nbytes
+    return out
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._entries: dict[Any, MemoryEntry] = {}
+
+    def put(self, block_id: Any, entry: MemoryEntry) -> None:
+        if block_id in self._entries:
+            raise KeyError(f"block {block_id} is already in the memory store")
+        self._entries[block_id] = entry
+
+    def get(self, block_id: Any) -> MemoryEntry | None:
+        return self._entries.get(block_id)
+
+    def remove(self, block_id: Any) -> MemoryEntry | None:
+        return self._entries.pop(block_id, None)
+
+    def __contains__(self, block_id: Any) -> bool:
+        return block_id in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self) -> Iterator[tuple[Any, MemoryEntry]]:
+        return iter(list(self._entries.items()))
+
+    @property
+    def used(self) -> int:
+        return sum(e.size for e in self._entries.values())

@@ -1,0 +1,23 @@
+"""Cache policies, one small module each, found by name."""
+
+from __future__ import annotations
+
+from .base import Policy
+from .no_recache import NoRecachePolicy
+from .spark import SparkPolicy
+
+__all__ = ["Policy", "POLICIES", "make_policy", "DEFAULT_POLICY"]
+
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SparkPolicy, NoRecachePolicy)}
+DEFAULT_POLICY = "no-recache"
+
+
+def make_policy(name: "str | Policy | None") -> Policy:
+    if isinstance(name, Policy):
+        return name
+    key = DEFAULT_POLICY if name is None else str(name).lower()
+    if key not in POLICIES:
+        from ...config import ConfigError
+
+        raise ConfigError(f"policy: unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+    return POLICIES[key]()

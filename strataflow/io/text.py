@@ -1,6 +1,7 @@
 """Text files: byte ranges cut at line boundaries, as Hadoop's TextInputFormat.
 
-Each file is cut into byte ranges of about ``total / min_partitions`` bytes. A range
+Each file is cut into byte ranges of ``total // min_partitions`` bytes (so there are at
+least ``min_partitions`` of them when the files hold that many bytes). A range
 owns the lines that *start* inside it: it skips a partial first line (unless it starts
 the file or follows a newline) and reads past its end to finish its last line. Because
 UTF-8 never uses byte 0x0A inside a multi-byte character, byte cuts are safe for unicode.
@@ -40,7 +41,9 @@ class TextSource(SourceNode):
         self.encoding = encoding
         files = list_input_files(path)
         total = sum(os.path.getsize(f) for f in files)
-        goal = max(1, -(-total // max(1, min_partitions)))
+        # Floor, as Hadoop's goal size: a ceiling would give fewer than min_partitions
+        # ranges (10 bytes, 9 wanted: 2-byte ranges, only 5 of them).
+        goal = max(1, total // max(1, min_partitions))
         self.splits: list[tuple[str, int, int]] = []
         for f in files:
             size = os.path.getsize(f)

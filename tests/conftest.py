@@ -1,0 +1,88 @@
+"""Shared fixtures: one Context for the whole session, and a cheap leak check per test.
+
+The session Context is small (256MB, two task threads) and keeps its working
+directories under pytest's temporary directory, so a failed run leaves nothing in /tmp.
+A test module opts in to ``no_leaks`` (``pytestmark = pytest.mark.usefixtures("no_leaks")``):
+it fails a test if threads other than the session Context's task threads, or more open
+file descriptors, survive the test. It is opt-in so that modules with Contexts of their
+own (module-scoped fixtures) are not flagged for the threads those keep.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+
+import pytest
+
+import strataflow
+
+_FD_DIR = "/proc/self/fd"
+
+
+@pytest.fixture(scope="session")
+def ctx(tmp_path_factory):
+    base = tmp_path_factory.mktemp("strataflow")
+    local, shuffle = base / "local", base / "shuffle"
+    local.mkdir()
+    shuffle.mkdir()
+    c = strataflow.Context(memory="256MB", parallelism=2, progress=False,
+                           local_dirs=[str(local)], shuffle_dirs=[str(shuffle)])
+    # Start the task threads now (the pool creates them lazily), so that the leak check
+    # of the first test does not see them as new.
+    c.parallelize(range(8), 8).map_partitions(lambda v: (time.sleep(0.01), v)[1]).count()
+    yield c
+    c.stop()
+    assert not os.listdir(local) and not os.listdir(shuffle), "stop() left working directories behind"
+
+
+def _open_fds() -> int | None:
+    try:
+        return len(os.listdir(_FD_DIR))
+    except OSError:  # not Linux: no cheap way to count, check threads only
+        return None
+
+
+def _pool_threads(c) -> set:
+    return set(getattr(c._pool, "_threads", ()))
+
+
+@pytest.fixture
+def no_leaks(ctx):
+    """Fails a test that leaves threads or file descriptors behind. Cheap: a thread list
+    and a directory listing; ``gc.collect`` runs only when the count went up (a dataset
+    that maps a file holds a descriptor until it is collected)."""
+    threads_before = set(threading.enumerate())
+    fds_before = _open_fds()
+    yield
+
+    def leaked_threads() -> list:
+        allowed = threads_before | _pool_threads(ctx)
+        return [t for t in threading.enumerate() if t not in allowed and t.is_alive()]
+
+    deadline = time.monotonic() + 2.0
+    leaked = leaked_threads()
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.02)
+        leaked = leaked_threads()
+    assert not leaked, f"test leaked threads: {[t.name for t in leaked]}"
+
+    if fds_before is not None:
+        fds_after = _open_fds()
+        if fds_after > fds_before:
+            gc.collect()
+            fds_after = _open_fds()
+        assert fds_after <= fds_before, (
+            f"test leaked {fds_after - fds_before} file descriptor(s): "
+            f"{sorted(os.readlink(os.path.join(_FD_DIR, f)) for f in os.listdir(_FD_DIR) if _safe_link(f))}"
+        )
+
+
+def _safe_link(name: str) -> bool:
+    try:
+        os.readlink(os.path.join(_FD_DIR, name))
+        return True
+    except OSError:
+        return False

@@ -3,8 +3,9 @@ directories), used round-robin.
 
 A block file is written to a temporary name and renamed into place, so a crash never
 leaves a half-written block under a block's name. Its header holds the serializer's
-name, the payload length and a CRC32 of the payload, verified on every read: a short,
-missing or corrupt file raises :class:`BlockUnavailable`, and the block manager
+name, the payload length and a CRC32 of the name and the payload, verified on every
+read, and the file's size must be the one written: a short, long, missing or corrupt
+file raises :class:`BlockUnavailable`, and the block manager
 recomputes the partition from lineage. A full device (ENOSPC) or the store's own
 ``capacity`` raises :class:`DiskFull`; the caller then does without caching the block.
 """
@@ -79,7 +80,7 @@ class DiskStore:
             d = self.dirs[next(self._next) % len(self.dirs)]
         path = os.path.join(d, f"{block_id}.blk")
         tmp = f"{path}.tmp"
-        crc = 0
+        crc = zlib.crc32(name)  # the name too: a flipped name byte must not pass as another serializer
         for f in frames:
             crc = zlib.crc32(f, crc)
         try:
@@ -113,20 +114,27 @@ class DiskStore:
             raise BlockUnavailable(f"block {block_id} is not on disk")
         try:
             with open(entry.path, "rb") as fh:
+                # The size written is checked before the header is trusted: a corrupt
+                # length field would otherwise allocate up to 2**64 bytes (MemoryError).
+                actual = os.fstat(fh.fileno()).st_size
+                if actual != entry.size:
+                    raise BlockUnavailable(f"block file {entry.path} has {actual} bytes, "
+                                           f"{entry.size} were written")
                 head = fh.read(_HEAD.size)
                 if len(head) < _HEAD.size:
                     raise BlockUnavailable(f"block file {entry.path} is truncated")
                 magic, crc, length, name_len = _HEAD.unpack(head)
-                if magic != _MAGIC:
+                if magic != _MAGIC or _HEAD.size + name_len + length != entry.size:
                     raise BlockUnavailable(f"block file {entry.path} has a bad header")
-                name = fh.read(name_len).decode(errors="replace")
+                raw_name = fh.read(name_len)
+                name = raw_name.decode(errors="replace")
                 payload = bytearray(length)
                 got = fh.readinto(payload)
         except FileNotFoundError:
             raise BlockUnavailable(f"block file {entry.path} is missing") from None
         except OSError as exc:
             raise BlockUnavailable(f"block file {entry.path} cannot be read: {exc}") from None
-        if got != length or zlib.crc32(payload) != crc:
+        if got != length or zlib.crc32(payload, zlib.crc32(raw_name)) != crc:
             raise BlockUnavailable(f"block file {entry.path} fails its checksum")
         return memoryview(payload), name
 

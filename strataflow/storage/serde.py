@@ -5,7 +5,8 @@
 - ``pickle5``: protocol 5 with out-of-band buffers: numpy and Arrow data inside the value
   are written after the pickle stream, 64-byte aligned, and loaded as views of the bytes
   read (no copy), so a batch costs one memcpy to store and none to load.
-- ``arrow``: Arrow IPC for pyarrow Tables, Arrow tensors for numeric ndarrays; uncompressed
+- ``arrow``: Arrow IPC for pyarrow Tables, Arrow tensors for int/uint/float ndarrays (not
+  bool, complex or 0-d: Arrow tensors cannot give them back as they were); uncompressed
   by default (zero-copy on load), optionally ``arrow:lz4`` / ``arrow:zstd``. The counterpart
   of Spark's DataFrame encoders. It refuses records (lists of Python objects).
 - ``auto`` (the default): ``pickle5`` for batches, ``pickle`` for records. Measured here
@@ -125,7 +126,11 @@ class ArrowSerializer(Serializer):
             with pa.ipc.new_stream(sink, value.schema, options=opts) as w:
                 w.write(value)
             return [b"T", sink.getvalue()]
-        if isinstance(value, np.ndarray) and value.dtype.kind in "biufc" and value.dtype.isnative:
+        # Arrow tensors hold ints, unsigned ints and floats of native byte order, at least
+        # one dimension: a bool array came back as uint8 and a 0-d array as shape (1,),
+        # silently, and complex raised Arrow's own error; such arrays are refused here.
+        if (isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.dtype.isnative
+                and value.ndim >= 1):
             sink = pa.BufferOutputStream()
             pa.ipc.write_tensor(pa.Tensor.from_numpy(np.ascontiguousarray(value)), sink)
             body = sink.getvalue()
@@ -135,8 +140,8 @@ class ArrowSerializer(Serializer):
                 return [b"Z", struct.pack("<Q", size), body]
             return [b"N", body]
         raise SerializationError(
-            f"{self.name} serializes pyarrow Tables and numeric numpy arrays, not "
-            f"{type(value).__name__}; use pickle or pickle5 for records")
+            f"{self.name} serializes pyarrow Tables and int, uint or float numpy arrays of one or more "
+            f"dimensions, not {_describe(value)}; use pickle or pickle5 for records")
 
     def loads(self, data: memoryview) -> Any:
         data = memoryview(data).cast("B")
@@ -151,6 +156,12 @@ class ArrowSerializer(Serializer):
                                  asbytes=False)
             return pa.ipc.read_tensor(pa.BufferReader(body)).to_numpy()
         raise SerializationError(f"{self.name}: unknown block kind {kind!r}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.ndim}-d ndarray of {value.dtype.str}"
+    return type(value).__name__
 
 
 class AutoSerializer(Serializer):

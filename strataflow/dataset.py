@@ -124,9 +124,9 @@ class Dataset(PairOps, ActionOps):
         if self.storage_level not in (StorageLevel.NONE, level):
             raise ValueError(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
                              f"unpersist() it before choosing {level.name}")
-        self.storage_level = level
-        if level.is_valid:
+        if level.is_valid:  # register first: a bad serializer must leave the dataset unpersisted
             self.ctx.block_manager.register(self.id, lambda: self.label, level, serializer, self.num_partitions)
+        self.storage_level = level
         return self
 
     def cache(self) -> "Dataset":

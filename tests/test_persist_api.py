@@ -278,10 +278,6 @@ def test_metrics_of_drops_and_recaches_between_two_datasets(tmp_path, policy):
         assert b.sum() == (data + 2).sum()
 
 
-@pytest.mark.xfail(strict=True, reason="Dataset.persist sets storage_level before the block manager accepts "
-                                       "the serializer: a ConfigError leaves the dataset marked as persisted "
-                                       "(is_cached True) though nothing is registered or cached, and a later "
-                                       "persist at another level raises ValueError")
 def test_failed_persist_leaves_the_dataset_unpersisted(cx):
     from strataflow import ConfigError
 

@@ -1,0 +1,229 @@
+"""A hypothesis state machine drives the block manager with puts (reads of new blocks),
+reads, unpersists, execution-memory pressure, corrupted files and concurrent readers,
+against a plain-dict model of what each block's value must be.
+
+Invariants checked after every step:
+- accounted storage never exceeds the budget, and equals the sum of the memory store's
+  entry sizes; storage + execution <= total;
+- a block the manager holds (in memory or on disk, not corrupted) is served without
+  recomputation, and every value served equals the model's;
+- the block files in the cache directory are exactly the disk store's records, with no
+  temporary file left behind;
+- memory blocks belong to memory-capable levels and disk blocks to disk-capable levels;
+- no file descriptor leaks (checked at teardown).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from strataflow.memory import MemoryManager
+from strataflow.storage.disk_store import DiskStore
+from strataflow.storage.level import StorageLevel
+from strataflow.storage.manager import BlockId, BlockManager
+from strataflow.storage.policies import make_policy
+
+LEVELS = [l for l in StorageLevel.all() if l.is_valid]
+TOTAL = 256 * 1024
+SPLITS = 6
+
+
+def expected_value(dataset_id: int, split: int, kind: str):
+    rows = 500 + 700 * ((dataset_id + split) % 5)  # 4-28 KB blocks against a 256 KB budget
+    if kind == "batch":
+        return np.full(rows, dataset_id * 1000 + split, dtype=np.float64)
+    return [(dataset_id, split, i, f"r{i}") for i in range(rows // 20)]
+
+
+def same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return a == b
+
+
+class BlockManagerMachine(RuleBasedStateMachine):
+    datasets = Bundle("datasets")
+
+    def __init__(self) -> None:
+        super().__init__()
+        import tempfile
+
+        self.tmp = tempfile.TemporaryDirectory(prefix="sf-stateful-")
+        self.fds_before = len(os.listdir("/proc/self/fd"))
+        self.model: dict[int, tuple] = {}  # dataset id -> (level, kind)
+        self.next_id = 0
+        self.computed: list[BlockId] = []
+        self.corrupted: set[BlockId] = set()
+        self.task_ids = iter(range(10**6, 2 * 10**6))
+
+    @initialize(policy=st.sampled_from(["spark", "no-recache"]), fraction=st.sampled_from([0.0, 0.5, 1.0]))
+    def setup(self, policy, fraction):
+        self.memory = MemoryManager(TOTAL, fraction)
+        self.disk = DiskStore([os.path.join(self.tmp.name)])
+        self.bm = BlockManager(self.memory, self.disk, make_policy(policy))
+
+    # -- rules ---------------------------------------------------------------------------
+    @rule(target=datasets, level=st.sampled_from(LEVELS), kind=st.sampled_from(["batch", "records"]),
+          serializer=st.sampled_from([None, "pickle", "pickle5"]))
+    def persist(self, level, kind, serializer):
+        did = self.next_id
+        self.next_id += 1
+        self.bm.register(did, lambda did=did: f"ds#{did}", level, serializer, SPLITS)
+        self.model[did] = (level, kind)
+        return did
+
+    def _read(self, did: int, split: int) -> None:
+        level, kind = self.model[did]
+        bid = BlockId(did, split)
+        held = (bid in self.bm.memory_store or bid in self.disk) and bid not in self.corrupted
+        before = len(self.computed)
+
+        def compute():
+            self.computed.append(bid)
+            return expected_value(did, split, kind)
+
+        value = self.bm.get_or_compute(bid, level, compute)
+        assert same(value, expected_value(did, split, kind)), f"wrong value for {bid}"
+        if held:
+            assert len(self.computed) == before, f"{bid} was held but recomputed"
+        self.corrupted.discard(bid)
+
+    @rule(did=datasets, split=st.integers(0, SPLITS - 1))
+    def read(self, did, split):
+        if did in self.model:
+            self._read(did, split)
+
+    @rule(did=datasets)
+    def scan(self, did):
+        """A whole pass over a dataset, as an iteration of an iterative job does."""
+        if did in self.model:
+            for split in range(SPLITS):
+                self._read(did, split)
+
+    @rule(did=datasets)
+    def unpersist(self, did):
+        if did in self.model:
+            self.bm.unregister(did)
+            del self.model[did]
+            assert not any(b.dataset_id == did for b, _ in self.bm.memory_store.items())
+            assert not any(b.dataset_id == did for b, _ in self.disk.items())
+
+    @rule(size=st.integers(1, TOTAL), hold=st.booleans())
+    def execution_pressure(self, size, hold):
+        tid = next(self.task_ids)
+        self.memory.task_started(tid)
+        got = self.memory.acquire_execution(size, tid)
+        assert 0 <= got <= size
+        assert self.memory.storage_used + self.memory.execution_used <= TOTAL
+        if not hold:
+            self.memory.task_finished(tid)
+        else:
+            self.held_task = tid
+
+    @precondition(lambda self: getattr(self, "held_task", None) is not None)
+    @rule()
+    def release_execution(self):
+        self.memory.task_finished(self.held_task)
+        self.held_task = None
+
+    @rule(data=st.data())
+    def corrupt_a_block_file(self, data):
+        on_disk = [b for b, _ in self.disk.items() if b not in self.bm.memory_store and b not in self.corrupted]
+        if not on_disk:
+            return
+        bid = data.draw(st.sampled_from(sorted(on_disk)))
+        path = self.disk.entry(bid).path
+        how = data.draw(st.sampled_from(["flip", "truncate", "delete"]))
+        if how == "delete":
+            os.remove(path)
+        elif how == "truncate":
+            with open(path, "r+b") as f:
+                f.truncate(max(0, os.path.getsize(path) // 2))
+        else:
+            with open(path, "r+b") as f:
+                f.seek(os.path.getsize(path) - 1)
+                last = f.read(1)
+                f.seek(os.path.getsize(path) - 1)
+                f.write(bytes([last[0] ^ 0x55]))
+        self.corrupted.add(bid)
+        self.lost_files = getattr(self, "lost_files", set()) | {path}
+
+    @rule(picks=st.lists(st.tuples(st.integers(0, 50), st.integers(0, SPLITS - 1)), min_size=2, max_size=6))
+    def concurrent_readers(self, picks):
+        ids = sorted(self.model)
+        if not ids:
+            return
+        errors: list = []
+
+        def reader(did, split):
+            level, kind = self.model[did]
+            try:
+                v = self.bm.get_or_compute(BlockId(did, split), level, lambda: expected_value(did, split, kind))
+                if not same(v, expected_value(did, split, kind)):
+                    errors.append(f"wrong value for {did}/{split}")
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(repr(exc))
+
+        chosen = [(ids[i % len(ids)], s) for i, s in picks]
+        threads = [threading.Thread(target=reader, args=c) for c in chosen]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.corrupted -= {BlockId(d, s) for d, s in chosen}  # read again: recomputed if corrupted
+        assert not errors, errors
+
+    # -- invariants ------------------------------------------------------------------------
+    @invariant()
+    def accounting(self):
+        if not hasattr(self, "bm"):
+            return
+        with self.memory.lock:
+            used = self.bm.memory_store.used
+            assert self.memory.storage_used == used
+            assert used + self.memory.execution_used <= TOTAL
+
+    @invariant()
+    def levels_respected(self):
+        if not hasattr(self, "bm"):
+            return
+        for bid, entry in self.bm.memory_store.items():
+            level = self.model[bid.dataset_id][0]
+            assert level.use_memory and entry.deserialized == level.deserialized
+        for bid, _ in self.disk.items():
+            assert self.model[bid.dataset_id][0].use_disk
+
+    @invariant()
+    def files_match_records(self):
+        if not hasattr(self, "bm"):
+            return
+        names = set(os.listdir(self.tmp.name))
+        assert not [n for n in names if n.endswith(".tmp")]
+        recorded = {os.path.basename(e.path) for _, e in self.disk.items()}
+        lost = {os.path.basename(p) for p in getattr(self, "lost_files", set())}
+        assert recorded - lost <= names
+        assert names <= recorded | lost
+
+    def teardown(self):
+        if hasattr(self, "bm"):
+            for did in list(self.model):
+                self.bm.unregister(did)
+            assert self.memory.storage_used == 0
+            assert not [n for n in os.listdir(self.tmp.name) if n.endswith(".blk") and
+                        os.path.join(self.tmp.name, n) not in getattr(self, "lost_files", set())]
+        self.tmp.cleanup()
+        del self.bm
+        import gc
+
+        gc.collect()
+        assert len(os.listdir("/proc/self/fd")) <= self.fds_before, "file descriptors leaked"
+
+
+BlockManagerMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+TestBlockManager = BlockManagerMachine.TestCase

@@ -22,7 +22,7 @@ import pyarrow as pa
 from .actions import ActionOps
 from .batch import is_batch, iter_rows, num_rows
 from .config import check_num_partitions
-from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode
+from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
 from .pairs import PairOps
 from .storage.level import StorageLevel
 from .storage.manager import BlockId
@@ -210,6 +210,22 @@ class Dataset(PairOps, ActionOps):
             if o.ctx is not self.ctx:
                 raise ValueError("union: datasets belong to different contexts")
         return self._derive(UnionNode([self, *others]), "union")
+
+    def zip_partitions(self, *others: "Dataset", f: Callable[..., Any]) -> "Dataset":
+        """``f(value, other_value, ...)`` on partition i of this and every other dataset
+        (same partition counts); no shuffle. E.g. points with their cached norms."""
+        return self._derive(ZippedPartitionsNode([self, *others], f), "zip_partitions")
+
+    def zip(self, other: "Dataset") -> "Dataset":
+        """``(record, other_record)`` pairs; partitions must hold equal record counts."""
+
+        def pair(a, b):
+            ra, rb = list(iter_rows(a)), list(iter_rows(b))
+            if len(ra) != len(rb):
+                raise ValueError(f"zip: partitions hold {len(ra)} and {len(rb)} records; zip needs equal counts")
+            return list(zip(ra, rb))
+
+        return self.zip_partitions(other, f=pair)
 
     def coalesce(self, num_partitions: int, shuffle: bool = False) -> "Dataset":
         """Fewer partitions: without ``shuffle``, by joining neighbours (no stage boundary);

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Dependency", "NarrowDependency", "ShuffleDependency", "Node", "SourceNode",
-    "MapPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode",
+    "MapPartitionsNode", "ZippedPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode",
 ]
 
 
@@ -99,6 +99,22 @@ class MapPartitionsNode(Node):
 
     def compute(self, split: int, tc: "TaskContext") -> Any:
         return materialize(self.f(split, self.deps[0].parent.iterator(split, tc)))
+
+
+class ZippedPartitionsNode(Node):
+    """``f(value_a, value_b, ...)`` on the same partition of several datasets with equal
+    partition counts (Spark's zipPartitions): narrow, computed in one task."""
+
+    def __init__(self, parents: Sequence["Dataset"], f: Callable[..., Any]) -> None:
+        counts = {p.num_partitions for p in parents}
+        if len(counts) != 1:
+            raise ValueError(f"zip: datasets must have the same number of partitions, got {sorted(counts)}")
+        self.deps = [NarrowDependency(p) for p in parents]
+        self.f = f
+        self.num_partitions = counts.pop()
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        return materialize(self.f(*(d.parent.iterator(split, tc) for d in self.deps)))
 
 
 class UnionNode(Node):

@@ -20,35 +20,58 @@ __all__ = ["gen_kmeans", "read_manifest", "MANIFEST"]
 MANIFEST = "manifest.json"
 
 
-def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed: int = 0,
-               chunk_rows: int = 1 << 16, progress: Callable[[int], None] | None = None) -> str:
-    """Writes ``points x dims`` float64 points to ``out_dir/points.npy``; returns its path."""
-    if points < 1 or dims < 1 or centres < 1:
-        raise ValueError(f"gen kmeans: points, dims and centres must be >= 1 (got {points}, {dims}, {centres})")
-    os.makedirs(out_dir, exist_ok=True)
+def _kmeans_chunks(points: int, dims: int, centres: int, seed: int, chunk_rows: int):
+    """``(start, rows)`` chunks of points; each chunk has its own random stream keyed by
+    ``(seed, start)``, so data depend only on the seed (and chunk size), never on memory."""
     rng = np.random.default_rng(seed)
     means = rng.uniform(0, 1000, size=(centres, dims))
     stds = rng.uniform(0.01, 100, size=(centres, dims))
-    path = os.path.join(out_dir, "points.npy")
+    for start in range(0, points, chunk_rows):
+        stop = min(points, start + chunk_rows)
+        which = (np.arange(start, stop) * centres) // points  # points split evenly among centres
+        crng = np.random.default_rng([seed, start])
+        yield start, means[which] + stds[which] * crng.standard_normal((stop - start, dims))
+
+
+def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed: int = 0,
+               chunk_rows: int = 1 << 16, progress: Callable[[int], None] | None = None,
+               fmt: str = "npy") -> str:
+    """Writes ``points x dims`` float64 points to ``out_dir`` as ``points.npy`` or as text
+    (``points.txt``: one point a line, coordinates separated by spaces, HiBench's record
+    form, written at full precision so both formats hold the same numbers); returns the
+    data file's path."""
+    if points < 1 or dims < 1 or centres < 1:
+        raise ValueError(f"gen kmeans: points, dims and centres must be >= 1 (got {points}, {dims}, {centres})")
+    if fmt not in ("npy", "text"):
+        raise ValueError(f"gen kmeans: format must be npy or text, got {fmt!r}")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "points.npy" if fmt == "npy" else "points.txt")
     tmp = path + ".tmp"
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float64, shape=(points, dims))
-    try:
-        for start in range(0, points, chunk_rows):
-            stop = min(points, start + chunk_rows)
-            idx = np.arange(start, stop)
-            # points split evenly among centres: point i belongs to centre i * centres // points
-            which = (idx * centres) // points
-            crng = np.random.default_rng([seed, start])  # one stream per chunk: same data for a seed
-            out[start:stop] = means[which] + stds[which] * crng.standard_normal((stop - start, dims))
-            if progress:
-                progress(stop - start)
-        out.flush()
-    finally:
-        del out
+    if fmt == "npy":
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float64, shape=(points, dims))
+        try:
+            for start, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows):
+                out[start : start + len(chunk)] = chunk
+                if progress:
+                    progress(len(chunk))
+            out.flush()
+        finally:
+            del out
+    else:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        names = [f"x{i}" for i in range(dims)]
+        opts = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+        schema = pa.schema([(n, pa.float64()) for n in names])
+        with pacsv.CSVWriter(tmp, schema, write_options=opts) as writer:
+            for _, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows):
+                writer.write_table(pa.Table.from_arrays(list(chunk.T), names=names))
+                if progress:
+                    progress(len(chunk))
     os.replace(tmp, path)
-    manifest = {"workload": "kmeans", "format": "npy", "points": points, "dims": dims, "centres": centres,
-                "seed": seed, "bytes": points * dims * 8, "files": ["points.npy"],
-                "generator_means": means.tolist(), "generator_stds": stds.tolist()}
+    manifest = {"workload": "kmeans", "format": fmt, "points": points, "dims": dims, "centres": centres,
+                "seed": seed, "bytes": os.path.getsize(path), "files": [os.path.basename(path)]}
     with open(os.path.join(out_dir, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=1)
     return path

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["KMeansResult", "kmeans_partition", "kmeans", "kmeans_numpy", "init_centres"]
+__all__ = ["KMeansResult", "kmeans_partition", "kmeans", "kmeans_numpy", "init_centres", "load_points",
+           "parse_point", "point_norms"]
 
 _CHUNK = 1 << 14
 
 
-def kmeans_partition(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def kmeans_partition(points: np.ndarray, centres: np.ndarray,
+                     sq_norms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """Per-centre sums and counts of the points nearest to each centre, and the cost
     (sum of squared distances to the nearest centre).
 
@@ -29,7 +31,8 @@ def kmeans_partition(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarra
     run over only k elements and per-row overhead dominates (``argmin(axis=1)`` and the
     broadcast add were 5x slower here). The nearest centre is found by k-1 vectorized
     compare-and-copy steps (ties go to the lower index, as ``argmin``), all of which
-    release the GIL."""
+    release the GIL. ``sq_norms`` (the points' squared norms, as MLlib caches them) saves
+    recomputing ``|x|^2`` for the cost."""
     k, d = centres.shape
     sums = np.zeros((k, d))
     counts = np.zeros(k)
@@ -49,7 +52,8 @@ def kmeans_partition(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarra
             np.copyto(label, j, where=closer)
         sums += (label == ks).astype(np.float64) @ x  # one-hot product: stays in BLAS
         counts += np.bincount(label, minlength=k)
-        cost += float(np.einsum("ij,ij->", x, x) + best.sum())
+        xx = np.einsum("ij,ij->", x, x) if sq_norms is None else sq_norms[start : start + _CHUNK].sum()
+        cost += float(xx + best.sum())
     return sums, counts, cost
 
 
@@ -76,10 +80,65 @@ class KMeansResult:
     costs: list[float] = field(default_factory=list)
 
 
-def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray | None = None) -> KMeansResult:
-    """K-means over a dataset of ndarray partitions (rows are points): one job per
-    iteration; partial sums are combined in partition order, so results are exact and
-    deterministic."""
+def parse_point(line: str) -> np.ndarray:
+    """One text line of space-separated coordinates as a point (the records API's parse,
+    the counterpart of MLlib's ``Vectors.dense(line.split(' ').map(_.toDouble))``)."""
+    return np.array(line.split(), dtype=np.float64)
+
+
+def as_batch(value) -> np.ndarray:
+    """A partition of points as one 2-D array: a batch as it is, records stacked."""
+    if isinstance(value, np.ndarray):
+        return value
+    return np.stack(value) if len(value) else np.zeros((0, 0))
+
+
+def point_norms(value):
+    """The Euclidean norm of each point, of the same kind as the partition."""
+    if isinstance(value, np.ndarray):
+        return np.sqrt(np.einsum("ij,ij->i", value, value))
+    return [float(np.sqrt(p @ p)) for p in value]
+
+
+def load_points(ctx, path: str, api: str = "batches", level=None, num_partitions: int | None = None,
+                serializer: str | None = None, materialize: bool = True):
+    """Points and their norms as two persisted datasets, as MLlib's KMeans caches them.
+
+    With ``materialize`` the points are counted first, as Spark's DenseKMeans example does
+    (``examples.count()``), so the points are cached before the norms are derived.
+
+    ``records``: text lines parsed one by one into small ndarrays (the paper's RDD path);
+    ``batches``: row ranges of a ``.npy`` file copied into ndarray partitions (or a text
+    file parsed per partition)."""
+    from ..storage.level import StorageLevel
+
+    level = StorageLevel.MEMORY_ONLY if level is None else level
+    if api == "records":
+        points = ctx.text_file(path, num_partitions).map(parse_point)
+    elif api == "batches":
+        if path.endswith(".npy"):
+            points = ctx.npy_file(path, num_partitions).map_partitions(np.array)
+        else:
+            points = ctx.text_file(path, num_partitions).map_partitions(
+                lambda lines: np.array([ln.split() for ln in lines], dtype=np.float64))
+    else:
+        raise ValueError(f"api must be records or batches, got {api!r}")
+    points.name = "points"
+    points.persist(level, serializer)
+    if materialize:
+        points.count()
+    norms = points.map_partitions(point_norms)
+    norms.name = "norms"
+    norms.persist(level, serializer)
+    return points, norms
+
+
+def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray | None = None,
+           norms=None) -> KMeansResult:
+    """K-means over a dataset of points (ndarray partitions, or records that are 1-D
+    arrays): one job per iteration; partial sums are combined in partition order, so
+    results are exact and deterministic. With ``norms`` (a dataset of the points' norms,
+    partitioned alike) each iteration reads both, as MLlib's zipped data does."""
     if init is None:
         sizes = ds.map_partitions(lambda a: [len(a)]).collect()
         total = int(sum(sizes))
@@ -97,7 +156,11 @@ def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray
     for it in range(iterations):
         t0 = time.perf_counter()
         c = centres
-        step = ds.map_partitions(lambda a, c=c: [kmeans_partition(a, c)])
+        if norms is None:
+            step = ds.map_partitions(lambda a, c=c: [kmeans_partition(as_batch(a), c)])
+        else:
+            step = ds.zip_partitions(norms, f=lambda a, n, c=c: [
+                kmeans_partition(as_batch(a), c, np.square(np.asarray(n, dtype=np.float64)))])
         step.name = f"kmeans iteration {it + 1}"
         parts = step.collect()
         sums = sum(p[0] for p in parts)

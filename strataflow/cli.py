@@ -59,49 +59,82 @@ def _kmeans_data(args: argparse.Namespace) -> tuple[str, dict]:
     return os.path.join(data, manifest["files"][0]), manifest
 
 
+def _cache_summary(ctx, metrics: dict) -> Table:
+    mb = lambda n: f"{n / 2**20:,.1f}"  # noqa: E731
+    t = Table(title=f"cache ({ctx.policy} policy, memory budget {ctx.config.memory / 2**20:,.0f} MiB)")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    rows = [
+        ("memory hits / disk hits / misses",
+         f"{metrics['memory_hits']:.0f} / {metrics['disk_hits']:.0f} / {metrics['misses']:.0f}"),
+        ("blocks dropped (MB)", f"{metrics['blocks_dropped']:.0f} ({mb(metrics['bytes_dropped'])})"),
+        ("blocks re-cached (MB)", f"{metrics['blocks_recached']:.0f} ({mb(metrics['bytes_recached'])})"),
+        ("disk MB written / read", f"{mb(metrics['disk_bytes_written'])} / {mb(metrics['disk_bytes_read'])}"),
+        ("serialize / deserialize s", f"{metrics['serialize_s']:.2f} / {metrics['deserialize_s']:.2f}"),
+        ("GC s (collections)", f"{metrics['gc_s']:.2f} ({metrics['gc_collections']:.0f})"),
+        ("peak storage / execution MB", f"{mb(metrics['peak_storage_memory'])} / {mb(metrics['peak_execution_memory'])}"),
+    ]
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .context import Context
-    from .workloads.kmeans import init_centres, kmeans, kmeans_numpy
+    from .storage.level import StorageLevel
+    from .workloads.kmeans import init_centres, kmeans, kmeans_numpy, load_points
 
     path, manifest = _kmeans_data(args)
+    level = StorageLevel.parse(args.level)
+    memory = args.memory if args.memory != "auto" else max(1 << 20, int(manifest["bytes"] * 1.05 / args.pressure))
     stages: list[dict] = []
     t0 = time.perf_counter()
-    with Context(memory=args.memory, parallelism=args.parallelism, event_log=args.event_log,
+    with Context(memory=memory, parallelism=args.parallelism, event_log=args.event_log, policy=args.policy,
                  progress=False if args.quiet else None) as ctx:
         ctx.events.subscribe(lambda ev: stages.append(ev) if ev["event"] == "StageEnd" else None)
-        points = ctx.npy_file(path, args.partitions or 2 * ctx.default_parallelism)
-        points.name = "points"
+        partitions = args.partitions or 8 * ctx.default_parallelism
+        points, norms = load_points(ctx, path, "batches", level, partitions)
         data = np.load(path, mmap_mode="r")
         init = init_centres(data, args.k, args.seed)
-        res = kmeans(points, k=args.k, iterations=args.iterations, init=init)
+        res = kmeans(points, k=args.k, iterations=args.iterations, init=init, norms=norms)
         total = time.perf_counter() - t0
+        status = ctx.storage_status()
+        metrics = ctx.metrics()
+        cache_table = _cache_summary(ctx, metrics)
         check = "skipped"
         if not args.no_check:
             ref = kmeans_numpy(data, init, args.iterations, points.num_partitions)
             same = np.allclose(ref.centres, res.centres, rtol=1e-9, atol=1e-9) and np.isclose(ref.cost, res.cost)
             check = "ok" if same else f"centres differ from numpy by {np.abs(ref.centres - res.centres).max():.3g}"
     table = Table(title=f"k-means: {manifest['points']:,} x {manifest['dims']} points "
-                        f"({manifest['bytes'] / 2**20:,.0f} MiB), K={args.k}, {args.iterations} iterations")
+                        f"({manifest['bytes'] / 2**20:,.0f} MiB), K={args.k}, {args.iterations} iterations, "
+                        f"{level.name}")
     for col in ("stage", "name", "tasks", "seconds"):
         table.add_column(col, justify="right" if col in ("stage", "tasks", "seconds") else "left")
     for ev in stages:
         table.add_row(str(ev["stage_id"]), ev["name"], str(ev["num_tasks"]), f"{ev['seconds']:.3f}")
     out = Console()
     out.print(table)
+    out.print(str(status))
+    out.print(cache_table)
     out.print(f"iterations (s): {', '.join(f'{s:.3f}' for s in res.iteration_s)}; "
               f"median {float(np.median(res.iteration_s)):.3f} s; total {total:.2f} s; "
               f"cost {res.cost:.6g}; result check: {check}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"config": {"workload": "kmeans", "data": path, "k": args.k, "iterations": args.iterations,
-                                  "memory": args.memory, "parallelism": args.parallelism},
+                                  "memory": memory, "level": level.name, "policy": args.policy,
+                                  "parallelism": args.parallelism},
                        "total_s": total, "stages": [{"name": e["name"], "seconds": e["seconds"]} for e in stages],
-                       "iteration_s": res.iteration_s, "cost": res.cost, "result_check": check}, f, indent=1)
+                       "iteration_s": res.iteration_s, "metrics": metrics,
+                       "cached_bytes": sum(d.memory_bytes + d.disk_bytes for d in status),
+                       "cost": res.cost, "result_check": check}, f, indent=1, default=float)
     return 0 if check in ("ok", "skipped") else 1
 
 
 def _size(text: str) -> str:
-    parse_size(text, "--memory")
+    if text != "auto":
+        parse_size(text, "--memory")
     return text
 
 
@@ -125,7 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--k", type=int, default=10)
     r.add_argument("--iterations", type=int, default=5)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--memory", type=_size, default="1GB", help="the unified memory budget, e.g. 512MB")
+    r.add_argument("--memory", type=_size, default="auto",
+                   help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
+    r.add_argument("--pressure", type=float, default=4.0, help="with --memory auto: data size / memory budget")
+    r.add_argument("--level", default="MEMORY_AND_DISK", help="storage level of the points and norms")
+    r.add_argument("--policy", default=None, help="cache policy (default: the best, no-recache)")
     r.add_argument("--parallelism", type=int, default=None)
     r.add_argument("--partitions", type=int, default=None)
     r.add_argument("--event-log", default=None)

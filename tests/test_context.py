@@ -131,6 +131,12 @@ def test_cli_gen_and_run(tmp_path, capsys):
     result = json.load(open(out))
     assert result["result_check"] == "ok" and len(result["iteration_s"]) == 2
     assert any("kmeans iteration" in s["name"] for s in result["stages"])
+    assert result["config"]["level"] == "MEMORY_AND_DISK" and result["metrics"]["misses"] >= 2
+    # under pressure (auto memory = data / 4) with Spark's policy the cache thrashes
+    assert cli_main(["run", "kmeans", "--data", str(data), "--iterations", "3", "--policy", "spark",
+                     "--partitions", "8", "--json", str(out), "--quiet"]) == 0
+    result = json.load(open(out))
+    assert result["result_check"] == "ok" and result["metrics"]["blocks_recached"] > 0
     assert cli_main(["run", "kmeans", "--data", str(tmp_path / "missing"), "--quiet"]) == 2
     with pytest.raises(SystemExit):
         cli_main(["run", "kmeans", "--memory", "lots"])

@@ -133,7 +133,9 @@ def test_cli_gen_and_run(tmp_path, capsys):
     assert any("kmeans iteration" in s["name"] for s in result["stages"])
     assert result["config"]["level"] == "MEMORY_AND_DISK" and result["metrics"]["misses"] >= 2
     # under pressure (auto memory = data / 4) with Spark's policy the cache thrashes
-    assert cli_main(["run", "kmeans", "--data", str(data), "--iterations", "3", "--policy", "spark",
+    big = tmp_path / "km-big"
+    assert cli_main(["gen", "kmeans", "--out", str(big), "--points", "60000"]) == 0  # 9.6 MB of points
+    assert cli_main(["run", "kmeans", "--data", str(big), "--iterations", "3", "--policy", "spark",
                      "--partitions", "8", "--json", str(out), "--quiet"]) == 0
     result = json.load(open(out))
     assert result["result_check"] == "ok" and result["metrics"]["blocks_recached"] > 0

@@ -33,6 +33,7 @@ from rich.table import Table
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from strataflow import Context  # noqa: E402
+from strataflow.metrics.rss import PeakRss  # noqa: E402
 from strataflow.storage.level import StorageLevel  # noqa: E402
 from strataflow.workloads.generators import gen_kmeans  # noqa: E402
 from strataflow.workloads.kmeans import init_centres, kmeans, kmeans_numpy, load_points  # noqa: E402
@@ -52,7 +53,10 @@ def cached_size(path: str, api: str, partitions: int) -> int:
 def run_once(path: str, api: str, policy: str, memory: int, partitions: int, init: np.ndarray,
              iterations: int) -> dict:
     jobs: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="sf-recache-") as cache_dir, \
+    import gc
+
+    gc.collect()
+    with tempfile.TemporaryDirectory(prefix="sf-recache-") as cache_dir, PeakRss() as rss, \
             Context(memory=memory, parallelism=2, policy=policy, local_dirs=[cache_dir], progress=False) as ctx:
         ctx.events.subscribe(lambda e: jobs.append(e) if e["event"] == "JobEnd" else None)
         t0 = time.perf_counter()
@@ -62,6 +66,7 @@ def run_once(path: str, api: str, policy: str, memory: int, partitions: int, ini
         m = ctx.metrics()
     per_iter = [j["cache"]["bytes_dropped"] / MB for j in jobs[-iterations:]]
     return {"total_s": total, "iteration_s": res.iteration_s, "mb_dropped_per_iteration": per_iter,
+            "rss_growth_mb": rss.growth / MB,
             "centres": res.centres, "cost": res.cost, **{k: m[k] for k in KEYS}}
 
 
@@ -110,7 +115,7 @@ def main() -> None:
                     console.print(f"  x{pressure:g} {policy:<10} rep {rep}: {r['total_s']:.2f} s, "
                                   f"{r['bytes_dropped'] / MB:,.0f} MB dropped")
             for policy, rs in runs.items():
-                med = {k: statistics.median(r[k] for r in rs) for k in ("total_s", *KEYS)}
+                med = {k: statistics.median(r[k] for r in rs) for k in ("total_s", "rss_growth_mb", *KEYS)}
                 med["iteration_s"] = statistics.median(statistics.median(r["iteration_s"]) for r in rs)
                 results.append({"api": api, "points": n, "pressure": pressure, "policy": policy,
                                 "cached_mb": cached / MB, "memory_mb": memory / MB, **med,
@@ -118,7 +123,7 @@ def main() -> None:
                                 "runs_total_s": [r["total_s"] for r in rs]})
     table = Table(title="K-means, MEMORY_AND_DISK, points + norms persisted (medians)")
     cols = ["api", "pressure", "policy", "time s", "iter s", "blocks dropped", "MB dropped", "MB dropped/iter",
-            "blocks recached", "MB recached", "disk MB read", "disk MB written"]
+            "blocks recached", "MB recached", "disk MB read", "disk MB written", "budget MB", "RSS growth MB"]
     for c in cols:
         table.add_column(c, justify="left" if c in ("api", "policy") else "right")
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -127,7 +132,8 @@ def main() -> None:
                f"{r['blocks_dropped']:.0f}", f"{r['bytes_dropped'] / MB:,.0f}",
                " ".join(f"{x:.0f}" for x in r["mb_dropped_per_iteration"]),
                f"{r['blocks_recached']:.0f}", f"{r['bytes_recached'] / MB:,.0f}",
-               f"{r['disk_bytes_read'] / MB:,.0f}", f"{r['disk_bytes_written'] / MB:,.0f}"]
+               f"{r['disk_bytes_read'] / MB:,.0f}", f"{r['disk_bytes_written'] / MB:,.0f}",
+               f"{r['memory_mb']:,.0f}", f"{r['rss_growth_mb']:,.0f}"]
         table.add_row(*row)
         md.append("| " + " | ".join(row) + " |")
     console.print(table)

@@ -18,35 +18,15 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+
+from layouts import SETTINGS, flat, ints, layouts, pair, py, small_keys  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-ints = st.integers(-1000, 1000)
 words = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=4)
-pair = st.tuples(st.integers(0, 6), ints)
 record_kinds = st.sampled_from(["list", "numpy"])
-
-
-def layouts(elem, max_part=8, max_parts=9):
-    return st.lists(st.lists(elem, max_size=max_part), min_size=1, max_size=max_parts)
-
-
-def flat(parts):
-    return [x for p in parts for x in p]
-
-
-def py(x):
-    if isinstance(x, np.ndarray):
-        return tuple(x.tolist())
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, tuple):
-        return tuple(py(y) for y in x)
-    return x
 
 
 def build(ctx, parts, kind="list"):

@@ -23,37 +23,12 @@ import strataflow
 from strataflow import TaskFailedError
 from strataflow.partitioner import portable_hash
 
+from layouts import SETTINGS, flat, ints, layouts, pair, py, small_keys  # noqa: F401
+
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-ints = st.integers(-1000, 1000)
-small_keys = st.integers(0, 6)
-pair = st.tuples(small_keys, ints)
 nparts = st.integers(1, 9)
 out_parts = st.one_of(st.none(), nparts)
-
-
-def layouts(elem, max_part=8):
-    """1..9 partitions of up to ``max_part`` records each (often empty)."""
-    return st.lists(st.lists(elem, max_size=max_part), min_size=1, max_size=9)
-
-
-def flat(parts):
-    return [x for p in parts for x in p]
-
-
-def py(x):
-    """numpy scalars and rows, and Arrow rows, as plain Python values (rows as tuples)."""
-    if isinstance(x, np.ndarray):
-        return tuple(x.tolist())
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, tuple):
-        return tuple(py(y) for y in x)
-    if isinstance(x, list):
-        return [py(y) for y in x]
-    return x
 
 
 def records(ctx, parts, kind="list"):

@@ -25,25 +25,26 @@ class MemoryEntry:
         return memoryview(self.value)
 
 
+def _copy_frames(frames: list, dest) -> None:
+    pos = 0
+    for f in frames:
+        m = memoryview(f).cast("B")
+        dest[pos : pos + m.nbytes] = m
+        pos += m.nbytes
+
+
 def off_heap_buffer(frames: list, size: int) -> mmap.mmap:
     """The frames copied into an anonymous private mapping: memory the garbage collector
     never scans and that is returned to the OS as soon as the last view is dropped."""
     buf = mmap.mmap(-1, max(1, size), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    pos = 0
-    for f in frames:
-        m = memoryview(f).cast("B")
-        buf[pos : pos + m.nbytes] = m
-        pos += m.nbytes
+    _copy_frames(frames, buf)
     return buf
 
 
 def join_frames(frames: list, size: int) -> bytearray:
+    """The frames as one contiguous buffer (the serialized form kept in memory)."""
     out = bytearray(size)
-    pos = 0
-    for f in frames:
-        m = memoryview(f).cast("B")
-        out[pos : pos + m.nbytes] = m
-        pos += m.nbytes
+    _copy_frames(frames, out)
     return out
 
 

@@ -24,7 +24,7 @@ from .config import Config, ConfigError, check_num_partitions, parse_size
 from .dataset import Dataset
 from .io.npy import NpySource
 from .io.sources import RangeSource, collection_source, numpy_source
-from .io.text import TextSource
+from .io.text import CsvSource, TextSource
 from .memory import MemoryManager
 from .metrics import EventBus, JsonLinesLog, gc_timer
 from .scheduler import DAGScheduler
@@ -225,6 +225,14 @@ class Context:
         """Lines of a text file, or of every visible file of a directory (UTF-8)."""
         n = self._num(min_partitions)
         return Dataset(self, TextSource(os.fspath(path), n), "text_file")
+
+    def csv_file(self, path: str | os.PathLike, min_partitions: int | None = None, delimiter: str = ",",
+                 column_names: list[str] | None = None, column_types: dict | None = None) -> Dataset:
+        """Delimited text as pyarrow Table partitions, parsed by pyarrow's vectorized CSV
+        reader (no header row; ``column_names`` names the columns, ``column_types`` maps
+        names to pyarrow types). Same line-aligned byte ranges as ``text_file``."""
+        n = self._num(min_partitions)
+        return Dataset(self, CsvSource(os.fspath(path), n, delimiter, column_names, column_types), "csv_file")
 
     def npy_file(self, path: str | os.PathLike, num_partitions: int | None = None) -> Dataset:
         """Row ranges of a memory-mapped ``.npy`` file (read-only views)."""

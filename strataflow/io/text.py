@@ -16,7 +16,7 @@ from typing import Any
 from ..config import ConfigError
 from ..lineage import SourceNode
 
-__all__ = ["TextSource", "list_input_files"]
+__all__ = ["TextSource", "CsvSource", "list_input_files"]
 
 _READ_AHEAD = 1 << 16
 
@@ -58,10 +58,11 @@ class TextSource(SourceNode):
             self.splits.append((files[0] if files else path, 0, 0))
         self.num_partitions = len(self.splits)
 
-    def compute(self, split: int, tc: Any) -> list[str]:
+    def read_lines_bytes(self, split: int) -> bytes:
+        """The bytes of the whole lines that start in this split (newlines included)."""
         path, start, end = self.splits[split]
         if end <= start:
-            return []
+            return b""
         with open(path, "rb") as f:
             if start > 0:
                 f.seek(start - 1)
@@ -70,12 +71,12 @@ class TextSource(SourceNode):
                 if nl == -1:
                     # No line starts in this range (the previous range's line covers it);
                     # but a line may still start exactly at `end`: that belongs to the next.
-                    return []
+                    return b""
                 data = data[nl + 1 :]
             else:
                 data = f.read(end - start)
             if not data:
-                return []
+                return b""
             if data.endswith(b"\n"):
                 pass  # the last line owned by this range ends exactly at `end`
             else:
@@ -90,6 +91,12 @@ class TextSource(SourceNode):
                         break
                     tail += chunk
                 data += bytes(tail)
+        return data
+
+    def compute(self, split: int, tc: Any) -> list[str]:
+        data = self.read_lines_bytes(split)
+        if not data:
+            return []
         lines = data.decode(self.encoding).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -98,3 +105,31 @@ class TextSource(SourceNode):
     def describe(self) -> str:
         return self.path
 
+
+
+class CsvSource(TextSource):
+    """Delimited text parsed per partition by pyarrow's vectorized CSV reader: the same
+    line-aligned byte ranges as ``TextSource``, each a pyarrow Table (a batch)."""
+
+    def __init__(self, path: str, min_partitions: int, delimiter: str = ",",
+                 column_names: list[str] | None = None, column_types: dict | None = None) -> None:
+        super().__init__(path, min_partitions)
+        self.delimiter = delimiter
+        self.column_names = column_names
+        self.column_types = column_types
+
+    def compute(self, split: int, tc: Any):
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        data = self.read_lines_bytes(split)
+        read = pacsv.ReadOptions(column_names=self.column_names, autogenerate_column_names=self.column_names is None,
+                                 use_threads=False)
+        parse = pacsv.ParseOptions(delimiter=self.delimiter)
+        convert = pacsv.ConvertOptions(column_types=self.column_types or {})
+        if not data.strip():
+            if self.column_names and self.column_types:
+                return pa.table({n: pa.array([], type=self.column_types.get(n, pa.string()))
+                                 for n in self.column_names})
+            return pa.table({})
+        return pacsv.read_csv(pa.BufferReader(data), read_options=read, parse_options=parse, convert_options=convert)

@@ -20,7 +20,7 @@ __all__ = ["gen_kmeans", "read_manifest", "MANIFEST"]
 MANIFEST = "manifest.json"
 
 
-def _kmeans_chunks(points: int, dims: int, centres: int, seed: int, chunk_rows: int):
+def _kmeans_chunks(points: int, dims: int, centres: int, seed: int, chunk_rows: int, decimals: int | None = None):
     """``(start, rows)`` chunks of points; each chunk has its own random stream keyed by
     ``(seed, start)``, so data depend only on the seed (and chunk size), never on memory."""
     rng = np.random.default_rng(seed)
@@ -30,12 +30,13 @@ def _kmeans_chunks(points: int, dims: int, centres: int, seed: int, chunk_rows: 
         stop = min(points, start + chunk_rows)
         which = (np.arange(start, stop) * centres) // points  # points split evenly among centres
         crng = np.random.default_rng([seed, start])
-        yield start, means[which] + stds[which] * crng.standard_normal((stop - start, dims))
+        chunk = means[which] + stds[which] * crng.standard_normal((stop - start, dims))
+        yield start, chunk if decimals is None else np.round(chunk, decimals)
 
 
 def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed: int = 0,
                chunk_rows: int = 1 << 16, progress: Callable[[int], None] | None = None,
-               fmt: str = "npy") -> str:
+               fmt: str = "npy", decimals: int | None = None) -> str:
     """Writes ``points x dims`` float64 points to ``out_dir`` as ``points.npy`` or as text
     (``points.txt``: one point a line, coordinates separated by spaces, HiBench's record
     form, written at full precision so both formats hold the same numbers); returns the
@@ -50,7 +51,7 @@ def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed
     if fmt == "npy":
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float64, shape=(points, dims))
         try:
-            for start, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows):
+            for start, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows, decimals):
                 out[start : start + len(chunk)] = chunk
                 if progress:
                     progress(len(chunk))
@@ -65,13 +66,13 @@ def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed
         opts = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
         schema = pa.schema([(n, pa.float64()) for n in names])
         with pacsv.CSVWriter(tmp, schema, write_options=opts) as writer:
-            for _, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows):
+            for _, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows, decimals):
                 writer.write_table(pa.Table.from_arrays(list(chunk.T), names=names))
                 if progress:
                     progress(len(chunk))
     os.replace(tmp, path)
     manifest = {"workload": "kmeans", "format": fmt, "points": points, "dims": dims, "centres": centres,
-                "seed": seed, "bytes": os.path.getsize(path), "files": [os.path.basename(path)]}
+                "seed": seed, "decimals": decimals, "bytes": os.path.getsize(path), "files": [os.path.basename(path)]}
     with open(os.path.join(out_dir, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=1)
     return path

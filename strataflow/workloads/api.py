@@ -1,0 +1,67 @@
+"""The shape every workload has, and the registry ``gen``, ``run`` and ``bench`` use.
+
+A workload is a module with two functions:
+
+    gen(out_dir, *, size, seed, fmt, progress) -> manifest dict
+        Writes data under ``out_dir`` in bounded memory (chunks), deterministic for the
+        seed, and returns the manifest (``write_manifest`` stores it beside the data).
+        ``size`` is the approximate bytes of the main data file(s).
+
+    run(ctx, data_dir, manifest, *, api, level, serializer, iterations, seed) -> Outcome
+        Reads the data, persists what the algorithm re-reads at ``level``, runs, and
+        checks its own result against an independent computation (numpy or plain Python
+        on the same data), returning an :class:`Outcome`.
+
+The runner (``runner.py``) wraps ``run`` with a Context, timings per stage, metrics and
+the JSON report, so workload modules hold only the algorithm and its check.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["Outcome", "WORKLOADS", "workload_module", "write_manifest", "read_manifest", "MANIFEST", "APIS"]
+
+MANIFEST = "manifest.json"
+APIS = ("records", "batches")
+
+# name -> module under strataflow.workloads (each has gen() and run())
+WORKLOADS: dict[str, str] = {
+    "kmeans": "kmeans_job",
+}
+
+
+@dataclass
+class Outcome:
+    """What a workload's ``run`` reports (the runner adds times, stages and metrics)."""
+
+    iteration_s: list[float] = field(default_factory=list)
+    result_check: str = "ok"  # "ok" or a sentence saying what differs
+    extra: dict[str, Any] = field(default_factory=dict)  # workload figures: cost, accuracy, ...
+
+
+def workload_module(name: str):
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(sorted(WORKLOADS))}")
+    return importlib.import_module(f".{WORKLOADS[name]}", __package__)
+
+
+def write_manifest(out_dir: str, manifest: dict) -> dict:
+    with open(os.path.join(out_dir, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=1)
+    return manifest
+
+
+def read_manifest(data_dir: str) -> dict:
+    path = os.path.join(data_dir, MANIFEST)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no {MANIFEST} in {data_dir!r}: generate data with `strataflow gen`")
+    with open(path) as f:
+        return json.load(f)
+
+
+Progress = Callable[[int], None]

@@ -1,0 +1,101 @@
+"""The K-means workload for ``gen``, ``run`` and ``bench`` (the algorithm is in kmeans.py).
+
+Data: HiBench's GenKMeansDataset scheme (see generators.py), 20 dimensions, coordinates
+rounded to 3 decimals as HiBench's text records are, so the text and npy forms hold
+identical numbers (about 170 bytes a point as text: 4M points ~ 700 MB).
+
+Run: points and, as MLlib does, their norms persisted at the level; K=10 centres drawn
+from the points with a seeded generator; ``iterations`` Lloyd steps, no early stop. The
+records API parses each line into a small ndarray (the paper's RDD path); the batches
+API parses text with pyarrow's vectorized CSV reader per partition, or maps .npy rows.
+The check: the same init and iterations as a plain numpy loop over the same data.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .api import Outcome, Progress
+from .generators import gen_kmeans
+from .kmeans import init_centres, kmeans, kmeans_numpy, parse_point, point_norms
+
+__all__ = ["gen", "run", "load", "read_all_points"]
+
+DIMS = 20
+_TEXT_BYTES_PER_POINT = 157  # measured on generated data: 20 coordinates of ~6.8 chars + spaces
+
+
+def gen(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: Progress | None = None,
+        points: int | None = None, dims: int = DIMS) -> dict:
+    per_point = _TEXT_BYTES_PER_POINT * dims // DIMS if fmt == "text" else dims * 8
+    n = points or max(1, size // per_point)
+    gen_kmeans(out_dir, n, dims, seed=seed, fmt=fmt, progress=progress, decimals=3)
+    from .api import read_manifest
+
+    return read_manifest(out_dir)
+
+
+def _data_path(data_dir: str, manifest: dict) -> str:
+    return os.path.join(data_dir, manifest["files"][0])
+
+
+def load(ctx, data_dir: str, manifest: dict, api: str, num_partitions: int | None = None):
+    """The points, unpersisted: records (small ndarrays) or ndarray batches."""
+    import pyarrow as pa
+
+    path = _data_path(data_dir, manifest)
+    dims = manifest["dims"]
+    if manifest["format"] == "npy":
+        ds = ctx.npy_file(path, num_partitions)
+        return ds.map_partitions(np.array) if api == "batches" else ds.map_partitions(lambda a: list(np.array(a)))
+    if api == "records":
+        return ctx.text_file(path, num_partitions).map(parse_point)
+    names = [f"x{i}" for i in range(dims)]
+    table = ctx.csv_file(path, num_partitions, delimiter=" ", column_names=names,
+                         column_types={n: pa.float64() for n in names})
+    return table.map_partitions(_table_to_array)
+
+
+def _table_to_array(t) -> np.ndarray:
+    if t.num_rows == 0:
+        return np.zeros((0, t.num_columns))
+    return np.column_stack([c.to_numpy() for c in t.columns])
+
+
+def read_all_points(data_dir: str, manifest: dict) -> np.ndarray:
+    """All points in one array, read independently of the engine (for the check)."""
+    path = _data_path(data_dir, manifest)
+    if manifest["format"] == "npy":
+        return np.load(path)
+    import pyarrow.csv as pacsv
+
+    t = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+                       parse_options=pacsv.ParseOptions(delimiter=" "))
+    return _table_to_array(t)
+
+
+def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None, serializer=None,
+        iterations: int = 5, seed: int = 0, k: int = 10, num_partitions: int | None = None,
+        check: bool = True) -> Outcome:
+    from ..storage.level import StorageLevel
+
+    level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
+    points = load(ctx, data_dir, manifest, api, num_partitions or 4 * ctx.default_parallelism)
+    points.name = "points"
+    points.persist(level, serializer)
+    points.count()  # as DenseKMeans: the points are cached before their norms are derived
+    norms = points.map_partitions(point_norms)
+    norms.name = "norms"
+    norms.persist(level, serializer)
+    res = kmeans(points, k=k, iterations=iterations, seed=seed, norms=norms)
+    outcome = Outcome(res.iteration_s, "ok", {"cost": res.cost, "k": k})
+    if check:
+        data = read_all_points(data_dir, manifest)
+        ref = kmeans_numpy(data, init_centres(data, k, seed), iterations)
+        if not (np.allclose(ref.centres, res.centres, rtol=1e-7, atol=1e-6) and np.isclose(ref.cost, res.cost, rtol=1e-7)):
+            outcome.result_check = (f"centres differ from a numpy run by up to "
+                                    f"{float(np.abs(ref.centres - res.centres).max()):.3g}")
+    return outcome
+

@@ -1,0 +1,62 @@
+"""Runs one workload in a fresh Context and reports it as the JSON the issue defines:
+``config, total_s, stages: [{name, seconds}], iteration_s, metrics, cached_bytes,
+result_check`` (plus ``extra``, the workload's own figures)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ..context import Context
+from ..metrics.rss import PeakRss
+from .api import APIS, read_manifest, workload_module
+
+__all__ = ["run_workload"]
+
+
+def run_workload(name: str, data_dir: str, *, api: str = "batches", level: str = "MEMORY_ONLY",
+                 policy: str | None = None, memory: int | str = "1GB", parallelism: int | None = None,
+                 serializer: str | None = None, iterations: int | None = None, seed: int = 0,
+                 event_log: str | None = None, local_dirs: list[str] | None = None, progress: bool | None = False,
+                 check: bool = True, json_out: str | None = None, **options: Any) -> dict:
+    if api not in APIS:
+        raise ValueError(f"api must be one of {', '.join(APIS)}, got {api!r}")
+    module = workload_module(name)
+    manifest = read_manifest(data_dir)
+    if manifest.get("workload") != name:
+        raise ValueError(f"{data_dir!r} holds {manifest.get('workload')!r} data, not {name}")
+    stages: list[dict] = []
+    kwargs = dict(api=api, level=level, serializer=serializer, seed=seed, check=check, **options)
+    if iterations is not None:
+        kwargs["iterations"] = iterations
+    with PeakRss() as rss, Context(memory=memory, parallelism=parallelism, policy=policy, event_log=event_log,
+                                   local_dirs=local_dirs, progress=progress, app_name=name) as ctx:
+        ctx.events.subscribe(lambda ev: stages.append(ev) if ev["event"] == "StageEnd" else None)
+        t0 = time.perf_counter()
+        outcome = module.run(ctx, data_dir, manifest, **kwargs)
+        total = time.perf_counter() - t0
+        status = ctx.storage_status()
+        metrics = ctx.metrics()
+        config = {"workload": name, "data": data_dir, "api": api, "level": str(level), "policy": ctx.policy,
+                  "memory": ctx.config.memory, "parallelism": ctx.config.parallelism,
+                  "serializer": serializer or "auto", "iterations": len(outcome.iteration_s), "seed": seed,
+                  "data_bytes": manifest.get("bytes")}
+    report = {
+        "config": config,
+        "total_s": total,
+        "stages": [{"name": e["name"], "seconds": e["seconds"], "tasks": e["num_tasks"]} for e in stages],
+        "iteration_s": outcome.iteration_s,
+        "metrics": metrics,
+        "cached_bytes": sum(d.memory_bytes + d.disk_bytes for d in status),
+        "cached_memory_bytes": sum(d.memory_bytes for d in status),
+        "cached_disk_bytes": sum(d.disk_bytes for d in status),
+        "rss_growth_bytes": rss.growth,
+        "result_check": outcome.result_check,
+        "extra": outcome.extra,
+        "storage": [vars(d) for d in status],
+    }
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(report, f, indent=1, default=float)
+    return report

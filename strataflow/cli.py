@@ -1,12 +1,16 @@
-"""The ``strataflow`` command: ``gen`` writes a data set, ``run`` runs a workload on it.
+"""The ``strataflow`` command.
 
-    strataflow gen kmeans --out data/kmeans --points 2000000
-    strataflow run kmeans [--data DIR] [--points N] [--memory 1GB] [--json OUT]
+    strataflow gen WORKLOAD --out DIR [--size 2GB | --points N] [--format text|npy] [--seed S]
+    strataflow run WORKLOAD [--data DIR] [--level L] [--policy P] [--memory M|auto] [--api records|batches]
+                            [--json OUT]
+    strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark] --out DIR
+    strataflow probe DIR
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -15,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from .config import ConfigError, parse_size
@@ -23,113 +27,139 @@ from .config import ConfigError, parse_size
 __all__ = ["main"]
 
 console = Console(stderr=True)
+MB = 1 << 20
 
 
-def _gen_kmeans(out: str, points: int, dims: int, seed: int) -> str:
-    from .workloads.generators import gen_kmeans
+def _params(pairs: list[str]) -> dict:
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise ValueError(f"--set expects key=value, got {p!r}")
+        k, v = p.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
 
-    with Progress(TextColumn("generating k-means points"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"),
-                  TimeRemainingColumn(), console=console, transient=True) as bar:
-        task = bar.add_task("gen", total=points)
-        return gen_kmeans(out, points, dims, seed=seed, progress=lambda n: bar.advance(task, n))
+
+def _generate(workload: str, out: str, size: int, seed: int, fmt: str, params: dict) -> dict:
+    from .workloads.api import workload_module
+
+    module = workload_module(workload)
+    accepted = inspect.signature(module.gen).parameters
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        raise ValueError(f"gen {workload}: unknown option(s) {', '.join(unknown)}; it takes "
+                         f"{', '.join(k for k in accepted if k not in ('out_dir', 'progress'))}")
+    with Progress(TextColumn(f"generating {workload}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("gen", total=None)
+        return module.gen(out, size=size, seed=seed, fmt=fmt, progress=lambda n: bar.advance(task, n), **params)
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
+    params = _params(args.set)
+    if args.points is not None:
+        params["points"] = args.points
     t0 = time.perf_counter()
-    path = _gen_kmeans(args.out, args.points, args.dims, args.seed)
-    size = os.path.getsize(path)
-    console.print(f"wrote {args.points:,} x {args.dims} points ({size / 2**20:,.0f} MiB) to {path} "
-                  f"in {time.perf_counter() - t0:.1f} s")
+    manifest = _generate(args.workload, args.out, parse_size(args.size, "--size"), args.seed, args.format, params)
+    console.print(f"wrote {args.workload} data ({(manifest.get('bytes') or 0) / MB:,.1f} MB, {manifest.get('format')}) "
+                  f"to {args.out} in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
-def _kmeans_data(args: argparse.Namespace) -> tuple[str, dict]:
-    from .workloads.generators import read_manifest
+def _data_dir(args: argparse.Namespace) -> str:
+    from .workloads.api import read_manifest
 
-    data = args.data or os.path.join("data", f"kmeans-{args.points}x{args.dims}-seed{args.seed}")
+    if args.data:
+        read_manifest(args.data)  # a clear error if it is not a generated data directory
+        return args.data
+    size = parse_size(args.size, "--size")
+    params = _params(args.set)
+    if args.points is not None:
+        params["points"] = args.points
+    suffix = "".join(f"-{k}{v}" for k, v in sorted(params.items()))
+    data = os.path.join("data", f"{args.workload}-{args.format}-{size}-seed{args.seed}{suffix}")
     try:
-        manifest = read_manifest(data)
+        read_manifest(data)
     except FileNotFoundError:
-        if args.data:
-            raise
-        _gen_kmeans(data, args.points, args.dims, args.seed)
-        manifest = read_manifest(data)
-    if manifest.get("workload") != "kmeans":
-        raise ValueError(f"{data!r} holds {manifest.get('workload')!r} data, not kmeans")
-    return os.path.join(data, manifest["files"][0]), manifest
+        _generate(args.workload, data, size, args.seed, args.format, params)
+    return data
 
 
-def _cache_summary(ctx, metrics: dict) -> Table:
-    mb = lambda n: f"{n / 2**20:,.1f}"  # noqa: E731
-    t = Table(title=f"cache ({ctx.policy} policy, memory budget {ctx.config.memory / 2**20:,.0f} MiB)")
+def _cache_summary(report: dict) -> Table:
+    m = report["metrics"]
+    mb = lambda n: f"{n / MB:,.1f}"  # noqa: E731
+    cfg = report["config"]
+    t = Table(title=f"cache ({cfg['policy']} policy, memory budget {cfg['memory'] / MB:,.0f} MiB)")
     t.add_column("what")
     t.add_column("value", justify="right")
-    rows = [
-        ("memory hits / disk hits / misses",
-         f"{metrics['memory_hits']:.0f} / {metrics['disk_hits']:.0f} / {metrics['misses']:.0f}"),
-        ("blocks dropped (MB)", f"{metrics['blocks_dropped']:.0f} ({mb(metrics['bytes_dropped'])})"),
-        ("blocks re-cached (MB)", f"{metrics['blocks_recached']:.0f} ({mb(metrics['bytes_recached'])})"),
-        ("disk MB written / read", f"{mb(metrics['disk_bytes_written'])} / {mb(metrics['disk_bytes_read'])}"),
-        ("serialize / deserialize s", f"{metrics['serialize_s']:.2f} / {metrics['deserialize_s']:.2f}"),
-        ("GC s (collections)", f"{metrics['gc_s']:.2f} ({metrics['gc_collections']:.0f})"),
-        ("peak storage / execution MB", f"{mb(metrics['peak_storage_memory'])} / {mb(metrics['peak_execution_memory'])}"),
-    ]
-    for r in rows:
-        t.add_row(*r)
+    for what, value in [
+        ("memory hits / disk hits / misses", f"{m['memory_hits']:.0f} / {m['disk_hits']:.0f} / {m['misses']:.0f}"),
+        ("blocks dropped (MB)", f"{m['blocks_dropped']:.0f} ({mb(m['bytes_dropped'])})"),
+        ("blocks re-cached (MB)", f"{m['blocks_recached']:.0f} ({mb(m['bytes_recached'])})"),
+        ("disk MB written / read", f"{mb(m['disk_bytes_written'])} / {mb(m['disk_bytes_read'])}"),
+        ("serialize / deserialize s", f"{m['serialize_s']:.2f} / {m['deserialize_s']:.2f}"),
+        ("GC s (collections)", f"{m['gc_s']:.2f} ({m['gc_collections']:.0f})"),
+        ("peak storage / execution MB", f"{mb(m['peak_storage_memory'])} / {mb(m['peak_execution_memory'])}"),
+        ("cached in memory / on disk MB", f"{mb(report['cached_memory_bytes'])} / {mb(report['cached_disk_bytes'])}"),
+    ]:
+        t.add_row(what, value)
     return t
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .context import Context
     from .storage.level import StorageLevel
-    from .workloads.kmeans import init_centres, kmeans, kmeans_numpy, load_points
+    from .storage.status import DatasetStorage, StorageStatus
+    from .workloads.api import read_manifest
+    from .workloads.runner import run_workload
 
-    path, manifest = _kmeans_data(args)
+    data = _data_dir(args)
+    manifest = read_manifest(data)
     level = StorageLevel.parse(args.level)
-    memory = args.memory if args.memory != "auto" else max(1 << 20, int(manifest["bytes"] * 1.05 / args.pressure))
-    stages: list[dict] = []
-    t0 = time.perf_counter()
-    with Context(memory=memory, parallelism=args.parallelism, event_log=args.event_log, policy=args.policy,
-                 progress=False if args.quiet else None) as ctx:
-        ctx.events.subscribe(lambda ev: stages.append(ev) if ev["event"] == "StageEnd" else None)
-        partitions = args.partitions or 8 * ctx.default_parallelism
-        points, norms = load_points(ctx, path, "batches", level, partitions)
-        data = np.load(path, mmap_mode="r")
-        init = init_centres(data, args.k, args.seed)
-        res = kmeans(points, k=args.k, iterations=args.iterations, init=init, norms=norms)
-        total = time.perf_counter() - t0
-        status = ctx.storage_status()
-        metrics = ctx.metrics()
-        cache_table = _cache_summary(ctx, metrics)
-        check = "skipped"
-        if not args.no_check:
-            ref = kmeans_numpy(data, init, args.iterations, points.num_partitions)
-            same = np.allclose(ref.centres, res.centres, rtol=1e-9, atol=1e-9) and np.isclose(ref.cost, res.cost)
-            check = "ok" if same else f"centres differ from numpy by {np.abs(ref.centres - res.centres).max():.3g}"
-    table = Table(title=f"k-means: {manifest['points']:,} x {manifest['dims']} points "
-                        f"({manifest['bytes'] / 2**20:,.0f} MiB), K={args.k}, {args.iterations} iterations, "
-                        f"{level.name}")
-    for col in ("stage", "name", "tasks", "seconds"):
-        table.add_column(col, justify="right" if col in ("stage", "tasks", "seconds") else "left")
-    for ev in stages:
-        table.add_row(str(ev["stage_id"]), ev["name"], str(ev["num_tasks"]), f"{ev['seconds']:.3f}")
+    memory = args.memory
+    if memory == "auto":
+        memory = max(MB, int((manifest.get("bytes") or MB) / args.pressure))
+    report = run_workload(args.workload, data, api=args.api, level=level.name, policy=args.policy, memory=memory,
+                          parallelism=args.parallelism, serializer=args.serializer, iterations=args.iterations,
+                          seed=args.seed, event_log=args.event_log, progress=False if args.quiet else None,
+                          check=not args.no_check, json_out=args.json,
+                          **({"num_partitions": args.partitions} if args.partitions else {}))
     out = Console()
+    table = Table(title=f"{args.workload} ({args.api}) on {data}: {(manifest.get('bytes') or 0) / MB:,.0f} MiB, "
+                        f"{level.name}")
+    for col in ("stage", "tasks", "seconds"):
+        table.add_column(col, justify="left" if col == "stage" else "right")
+    for st in report["stages"]:
+        table.add_row(st["name"], str(st["tasks"]), f"{st['seconds']:.3f}")
     out.print(table)
-    out.print(str(status))
-    out.print(cache_table)
-    out.print(f"iterations (s): {', '.join(f'{s:.3f}' for s in res.iteration_s)}; "
-              f"median {float(np.median(res.iteration_s)):.3f} s; total {total:.2f} s; "
-              f"cost {res.cost:.6g}; result check: {check}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"config": {"workload": "kmeans", "data": path, "k": args.k, "iterations": args.iterations,
-                                  "memory": memory, "level": level.name, "policy": args.policy,
-                                  "parallelism": args.parallelism},
-                       "total_s": total, "stages": [{"name": e["name"], "seconds": e["seconds"]} for e in stages],
-                       "iteration_s": res.iteration_s, "metrics": metrics,
-                       "cached_bytes": sum(d.memory_bytes + d.disk_bytes for d in status),
-                       "cost": res.cost, "result_check": check}, f, indent=1, default=float)
-    return 0 if check in ("ok", "skipped") else 1
+    out.print(str(StorageStatus(DatasetStorage(**d) for d in report["storage"])))
+    out.print(_cache_summary(report))
+    its = report["iteration_s"]
+    extra = ", ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in report["extra"].items())
+    out.print(f"iterations (s): {', '.join(f'{s:.3f}' for s in its)}"
+              f"{f'; median {float(np.median(its)):.3f} s' if its else ''}; total {report['total_s']:.2f} s; "
+              f"{extra}; result check: {report['result_check']}")
+    return 0 if report["result_check"] == "ok" else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench.command import run_bench
+
+    return run_bench(args, console)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from .bench.devices import probe_bandwidth
+
+    size = parse_size(args.size, "--size")
+    out = Console()
+    for cold in (True, False):
+        r = probe_bandwidth(args.dir, size, cold=cold)
+        out.print(f"{args.dir} {r['mode']}: write {r['write_mb_per_s']:,.0f} MB/s (fsync), "
+                  f"read {r['read_mb_per_s']:,.0f} MB/s ({r['bytes'] / MB:,.0f} MB)")
+    return 0
 
 
 def _size(text: str) -> str:
@@ -139,37 +169,63 @@ def _size(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="strataflow", description=__doc__.splitlines()[0])
+    from .workloads.api import APIS, WORKLOADS
+
+    p = argparse.ArgumentParser(prog="strataflow", description="A dataflow engine with a tiered intermediate-data cache.")
     sub = p.add_subparsers(dest="command", required=True)
 
+    def data_options(sp, default_size: str) -> None:
+        sp.add_argument("--size", default=default_size, help="approximate data size, e.g. 300MB")
+        sp.add_argument("--points", type=int, default=None, help="number of points (workloads that have points)")
+        sp.add_argument("--format", default="text", choices=["text", "npy", "parquet"])
+        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="a workload-specific generator option")
+
     g = sub.add_parser("gen", help="generate a data set")
-    g.add_argument("workload", choices=["kmeans"])
+    g.add_argument("workload", choices=sorted(WORKLOADS))
     g.add_argument("--out", required=True)
-    g.add_argument("--points", type=int, default=2_000_000)
-    g.add_argument("--dims", type=int, default=20)
-    g.add_argument("--seed", type=int, default=0)
+    data_options(g, "256MB")
     g.set_defaults(func=cmd_gen)
 
     r = sub.add_parser("run", help="run a workload")
-    r.add_argument("workload", choices=["kmeans"])
-    r.add_argument("--data", help="a directory written by `strataflow gen` (generated if absent)")
-    r.add_argument("--points", type=int, default=2_000_000, help="points to generate when --data is absent")
-    r.add_argument("--dims", type=int, default=20)
-    r.add_argument("--k", type=int, default=10)
-    r.add_argument("--iterations", type=int, default=5)
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("workload", choices=sorted(WORKLOADS))
+    r.add_argument("--data", help="a directory written by `strataflow gen` (generated under data/ if absent)")
+    data_options(r, "320MB")
+    r.add_argument("--api", default="batches", choices=list(APIS))
+    r.add_argument("--level", default="MEMORY_AND_DISK", help="storage level of the persisted datasets")
+    r.add_argument("--policy", default=None, help="cache policy (default: the best one, no-recache)")
+    r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd")
     r.add_argument("--memory", type=_size, default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
     r.add_argument("--pressure", type=float, default=4.0, help="with --memory auto: data size / memory budget")
-    r.add_argument("--level", default="MEMORY_AND_DISK", help="storage level of the points and norms")
-    r.add_argument("--policy", default=None, help="cache policy (default: the best, no-recache)")
+    r.add_argument("--iterations", type=int, default=None)
     r.add_argument("--parallelism", type=int, default=None)
     r.add_argument("--partitions", type=int, default=None)
     r.add_argument("--event-log", default=None)
-    r.add_argument("--json", default=None, help="write the run's figures as JSON here")
-    r.add_argument("--no-check", action="store_true", help="skip comparing with a plain numpy run")
+    r.add_argument("--json", default=None, help="write the run's report as JSON here")
+    r.add_argument("--no-check", action="store_true", help="skip checking the result independently")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.set_defaults(func=cmd_run)
+
+    b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure")
+    b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure"])
+    b.add_argument("--scale", type=float, default=1.0, help="data size factor (1 = the paper-like sizes)")
+    b.add_argument("--repeat", type=int, default=3)
+    b.add_argument("--peer", choices=["pyspark"], default=None)
+    b.add_argument("--out", required=True)
+    b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")
+    b.add_argument("--parallelism", type=int, default=2)
+    b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
+    b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
+    b.add_argument("--workloads", default=None, help="pressure: comma-separated workloads")
+    b.add_argument("--pressures", default=None, help="pressure: comma-separated ratios, e.g. 0.5,2,4,8")
+    b.add_argument("--policies", default=None, help="pressure: comma-separated policies")
+    b.set_defaults(func=cmd_bench)
+
+    pr = sub.add_parser("probe", help="measure a directory's sequential bandwidth, cold and warm")
+    pr.add_argument("dir")
+    pr.add_argument("--size", default="256MB")
+    pr.set_defaults(func=cmd_probe)
     return p
 
 

@@ -122,7 +122,8 @@ def test_kmeans_equals_plain_numpy(ctx, tmp_path):
 
 def test_cli_gen_and_run(tmp_path, capsys):
     data = tmp_path / "km"
-    assert cli_main(["gen", "kmeans", "--out", str(data), "--points", "5000", "--dims", "4"]) == 0
+    assert cli_main(["gen", "kmeans", "--out", str(data), "--points", "5000", "--set", "dims=4",
+                     "--format", "npy"]) == 0
     manifest = json.load(open(data / "manifest.json"))
     assert manifest["points"] == 5000 and np.load(data / "points.npy").shape == (5000, 4)
     out = tmp_path / "run.json"
@@ -131,12 +132,13 @@ def test_cli_gen_and_run(tmp_path, capsys):
     result = json.load(open(out))
     assert result["result_check"] == "ok" and len(result["iteration_s"]) == 2
     assert any("kmeans iteration" in s["name"] for s in result["stages"])
+    assert cli_main(["gen", "kmeans", "--out", str(tmp_path / "x"), "--set", "colour=blue"]) == 2
     assert result["config"]["level"] == "MEMORY_AND_DISK" and result["metrics"]["misses"] >= 2
     # under pressure (auto memory = data / 4) with Spark's policy the cache thrashes
     big = tmp_path / "km-big"
-    assert cli_main(["gen", "kmeans", "--out", str(big), "--points", "60000"]) == 0  # 9.6 MB of points
+    assert cli_main(["gen", "kmeans", "--out", str(big), "--points", "60000"]) == 0  # 9.4 MB of text points
     assert cli_main(["run", "kmeans", "--data", str(big), "--iterations", "3", "--policy", "spark",
-                     "--partitions", "8", "--json", str(out), "--quiet"]) == 0
+                     "--partitions", "32", "--json", str(out), "--quiet"]) == 0
     result = json.load(open(out))
     assert result["result_check"] == "ok" and result["metrics"]["blocks_recached"] > 0
     assert cli_main(["run", "kmeans", "--data", str(tmp_path / "missing"), "--quiet"]) == 2

@@ -140,7 +140,9 @@ def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray
     results are exact and deterministic. With ``norms`` (a dataset of the points' norms,
     partitioned alike) each iteration reads both, as MLlib's zipped data does."""
     if init is None:
-        sizes = ds.map_partitions(lambda a: [len(a)]).collect()
+        counting = ds.map_partitions(lambda a: [len(a)])
+        counting.name = "kmeans init: partition sizes"
+        sizes = counting.collect()
         total = int(sum(sizes))
         rng = np.random.default_rng(seed)
         picks = np.sort(rng.choice(total, size=min(k, total), replace=False))
@@ -150,7 +152,9 @@ def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray
             local = picks[(picks >= starts[i]) & (picks < starts[i + 1])] - starts[i]
             return [np.asarray(a[j], dtype=np.float64) for j in local]
 
-        init = np.stack(ds.map_partitions_with_index(chosen).collect())
+        sampling = ds.map_partitions_with_index(chosen)
+        sampling.name = "kmeans init: random centres"
+        init = np.stack(sampling.collect())
     centres = np.asarray(init, dtype=np.float64)
     result = KMeansResult(centres, float("nan"))
     for it in range(iterations):

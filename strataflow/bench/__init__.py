@@ -1,0 +1,1 @@
+"""``strataflow bench``: experiments that reproduce the papers' figures on this machine."""

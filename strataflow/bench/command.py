@@ -1,0 +1,113 @@
+"""``strataflow bench``: plan an experiment, run it under one progress bar, add the PySpark
+peer's rows when asked, and write the report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+import traceback
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .experiments import Run, plan, summarize
+from .report import write_report
+
+__all__ = ["run_bench"]
+
+MB = 1 << 20
+
+
+def _split(text: str | None, cast=str) -> list | None:
+    return [cast(x) for x in text.split(",") if x] if text else None
+
+
+def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str) -> tuple[list[Run], str]:
+    """PySpark's runs for the K-means rows of ``levels`` and ``pressure``."""
+    from .peers.pyspark_peer import available, run_pyspark
+
+    ok, why = available()
+    if not ok:
+        return [], f"PySpark peer skipped: {why}"
+    from .data import ensure_data
+
+    data = ensure_data("kmeans", data_root, args.scale)
+    out: list[Run] = []
+    seen = set()
+    for run in runs:
+        k = run.key
+        if k.get("workload") != "kmeans":
+            continue
+        if experiment == "levels" and k.get("api") == "batches":
+            conf = ("levels", k["level"], k["repeat"])
+        elif experiment == "pressure" and k.get("policy") == "spark":
+            conf = ("pressure", k["pressure"], k["repeat"])
+        else:
+            continue
+        if conf in seen:
+            continue
+        seen.add(conf)
+        for path in ("df", "rdd"):
+            key = {**{x: k[x] for x in ("experiment", "workload", "level", "repeat") if x in k},
+                   "peer": f"pyspark-{path}", "api": "dataframe" if path == "df" else "rdd"}
+            if experiment == "pressure":
+                key["pressure"] = k["pressure"]
+
+            def call(key=key, path=path, run=run):
+                memory = run.extra["memory_fn"]()
+                rep = run_pyspark("kmeans", data, path=path, level=key.get("level", "MEMORY_AND_DISK"),
+                                  storage_memory_bytes=memory, iterations=5, parallelism=args.parallelism,
+                                  work_dir=os.path.join(args.out, "pyspark-work"))
+                from .experiments import _row
+
+                rep.setdefault("metrics", {})
+                rep.setdefault("cached_bytes", 0)
+                rep.setdefault("stages", [])
+                rep.setdefault("config", {"memory": memory})
+                return {**_row(rep, key), "heap_formula": rep.get("heap_formula")}
+
+            out.append(Run(key, call))
+    return out, "PySpark peer: local mode, same data; " + "heap sizing in each row's heap_formula"
+
+
+def run_bench(args: argparse.Namespace, console: Console) -> int:
+    data_root = args.data_dir or os.path.join(args.out, "data")
+    os.makedirs(data_root, exist_ok=True)
+    kw = dict(root=data_root, scale=args.scale, repeat=args.repeat, parallelism=args.parallelism,
+              dirs=_split(args.dirs), threads=_split(args.threads, int), workloads=_split(args.workloads),
+              pressures=_split(args.pressures, float), policies=_split(args.policies))
+    console.print(f"planning bench {args.experiment} at scale {args.scale} (data in {data_root})")
+    runs = plan(args.experiment, **kw)
+    notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+             f"scale {args.scale}, {args.repeat} repeat(s), variants interleaved; medians over repeats",
+             "data read warm (page cache) unless the experiment says cold"]
+    if args.peer == "pyspark":
+        peer_runs, note = _peer_runs(args, args.experiment, runs, data_root)
+        runs += peer_runs
+        notes.append(note)
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as bar:
+        task = bar.add_task(f"bench {args.experiment}", total=len(runs))
+        for run in runs:
+            bar.update(task, description=f"{args.experiment}: " + " ".join(
+                f"{v}" for k, v in run.key.items() if k not in ("experiment", "repeat")))
+            try:
+                rows.append(run.call())
+            except Exception as exc:  # a failed run is a row with its error, not a lost report
+                rows.append({**run.key, "result_check": f"error: {type(exc).__name__}: {exc}",
+                             "traceback": traceback.format_exc(limit=5)})
+            bar.advance(task)
+    summary = summarize(rows)
+    meta = {"experiment": args.experiment, "scale": args.scale, "repeat": args.repeat, "seconds": time.perf_counter() - t0,
+            "notes": notes}
+    paths = write_report(args.out, args.experiment, rows, summary, meta)
+    Console().print(paths["markdown"])
+    console.print(f"wrote {paths['results']}, {paths['table']}, {', '.join(paths['charts'])}")
+    failed = [r for r in rows if r.get("result_check", "ok") != "ok"]
+    for r in failed:
+        console.print(f"[red]{r.get('result_check')}[/red] in {r}")
+    return 1 if failed else 0

@@ -1,0 +1,239 @@
+"""The experiments, each an analogue of one of Zhang et al.'s (2017):
+
+- ``levels`` (Fig. 3-4, Table II): K-means at each storage level with ample memory, records
+  and batches: time per stage, total, cached size.
+- ``serde`` (Sec. III-C): rddtest with strings and with float vectors, each serializer:
+  time to cache and cached size.
+- ``devices`` (Fig. 5-6): rddtest DISK_ONLY on each directory with 1..N threads and
+  several sizes, beside the directory's raw sequential bandwidth, cold and warm.
+- ``pressure`` (Fig. 7, Tables III-VI): MEMORY_AND_DISK with the cached data at 1/2, 2, 4
+  and 8 times the memory budget, every policy, for kmeans, lr, bayes and als: blocks and
+  MB dropped and re-cached, time, speed-up over ``spark``.
+
+Each experiment is a plan (a list of runs) so the command can show one progress bar for
+all of it; every run yields one row (a flat dict) for the report. Runs of variants that
+are compared are interleaved: the repeat loop is outermost.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..storage.policies import POLICIES
+from ..workloads.runner import run_workload
+from .data import ensure_data
+from .devices import probe_bandwidth
+
+__all__ = ["Run", "plan", "EXPERIMENTS", "summarize"]
+
+MB = 1 << 20
+LEVELS = ["NONE", "MEMORY_ONLY", "MEMORY_ONLY_SER", "OFF_HEAP", "DISK_ONLY", "MEMORY_AND_DISK"]
+PRESSURES = [0.5, 2, 4, 8]
+PRESSURE_WORKLOADS = ["kmeans", "lr", "bayes", "als"]
+SERIALIZERS = ["pickle", "pickle5", "arrow", "arrow:lz4"]
+
+
+@dataclass
+class Run:
+    """One run: what to call and the row fields that name it."""
+
+    key: dict[str, Any]
+    call: Callable[[], dict]
+    repeat: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _row(report: dict, key: dict) -> dict:
+    m = report["metrics"]
+    its = report["iteration_s"]
+    return {
+        **key,
+        "total_s": report["total_s"],
+        "iteration_s": statistics.median(its) if its else None,
+        "stages": report["stages"],
+        "cached_mb": report["cached_bytes"] / MB,
+        "cached_memory_mb": report.get("cached_memory_bytes", 0) / MB,
+        "memory_mb": report["config"]["memory"] / MB if isinstance(report["config"].get("memory"), (int, float)) else None,
+        "blocks_dropped": m.get("blocks_dropped"),
+        "mb_dropped": m.get("bytes_dropped", 0) / MB,
+        "blocks_recached": m.get("blocks_recached"),
+        "mb_recached": m.get("bytes_recached", 0) / MB,
+        "disk_read_mb": m.get("disk_bytes_read", 0) / MB,
+        "disk_written_mb": m.get("disk_bytes_written", 0) / MB,
+        "serialize_s": m.get("serialize_s"),
+        "deserialize_s": m.get("deserialize_s"),
+        "gc_s": m.get("gc_s"),
+        "result_check": report["result_check"],
+        "extra": report.get("extra", {}),
+    }
+
+
+def _ample(data_dir: str) -> str:
+    """A memory budget no run of this data fills: four times its size plus 256 MB."""
+    from ..workloads.api import read_manifest
+
+    size = int(read_manifest(data_dir).get("bytes") or 0)
+    return f"{(4 * size + 256 * MB) // MB}MB"
+
+
+def _workload_run(workload: str, data: str, key: dict, parallelism: int, **kw) -> Run:
+    def call() -> dict:
+        with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+            report = run_workload(workload, data, parallelism=parallelism, local_dirs=[tmp], **kw)
+        return _row(report, key)
+
+    from ..config import parse_size
+
+    return Run(key, call, extra={"memory_fn": lambda: parse_size(kw.get("memory", "1GB"))})
+
+
+def plan_levels(root: str, scale: float, repeat: int, parallelism: int, **_) -> list[Run]:
+    data = ensure_data("kmeans", root, scale)
+    runs = []
+    for r in range(repeat):
+        for api in ("records", "batches"):
+            for level in LEVELS:
+                key = {"experiment": "levels", "workload": "kmeans", "api": api, "level": level, "repeat": r}
+                runs.append(_workload_run("kmeans", data, key, parallelism, api=api, level=level,
+                                          memory=_ample(data), iterations=5))
+    return runs
+
+
+def plan_serde(root: str, scale: float, repeat: int, parallelism: int, **_) -> list[Run]:
+    runs = []
+    for kind in ("strings", "vectors"):
+        data = ensure_data("rddtest", root, scale, kind=kind)
+        for r in range(repeat):
+            for ser in SERIALIZERS:
+                key = {"experiment": "serde", "workload": "rddtest", "kind": kind, "serializer": ser,
+                       "level": "MEMORY_ONLY_SER", "repeat": r}
+                runs.append(_workload_run("rddtest", data, key, parallelism, api="records" if kind == "strings"
+                                          else "batches", level="MEMORY_ONLY_SER", serializer=ser,
+                                          memory=_ample(data)))
+    return runs
+
+
+def plan_devices(root: str, scale: float, repeat: int, parallelism: int, dirs: list[str] | None = None,
+                 threads: list[int] | None = None, **_) -> list[Run]:
+    dirs = dirs or [tempfile.gettempdir()]
+    threads = threads or sorted({1, parallelism})
+    runs = []
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise FileNotFoundError(f"bench devices: directory {d!r} does not exist")
+        for mode in ("cold", "warm"):
+            def call(d=d, mode=mode):
+                bw = probe_bandwidth(d, size=max(16 * MB, int(256 * MB * scale)), cold=(mode == "cold"))
+                return {"experiment": "devices", "dir": d, "kind": f"raw {mode}", **bw}
+
+            runs.append(Run({"experiment": "devices", "dir": d, "kind": f"raw {mode}"}, call))
+        for size_scale in (0.5, 1.0):
+            data = ensure_data("rddtest", root, scale * size_scale, kind="vectors")
+            for r in range(repeat):
+                for n in threads:
+                    key = {"experiment": "devices", "workload": "rddtest", "dir": d, "threads": n,
+                           "size_scale": size_scale, "level": "DISK_ONLY", "repeat": r}
+
+                    def call(d=d, n=n, data=data, key=key):
+                        report = run_workload("rddtest", data, api="batches", level="DISK_ONLY", parallelism=n,
+                                              local_dirs=[d], memory=_ample(data))
+                        row = _row(report, key)
+                        cache_s = report["extra"].get("cache_s") or report["total_s"]
+                        row["mb_per_s"] = row["cached_mb"] / cache_s if cache_s else None
+                        return row
+
+                    runs.append(Run(key, call))
+    return runs
+
+
+def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
+                  pressures: list[float] | None = None, policies: list[str] | None = None, **_) -> list[Run]:
+    from ..workloads.api import WORKLOADS
+
+    workloads = [w for w in (workloads or PRESSURE_WORKLOADS) if w in WORKLOADS]
+    pressures = pressures or PRESSURES
+    policies = policies or list(POLICIES)
+    runs = []
+    for w in workloads:
+        data = ensure_data(w, root, scale)
+        api = "batches"
+        sized: dict = {}
+
+        def measure(w=w, data=data, api=api, sized=sized) -> int:
+            if "bytes" not in sized:
+                with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+                    rep = run_workload(w, data, api=api, level="MEMORY_ONLY", memory=_ample(data),
+                                       parallelism=parallelism, local_dirs=[tmp], check=False, iterations=1)
+                sized["bytes"] = max(1, rep["cached_memory_bytes"])
+            return sized["bytes"]
+
+        for r in range(repeat):
+            for pressure in pressures:
+                order = policies if r % 2 == 0 else list(reversed(policies))
+                for policy in order:
+                    key = {"experiment": "pressure", "workload": w, "api": api, "level": "MEMORY_AND_DISK",
+                           "policy": policy, "pressure": pressure, "repeat": r}
+
+                    def call(w=w, data=data, key=key, pressure=pressure, policy=policy, measure=measure):
+                        cached = measure()
+                        memory = max(1 * MB, int(cached / pressure))
+                        with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+                            report = run_workload(w, data, api=key["api"], level="MEMORY_AND_DISK", policy=policy,
+                                                  memory=memory, parallelism=parallelism, local_dirs=[tmp])
+                        row = _row(report, key)
+                        row["cached_for_pressure_mb"] = cached / MB
+                        return row
+
+                    runs.append(Run(key, call, extra={
+                        "memory_fn": lambda measure=measure, pressure=pressure: max(1 * MB, int(measure() / pressure))}))
+    return runs
+
+
+EXPERIMENTS = {"levels": plan_levels, "serde": plan_serde, "devices": plan_devices, "pressure": plan_pressure}
+
+
+def plan(experiment: str, **kw) -> list[Run]:
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {experiment!r}; choose one of {', '.join(EXPERIMENTS)}")
+    return EXPERIMENTS[experiment](**kw)
+
+
+CONFIG_KEYS = ("experiment", "workload", "peer", "api", "kind", "level", "serializer", "policy", "pressure", "dir",
+               "threads", "size_scale")
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Medians over repeats of every numeric field, one row per configuration; for the
+    pressure experiment, each policy's speed-up over ``spark`` at the same point."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        key = tuple((k, row[k]) for k in CONFIG_KEYS if k in row)
+        groups.setdefault(key, []).append(row)
+    out = []
+    for key, members in groups.items():
+        merged = dict(key)
+        for k in members[0]:
+            vals = [m[k] for m in members if _numeric(m.get(k))]
+            if vals and k not in ("repeat", *CONFIG_KEYS):
+                merged[k] = statistics.median(vals)
+        merged["runs"] = len(members)
+        merged["result_check"] = "ok" if all(m.get("result_check", "ok") == "ok" for m in members) else \
+            next(m["result_check"] for m in members if m.get("result_check", "ok") != "ok")
+        merged["stages"] = members[0].get("stages")
+        out.append(merged)
+    for row in out:
+        if row.get("experiment") == "pressure":
+            base = next((o for o in out if o.get("experiment") == "pressure" and o.get("policy") == "spark"
+                         and o.get("workload") == row.get("workload") and o.get("pressure") == row.get("pressure")
+                         and o.get("peer") == row.get("peer")), None)
+            if base and row.get("total_s"):
+                row["speedup_vs_spark"] = base["total_s"] / row["total_s"]
+    return out
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)

@@ -15,7 +15,7 @@ import pytest
 
 from strataflow import Context
 from strataflow.cli import main as cli_main
-from strataflow.workloads.kmeans import init_centres, kmeans, kmeans_numpy
+from strataflow.workloads.kmeans import init_centres, kmeans, kmeans_numpy, sample_centres
 
 
 def test_working_dirs_are_private_and_removed_on_stop(tmp_path):
@@ -117,7 +117,11 @@ def test_kmeans_equals_plain_numpy(ctx, tmp_path):
     np.save(tmp_path / "p.npy", pts)
     mapped = kmeans(ctx.npy_file(tmp_path / "p.npy", 4), k=4, iterations=3, seed=5)
     assert mapped.costs[-1] <= mapped.costs[0]
-    assert np.array_equal(mapped.centres, kmeans_numpy(pts, init_centres(pts, 4, 5), 3, 4).centres)
+    assert np.array_equal(mapped.centres, kmeans_numpy(pts, mapped.init, 3, 4).centres)
+    # the one-pass sample is k distinct points of the data, and the same for a seed
+    assert len({tuple(r) for r in mapped.init}) == 4 and all((pts == r).all(axis=1).any() for r in mapped.init)
+    assert np.array_equal(sample_centres(ctx.npy_file(tmp_path / "p.npy", 4), 4, 5), mapped.init)
+    assert not np.array_equal(sample_centres(ctx.npy_file(tmp_path / "p.npy", 4), 4, 6), mapped.init)
 
 
 def test_cli_gen_and_run(tmp_path, capsys):

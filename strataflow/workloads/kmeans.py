@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["KMeansResult", "kmeans_partition", "kmeans", "kmeans_numpy", "init_centres", "load_points",
+__all__ = ["KMeansResult", "kmeans_partition", "kmeans", "kmeans_numpy", "init_centres", "load_points", "sample_centres",
            "parse_point", "point_norms"]
 
 _CHUNK = 1 << 14
@@ -78,6 +78,7 @@ class KMeansResult:
     cost: float
     iteration_s: list[float] = field(default_factory=list)
     costs: list[float] = field(default_factory=list)
+    init: np.ndarray | None = None
 
 
 def parse_point(line: str) -> np.ndarray:
@@ -133,6 +134,28 @@ def load_points(ctx, path: str, api: str = "batches", level=None, num_partitions
     return points, norms
 
 
+def sample_centres(ds, k: int, seed: int) -> np.ndarray:
+    """``k`` points drawn uniformly without replacement, in one pass (so the pass that
+    first computes and caches the points also picks the centres, instead of a count and
+    a second pass as ``takeSample`` does): every point gets a uniform random key from a
+    generator seeded by ``(seed, partition)``, each partition returns its ``k`` smallest
+    keys with their points, and the ``k`` smallest keys overall are a uniform sample."""
+
+    def smallest(i, value):
+        rng = np.random.default_rng([seed, i])
+        n = len(value)
+        keys = rng.random(n)
+        take = np.argpartition(keys, k - 1)[:k] if n > k else np.arange(n)
+        return [(float(keys[j]), np.array(value[j], dtype=np.float64)) for j in take]
+
+    sampling = ds.map_partitions_with_index(smallest)
+    sampling.name = "kmeans init: random centres"
+    picked = sorted(sampling.collect(), key=lambda kv: kv[0])[:k]
+    if not picked:
+        raise ValueError("kmeans: the dataset has no points")
+    return np.stack([p for _, p in picked])
+
+
 def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray | None = None,
            norms=None) -> KMeansResult:
     """K-means over a dataset of points (ndarray partitions, or records that are 1-D
@@ -140,23 +163,9 @@ def kmeans(ds, k: int = 10, iterations: int = 5, seed: int = 0, init: np.ndarray
     results are exact and deterministic. With ``norms`` (a dataset of the points' norms,
     partitioned alike) each iteration reads both, as MLlib's zipped data does."""
     if init is None:
-        counting = ds.map_partitions(lambda a: [len(a)])
-        counting.name = "kmeans init: partition sizes"
-        sizes = counting.collect()
-        total = int(sum(sizes))
-        rng = np.random.default_rng(seed)
-        picks = np.sort(rng.choice(total, size=min(k, total), replace=False))
-        starts = np.concatenate([[0], np.cumsum(sizes)])
-
-        def chosen(i, a):
-            local = picks[(picks >= starts[i]) & (picks < starts[i + 1])] - starts[i]
-            return [np.asarray(a[j], dtype=np.float64) for j in local]
-
-        sampling = ds.map_partitions_with_index(chosen)
-        sampling.name = "kmeans init: random centres"
-        init = np.stack(sampling.collect())
+        init = sample_centres(ds, k, seed)
     centres = np.asarray(init, dtype=np.float64)
-    result = KMeansResult(centres, float("nan"))
+    result = KMeansResult(centres, float("nan"), init=centres)
     for it in range(iterations):
         t0 = time.perf_counter()
         c = centres

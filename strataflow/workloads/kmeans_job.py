@@ -19,7 +19,7 @@ import numpy as np
 
 from .api import Outcome, Progress
 from .generators import gen_kmeans
-from .kmeans import init_centres, kmeans, kmeans_numpy, parse_point, point_norms
+from .kmeans import kmeans, kmeans_numpy, parse_point, point_norms, sample_centres
 
 __all__ = ["gen", "run", "load", "read_all_points"]
 
@@ -85,15 +85,17 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
     points = load(ctx, data_dir, manifest, api, num_partitions or 4 * ctx.default_parallelism)
     points.name = "points"
     points.persist(level, serializer)
-    points.count()  # as DenseKMeans: the points are cached before their norms are derived
+    # The pass that computes and caches the points also draws the initial centres, so the
+    # points are cached before their norms are derived, as in DenseKMeans (count first).
+    init = sample_centres(points, k, seed)
     norms = points.map_partitions(point_norms)
     norms.name = "norms"
     norms.persist(level, serializer)
-    res = kmeans(points, k=k, iterations=iterations, seed=seed, norms=norms)
+    res = kmeans(points, k=k, iterations=iterations, seed=seed, init=init, norms=norms)
     outcome = Outcome(res.iteration_s, "ok", {"cost": res.cost, "k": k})
     if check:
         data = read_all_points(data_dir, manifest)
-        ref = kmeans_numpy(data, init_centres(data, k, seed), iterations)
+        ref = kmeans_numpy(data, init, iterations)
         if not (np.allclose(ref.centres, res.centres, rtol=1e-7, atol=1e-6) and np.isclose(ref.cost, res.cost, rtol=1e-7)):
             outcome.result_check = (f"centres differ from a numpy run by up to "
                                     f"{float(np.abs(ref.centres - res.centres).max()):.3g}")

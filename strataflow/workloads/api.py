@@ -32,6 +32,9 @@ APIS = ("records", "batches")
 # name -> module under strataflow.workloads (each has gen() and run())
 WORKLOADS: dict[str, str] = {
     "kmeans": "kmeans_job",
+    "lr": "lr_job",
+    "linear": "linear_job",
+    "svm": "svm_job",
 }
 
 

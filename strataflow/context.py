@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 from .config import Config, ConfigError, check_num_partitions, parse_size
 from .dataset import Dataset
 from .io.npy import NpySource
+from .io.parquet import ParquetSource
 from .io.sources import RangeSource, collection_source, numpy_source
 from .io.text import CsvSource, TextSource
 from .memory import MemoryManager
@@ -233,6 +234,11 @@ class Context:
         names to pyarrow types). Same line-aligned byte ranges as ``text_file``."""
         n = self._num(min_partitions)
         return Dataset(self, CsvSource(os.fspath(path), n, delimiter, column_names, column_types), "csv_file")
+
+    def parquet_file(self, path: str | os.PathLike, num_partitions: int | None = None,
+                     columns: list[str] | None = None) -> Dataset:
+        """A Parquet file as pyarrow Table partitions of whole row groups."""
+        return Dataset(self, ParquetSource(os.fspath(path), self._num(num_partitions), columns), "parquet_file")
 
     def npy_file(self, path: str | os.PathLike, num_partitions: int | None = None) -> Dataset:
         """Row ranges of a memory-mapped ``.npy`` file (read-only views)."""

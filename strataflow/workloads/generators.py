@@ -43,10 +43,10 @@ def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed
     data file's path."""
     if points < 1 or dims < 1 or centres < 1:
         raise ValueError(f"gen kmeans: points, dims and centres must be >= 1 (got {points}, {dims}, {centres})")
-    if fmt not in ("npy", "text"):
-        raise ValueError(f"gen kmeans: format must be npy or text, got {fmt!r}")
+    if fmt not in ("npy", "text", "parquet"):
+        raise ValueError(f"gen kmeans: format must be text, npy or parquet, got {fmt!r}")
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "points.npy" if fmt == "npy" else "points.txt")
+    path = os.path.join(out_dir, {"npy": "points.npy", "text": "points.txt", "parquet": "points.parquet"}[fmt])
     tmp = path + ".tmp"
     if fmt == "npy":
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float64, shape=(points, dims))
@@ -58,6 +58,17 @@ def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed
             out.flush()
         finally:
             del out
+    elif fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        names = [f"x{i}" for i in range(dims)]
+        schema = pa.schema([(n, pa.float64()) for n in names])
+        with pq.ParquetWriter(tmp, schema, compression="none") as writer:
+            for _, chunk in _kmeans_chunks(points, dims, centres, seed, chunk_rows, decimals):
+                writer.write_table(pa.Table.from_arrays(list(chunk.T), names=names))  # a row group a chunk
+                if progress:
+                    progress(len(chunk))
     else:
         import pyarrow as pa
         import pyarrow.csv as pacsv

@@ -50,6 +50,9 @@ def load(ctx, data_dir: str, manifest: dict, api: str, num_partitions: int | Non
     if manifest["format"] == "npy":
         ds = ctx.npy_file(path, num_partitions)
         return ds.map_partitions(np.array) if api == "batches" else ds.map_partitions(lambda a: list(np.array(a)))
+    if manifest["format"] == "parquet":
+        ds = ctx.parquet_file(path, num_partitions).map_partitions(_table_to_array)
+        return ds if api == "batches" else ds.map_partitions(lambda a: list(np.ascontiguousarray(a)))
     if api == "records":
         return ctx.text_file(path, num_partitions).map(parse_point)
     names = [f"x{i}" for i in range(dims)]
@@ -73,6 +76,10 @@ def read_all_points(data_dir: str, manifest: dict) -> np.ndarray:
     path = _data_path(data_dir, manifest)
     if manifest["format"] == "npy":
         return np.load(path)
+    if manifest["format"] == "parquet":
+        import pyarrow.parquet as pq
+
+        return _table_to_array(pq.read_table(path))
     import pyarrow.csv as pacsv
 
     t = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),

@@ -35,6 +35,10 @@ WORKLOADS: dict[str, str] = {
     "lr": "lr_job",
     "linear": "linear_job",
     "svm": "svm_job",
+    "pagerank": "pagerank_job",
+    "sort": "sort_job",
+    "wordcount": "wordcount_job",
+    "rddtest": "rddtest_job",
 }
 
 

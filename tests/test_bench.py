@@ -66,3 +66,23 @@ def test_bench_rejects_a_missing_device_directory(tmp_path):
                      "--out", str(tmp_path / "o")])
     assert code == 2
     assert not os.path.exists(tmp_path / "o" / "results.json")
+
+
+def test_bench_serde_and_devices_end_to_end(tmp_path):
+    if "rddtest" not in WORKLOADS:
+        pytest.fail("the rddtest workload is missing")
+    code, out, res = _bench(tmp_path, "serde", "--scale", "0.005")
+    assert code == 0, [r["result_check"] for r in res["runs"]]
+    combos = {(r["kind"], r["api"], r["serializer"]) for r in res["runs"]}
+    assert ("strings", "records", "pickle") in combos and ("vectors", "batches", "arrow") in combos
+    assert all(r["serialize_s"] > 0 and r["cached_mb"] > 0 for r in res["runs"])
+    assert (out / "serde.png").exists()
+    d = tmp_path / "dev"
+    d.mkdir()
+    code, out, res = _bench(tmp_path, "devices", "--scale", "0.005", "--dirs", str(d), "--threads", "1,2")
+    assert code == 0
+    raw = [r for r in res["runs"] if str(r.get("kind", "")).startswith("raw")]
+    assert {r["kind"] for r in raw} == {"raw cold", "raw warm"} and all(r["read_mb_per_s"] > 0 for r in raw)
+    cached = [r for r in res["runs"] if r.get("threads")]
+    assert {r["threads"] for r in cached} == {1, 2} and all(r["mb_per_s"] > 0 for r in cached)
+    assert (out / "devices.png").exists()

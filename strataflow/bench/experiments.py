@@ -34,7 +34,10 @@ MB = 1 << 20
 LEVELS = ["NONE", "MEMORY_ONLY", "MEMORY_ONLY_SER", "OFF_HEAP", "DISK_ONLY", "MEMORY_AND_DISK"]
 PRESSURES = [0.5, 2, 4, 8]
 PRESSURE_WORKLOADS = ["kmeans", "lr", "bayes", "als"]
-SERIALIZERS = ["pickle", "pickle5", "arrow", "arrow:lz4"]
+# (api, serializer): records with the generic serializers (the paper's RDD path), batches
+# with pickle5 and the Arrow encoders (the counterpart of DataFrame encoding).
+SERDE_VARIANTS = [("records", "pickle"), ("records", "pickle5"), ("batches", "pickle5"), ("batches", "arrow"),
+                  ("batches", "arrow:lz4")]
 
 
 @dataclass
@@ -108,12 +111,11 @@ def plan_serde(root: str, scale: float, repeat: int, parallelism: int, **_) -> l
     for kind in ("strings", "vectors"):
         data = ensure_data("rddtest", root, scale, kind=kind)
         for r in range(repeat):
-            for ser in SERIALIZERS:
-                key = {"experiment": "serde", "workload": "rddtest", "kind": kind, "serializer": ser,
+            for api, ser in SERDE_VARIANTS:
+                key = {"experiment": "serde", "workload": "rddtest", "kind": kind, "api": api, "serializer": ser,
                        "level": "MEMORY_ONLY_SER", "repeat": r}
-                runs.append(_workload_run("rddtest", data, key, parallelism, api="records" if kind == "strings"
-                                          else "batches", level="MEMORY_ONLY_SER", serializer=ser,
-                                          memory=_ample(data)))
+                runs.append(_workload_run("rddtest", data, key, parallelism, api=api, level="MEMORY_ONLY_SER",
+                                          serializer=ser, memory=_ample(data)))
     return runs
 
 

@@ -12,7 +12,7 @@ __all__ = ["write_report", "markdown_table", "COLUMNS"]
 COLUMNS = {
     "levels": ["workload", "peer", "api", "level", "total_s", "iteration_s", "cached_mb", "serialize_s",
                "deserialize_s", "gc_s", "result_check"],
-    "serde": ["kind", "serializer", "level", "total_s", "cache_s", "read_s", "cached_mb", "serialize_s",
+    "serde": ["kind", "api", "serializer", "level", "total_s", "cache_s", "read_s", "cached_mb", "serialize_s",
               "deserialize_s", "result_check"],
     "devices": ["dir", "kind", "threads", "size_scale", "cached_mb", "total_s", "mb_per_s", "write_mb_per_s",
                 "read_mb_per_s", "result_check"],
@@ -76,7 +76,7 @@ def _charts(rows: list[dict], experiment: str, out_dir: str) -> list[str]:
         files.append(_save(fig, out_dir, "pressure.png"))
     elif experiment == "serde":
         fig, ax = plt.subplots(figsize=(8, 4))
-        labels = [f"{r.get('kind')}\n{r.get('serializer')}" for r in rows]
+        labels = [f"{r.get('kind')}\n{r.get('api')}\n{r.get('serializer')}" for r in rows]
         ax.bar(range(len(rows)), [r.get("serialize_s") or 0 for r in rows], label="serialize s")
         ax.bar(range(len(rows)), [r.get("deserialize_s") or 0 for r in rows],
                bottom=[r.get("serialize_s") or 0 for r in rows], label="deserialize s")

@@ -105,13 +105,14 @@ class ZippedPartitionsNode(Node):
     """``f(value_a, value_b, ...)`` on the same partition of several datasets with equal
     partition counts (Spark's zipPartitions): narrow, computed in one task."""
 
-    def __init__(self, parents: Sequence["Dataset"], f: Callable[..., Any]) -> None:
+    def __init__(self, parents: Sequence["Dataset"], f: Callable[..., Any], partitioner: Partitioner | None = None) -> None:
         counts = {p.num_partitions for p in parents}
         if len(counts) != 1:
             raise ValueError(f"zip: datasets must have the same number of partitions, got {sorted(counts)}")
         self.deps = [NarrowDependency(p) for p in parents]
         self.f = f
         self.num_partitions = counts.pop()
+        self.partitioner = partitioner
 
     def compute(self, split: int, tc: "TaskContext") -> Any:
         return materialize(self.f(*(d.parent.iterator(split, tc) for d in self.deps)))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .batch import iter_rows
 from .config import check_num_partitions
-from .lineage import MapPartitionsNode, ShuffleDependency, ShuffledNode
+from .lineage import MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
 from .partitioner import HashPartitioner, RangePartitioner, portable_hash
 from .shuffle import Aggregator
 
@@ -116,8 +116,21 @@ class PairOps:
         """``(key, ([values of self], [values of other], ...))`` for every key of any input."""
         sources = (self, *others)
         width = len(sources)
-        tagged = [ds.map_values(lambda v, i=i: (i, v)) for i, ds in enumerate(sources)]
         n = num_partitions or max(ds.num_partitions for ds in sources)
+        part = HashPartitioner(n)
+        if all(ds.partitioner == part for ds in sources):
+            # Spark's CoGroupedRDD: inputs already hash-partitioned alike (e.g. PageRank's
+            # cached links and the ranks derived from them) are grouped partition by
+            # partition, without shuffling them again.
+            def local(*values):
+                groups: dict = {}
+                for i, v in enumerate(values):
+                    for k, x in iter_rows(v):
+                        groups.setdefault(k, tuple([] for _ in range(width)))[i].append(x)
+                return list(groups.items())
+
+            return self._derive(ZippedPartitionsNode(sources, local, part), "cogroup")
+        tagged = [ds.map_values(lambda v, i=i: (i, v)) for i, ds in enumerate(sources)]
 
         def split(tagged_values):
             out = tuple([] for _ in range(width))

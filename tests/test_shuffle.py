@@ -163,3 +163,18 @@ def test_record_buckets_follow_portable_hash(keys, n):
         assert all(portable_hash(k) % n == i for k, _ in b)
         assert [j for _, j in b] == sorted(j for _, j in b)  # map order kept within a bucket
     assert sorted(r for b in buckets for r in b) == sorted(records)
+
+
+def test_join_of_co_partitioned_inputs_needs_no_shuffle(ctx):
+    links = ctx.parallelize([(i % 10, i) for i in range(100)], 4).group_by_key(4)
+    ranks = links.map_values(lambda vs: float(len(vs)))
+    assert links.partitioner == ranks.partitioner
+    joined = links.join(ranks, 4)
+    assert joined.explain().count("stage boundary") == 1  # only group_by_key's shuffle
+    assert joined.partitioner == links.partitioner
+    got = sorted((k, sorted(v), r) for k, (v, r) in joined.collect())
+    assert got == sorted((k, [i for i in range(100) if i % 10 == k], 10.0) for k in range(10))
+    # different partition counts still shuffle, with the same answer
+    other = links.join(ranks, 3)
+    assert other.explain().count("stage boundary") == 2  # a cogroup shuffle over the shared one
+    assert sorted((k, r) for k, (_, r) in other.collect()) == [(k, 10.0) for k in range(10)]

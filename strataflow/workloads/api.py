@@ -35,6 +35,8 @@ WORKLOADS: dict[str, str] = {
     "lr": "lr_job",
     "linear": "linear_job",
     "svm": "svm_job",
+    "bayes": "bayes_job",
+    "als": "als_job",
     "pagerank": "pagerank_job",
     "sort": "sort_job",
     "wordcount": "wordcount_job",

@@ -1,0 +1,182 @@
+"""The zero-copy block layout: how a block value lies in a mapped file so that reading it
+maps its data instead of deserializing it (the serdes-free levels DISK_MMAP and
+MEMORY_AND_DISK_MMAP; Zhang et al.: on disk-based caches serialization, not I/O, is the cost).
+
+``encode(value) -> (kind, frames, meta)``: the frames are written back to back as one
+*extent*; ``meta["align"]`` is the alignment the extent's start must have (64, or a page
+for anything of a page or more) for the offsets inside it to be aligned in memory too.
+``decode(kind, buffer, meta)`` turns the extent, a memoryview of the mapping, back into
+the value; the arrays it returns are read-only views of that buffer, and they keep the
+mapping alive for as long as they live.
+
+| kind     | for                            | extent                                               |
+| -------- | ------------------------------ | ---------------------------------------------------- |
+| ndarray  | ndarray of a non-object dtype  | raw data at offset 0 (C or F order as it was), then a small trailer: the npy header dict (descr, fortran_order, shape) |
+| arrow    | pyarrow Table or RecordBatch   | an uncompressed Arrow IPC *file* (read zero-copy)    |
+| pickle5  | records holding large buffers  | the pickle stream, then every buffer of a page or more out of band, page-aligned, then a trailer of their offsets |
+| pickle   | plain Python records           | the pickle stream (the fallback: deserialized on every read) |
+
+The header of an array is a trailer, not a prefix, so that the data itself starts the
+extent: a page-aligned extent then needs no padding page before its data. Every extent
+is self-describing but for one bit (``meta["record_batch"]``): ``meta`` is small and kept
+by the store in memory. ``meta["zero_copy"]`` says whether the bulk of the block is served
+from the mapping without deserialization (ndarray, arrow, and pickle5 when its
+out-of-band buffers outweigh its stream); the block manager reports it in storage_status.
+
+Buffers under a page stay inside a pickle stream: copying them on load costs less than
+the padding that would align them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import mmap
+import pickle
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .serde import SerializationError
+
+__all__ = ["encode", "decode", "KINDS", "PAGE", "ALIGN"]
+
+PAGE = mmap.PAGESIZE
+ALIGN = 64
+KINDS = ("ndarray", "arrow", "pickle5", "pickle")
+
+_ND_TAIL = struct.Struct("<QI4s")  # data bytes, descriptor bytes, magic
+_ND_MAGIC = b"SFA1"
+_P5_TAIL = struct.Struct("<QI4s")  # stream bytes, number of buffers, magic
+_P5_MAGIC = b"SFP5"
+_P5_BUF = struct.Struct("<QQ")  # offset, length
+
+
+def _align_for(nbytes: int) -> int:
+    return PAGE if nbytes >= PAGE else ALIGN
+
+
+def _pad(pos: int, align: int) -> bytes:
+    return b"\0" * (-pos % align)
+
+
+def encode(value: Any) -> tuple[str, list, dict]:
+    """The layout of ``value``: its kind, the frames of its extent and its meta.
+    Raises SerializationError for a value that pickle cannot hold."""
+    if type(value) in (np.ndarray, np.memmap) and not value.dtype.hasobject and value.dtype.itemsize:
+        return _encode_ndarray(value)
+    if isinstance(value, (pa.Table, pa.RecordBatch)):
+        try:
+            return _encode_arrow(value)
+        except (pa.ArrowException, NotImplementedError):  # a type IPC cannot write: pickle it
+            pass
+    return _encode_pickle(value)
+
+
+def decode(kind: str, buffer: memoryview, meta: dict) -> Any:
+    """The value of an extent; arrays are read-only views of ``buffer`` (no copy)."""
+    buffer = memoryview(buffer).cast("B")
+    if kind == "ndarray":
+        return _decode_ndarray(buffer)
+    if kind == "arrow":
+        reader = pa.ipc.open_file(pa.py_buffer(buffer))
+        return reader.get_batch(0) if meta.get("record_batch") else reader.read_all()
+    if kind == "pickle5":
+        return _decode_pickle5(buffer)
+    if kind == "pickle":
+        return pickle.loads(buffer)
+    raise SerializationError(f"unknown block layout {kind!r}")
+
+
+# -- ndarray ------------------------------------------------------------------------------------
+def _encode_ndarray(a: np.ndarray) -> tuple[str, list, dict]:
+    if a.flags.c_contiguous:
+        fortran, flat = False, a.reshape(-1)
+    elif a.flags.f_contiguous:
+        fortran, flat = True, a.T.reshape(-1)  # a.T is C-contiguous: the bytes in memory order
+    else:
+        fortran, flat = False, np.ascontiguousarray(a).reshape(-1)
+    raw = memoryview(flat.view(np.uint8))  # any dtype, even those the buffer protocol refuses (M8)
+    desc = repr({"descr": np.lib.format.dtype_to_descr(a.dtype), "fortran_order": fortran,
+                 "shape": a.shape}).encode()
+    frames = [raw, _pad(raw.nbytes, 8), desc, _ND_TAIL.pack(raw.nbytes, len(desc), _ND_MAGIC)]
+    return "ndarray", frames, {"zero_copy": True, "align": _align_for(raw.nbytes)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_desc(desc: bytes) -> tuple[np.dtype, tuple, bool]:
+    """The dtype, shape and order of a descriptor; cached: blocks of a dataset share few."""
+    d = ast.literal_eval(desc.decode())
+    return np.lib.format.descr_to_dtype(d["descr"]), tuple(d["shape"]), bool(d["fortran_order"])
+
+
+def _decode_ndarray(buf: memoryview) -> np.ndarray:
+    nbytes, desc_len, magic = _ND_TAIL.unpack_from(buf, len(buf) - _ND_TAIL.size)
+    if magic != _ND_MAGIC:
+        raise SerializationError("ndarray extent has a bad trailer")
+    end = len(buf) - _ND_TAIL.size
+    dtype, shape, fortran = _parse_desc(bytes(buf[end - desc_len : end]))
+    flat = np.frombuffer(buf[:nbytes], dtype=dtype)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+# -- arrow --------------------------------------------------------------------------------------
+def _encode_arrow(value: "pa.Table | pa.RecordBatch") -> tuple[str, list, dict]:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, value.schema) as writer:  # uncompressed: readable in place
+        writer.write(value)
+    body = sink.getvalue()
+    return "arrow", [body], {"zero_copy": True, "align": _align_for(body.size),
+                             "record_batch": isinstance(value, pa.RecordBatch)}
+
+
+# -- pickle, with and without out-of-band buffers ---------------------------------------------
+def _encode_pickle(value: Any) -> tuple[str, list, dict]:
+    bufs: list[memoryview] = []
+
+    def out_of_band(pb: pickle.PickleBuffer) -> bool:
+        """False (out of band) for a buffer of a page or more; True keeps it in the stream."""
+        try:
+            raw = pb.raw()
+        except BufferError:
+            return True
+        if raw.nbytes < PAGE:
+            return True
+        bufs.append(raw)
+        return False
+
+    try:
+        stream = pickle.dumps(value, protocol=5, buffer_callback=out_of_band)
+    except Exception as exc:  # pickle raises many kinds (PicklingError, TypeError, AttributeError)
+        raise SerializationError(f"{type(exc).__name__}: {exc}") from exc
+    if not bufs:
+        return "pickle", [stream], {"zero_copy": False, "align": ALIGN}
+    frames: list = [stream]
+    table = []
+    pos = len(stream)
+    for b in bufs:
+        pad = _pad(pos, PAGE)
+        if pad:
+            frames.append(pad)
+        pos += len(pad)
+        table.append(_P5_BUF.pack(pos, b.nbytes))
+        frames.append(b)
+        pos += b.nbytes
+    frames += table
+    frames.append(_P5_TAIL.pack(len(stream), len(bufs), _P5_MAGIC))
+    oob = sum(b.nbytes for b in bufs)
+    return "pickle5", frames, {"zero_copy": oob >= len(stream), "align": PAGE}
+
+
+def _decode_pickle5(buf: memoryview) -> Any:
+    stream_len, n, magic = _P5_TAIL.unpack_from(buf, len(buf) - _P5_TAIL.size)
+    if magic != _P5_MAGIC:
+        raise SerializationError("pickle5 extent has a bad trailer")
+    at = len(buf) - _P5_TAIL.size - n * _P5_BUF.size
+    views = []
+    for i in range(n):
+        off, length = _P5_BUF.unpack_from(buf, at + i * _P5_BUF.size)
+        views.append(buf[off : off + length])
+    return pickle.loads(buf[:stream_len], buffers=views)

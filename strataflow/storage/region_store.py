@@ -1,0 +1,466 @@
+"""The region store: TeraCache-like regions of memory-mapped segment files, holding blocks in
+the zero-copy layout (:mod:`.layout`), for the levels DISK_MMAP and MEMORY_AND_DISK_MMAP.
+
+Why regions. One file (and one map) per block would hit the kernel's limit of about 65,530
+memory maps per process with a job of 100,000 blocks. Instead each dataset appends its
+blocks to a few large segment files of its own (``segment_bytes``, 256 MiB by default: a
+100 GB cache is 400 maps, and a segment is small enough that a freed one returns its space
+soon). A block larger than a segment gets a segment of its own. ``unpersist`` frees a whole
+region: ``remove_dataset`` deletes the dataset's files at once.
+
+Maps. A segment is mapped once, lazily at its first read, read-only and shared by every
+read of it. The map is made by pyarrow (``pa.memory_map``, then ``close()``, which closes
+the descriptor at once; the map stays until the last buffer referencing it is gone):
+Python 3.11's ``mmap.mmap`` keeps a dup of the descriptor for the map's whole life
+(``trackfd=False`` came in 3.13), one open descriptor per mapped segment.
+
+Layout on disk. A new segment file is sized to its capacity at once (sparse: unwritten
+space costs no disk), so that the one map made while it is still being filled also covers
+the blocks appended later (writes and the map share the page cache). When the next block
+does not fit, the segment is sealed: truncated to the bytes written. An extent starts
+64-byte aligned, page-aligned when it is a page or more, so the data inside it is aligned in
+memory too. Writes are ``os.pwrite`` at an offset reserved under the lock, so concurrent
+puts write in parallel. The index (block -> extent) lives in memory only: the files are
+useless without it, so ``close()`` deletes them.
+
+Checksums, the cheap scheme: one XXH3-64 per extent, verified on the FIRST read of that
+extent in this process and trusted afterwards (a later read costs no hashing: the pages may
+be served straight from the page cache). A corruption that happens after the first read is
+not detected. A failed checksum, a missing segment file or a file too short for the extent
+raises :class:`BlockUnavailable` (and forgets the block), and the block manager recomputes
+the partition.
+
+Lifetimes. ``get`` returns read-only views of the mapping (numpy raises its usual
+"assignment destination is read-only" on a write: copy to modify). A view stays valid after
+``remove``, ``remove_dataset`` and ``close``: the store never unmaps a segment itself, it
+only drops its reference to the map's buffer, which every view references too, so the map
+goes (munmap) with the last view; and on Linux an unlinked file stays readable through an
+existing map. A segment's space is reclaimed when all its blocks are removed. Do not
+truncate segment files behind the store's back: touching a mapped page past the end of the
+file raises SIGBUS (``get`` checks the size first, but held views cannot).
+
+Thread-safe: one lock guards the index; hashing, writing and decoding run outside it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import itertools
+import mmap
+import os
+import re
+import secrets
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import xxhash
+
+from . import layout
+from .disk_store import BlockUnavailable, DiskFull
+
+__all__ = ["RegionStore", "RegionEntry", "DiskFull", "BlockUnavailable", "SEGMENT_BYTES"]
+
+SEGMENT_BYTES = 256 << 20
+_PAGE = mmap.PAGESIZE
+_JOIN_BELOW = 1 << 20  # frames of a smaller block are joined into one pwrite
+_CAN_FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
+
+
+def _libc_madvise():
+    """libc's madvise (the map is Arrow's, so ``mmap.mmap.madvise`` cannot reach it)."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return fn
+
+
+_MADVISE = _libc_madvise()
+
+
+def _round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+@dataclass(frozen=True)
+class RegionEntry:
+    segment: str  # the segment file's path
+    offset: int
+    length: int
+    kind: str  # a layout kind: ndarray, arrow, pickle5, pickle
+    meta: dict
+    digest: int  # xxh3-64 of the extent
+    zero_copy: bool
+
+
+class _Segment:
+    """One segment file of one dataset; mutated only under the store's lock."""
+
+    __slots__ = ("path", "dataset_id", "capacity", "end", "live", "pending", "buf", "dropped")
+
+    def __init__(self, path: str, dataset_id: Any, capacity: int) -> None:
+        self.path, self.dataset_id, self.capacity = path, dataset_id, capacity
+        self.end = 0  # bytes reserved so far (the next extent starts at or after it)
+        self.live = 0  # extents registered and not removed
+        self.pending = 0  # extents reserved and being written
+        self.buf: pa.Buffer | None = None  # the whole map, once mapped
+        self.dropped = False
+
+
+class RegionStore:
+    def __init__(self, dirs: list[str], segment_bytes: int = SEGMENT_BYTES, capacity: int | None = None) -> None:
+        if not dirs:
+            raise ValueError("the region store needs at least one directory")
+        if segment_bytes < _PAGE:
+            raise ValueError(f"segment_bytes must be at least a page ({_PAGE}), got {segment_bytes}")
+        self.dirs = list(dirs)
+        self.segment_bytes = _round_up(segment_bytes, _PAGE)
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._entries: dict[Any, RegionEntry] = {}
+        self._verified: set = set()
+        self._segments: dict[str, _Segment] = {}
+        self._by_dataset: dict[Any, list[_Segment]] = {}
+        self._current: dict[Any, _Segment] = {}
+        self._deferred: list[tuple[weakref.ref, int]] = []  # maps dropped while views held them
+        self._names = itertools.count()
+        self._token = secrets.token_hex(3)  # two stores sharing a directory never share a name
+        self._used = 0
+        self._closed = False
+        self._stats = {"checksum_s": 0.0, "checksum_bytes": 0, "decode_s": 0.0}
+
+    # -- queries ---------------------------------------------------------------------------------
+    def __contains__(self, block_id: Any) -> bool:
+        with self._lock:
+            return block_id in self._entries
+
+    contains = __contains__
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def entry(self, block_id: Any) -> RegionEntry | None:
+        with self._lock:
+            return self._entries.get(block_id)
+
+    def entries(self) -> list[tuple[Any, RegionEntry]]:
+        with self._lock:
+            return list(self._entries.items())
+
+    def segments(self) -> list[str]:
+        """The paths of the live segment files."""
+        with self._lock:
+            return list(self._segments)
+
+    def stats(self) -> dict:
+        """Seconds spent in first-read checksums and in decoding, apart: ``get`` does both,
+        and only the decoding is the deserialization the block manager reports."""
+        with self._lock:
+            return dict(self._stats)
+
+    @property
+    def bytes_on_disk(self) -> int:
+        """Bytes of the live segments, alignment padding and removed extents included (a
+        segment's space comes back only when all its blocks are gone)."""
+        with self._lock:
+            return self._used
+
+    @property
+    def mapped_bytes(self) -> int:
+        """Bytes of segment data reachable through live maps, the store's and those that
+        only readers' views keep alive. (The map of a segment still being filled reserves
+        its whole capacity of address space, which costs no memory.)"""
+        with self._lock:
+            self._deferred = [(r, n) for r, n in self._deferred if r() is not None]
+            held = sum(min(s.end, s.buf.size) for s in self._segments.values() if s.buf is not None)
+            return held + sum(n for _, n in self._deferred)
+
+    # -- put -------------------------------------------------------------------------------------
+    def put(self, block_id: Any, value: Any) -> RegionEntry:
+        """Appends ``value`` in the zero-copy layout to its dataset's region. Raises DiskFull
+        (device full or ``capacity`` reached) and SerializationError (value pickle refuses).
+        If the dataset is removed while the block is written, the entry returned is not
+        registered (a later ``get`` raises BlockUnavailable)."""
+        with self._lock:
+            if block_id in self._entries:
+                return self._entries[block_id]
+        kind, frames, meta = layout.encode(value)
+        views = [memoryview(f).cast("B") for f in frames]
+        length = sum(v.nbytes for v in views)
+        h = xxhash.xxh3_64()
+        for v in views:
+            h.update(v)
+        with self._lock:
+            if self._closed:
+                raise ValueError("the region store is closed")
+            if block_id in self._entries:
+                return self._entries[block_id]
+            seg, offset, before = self._reserve(block_id.dataset_id, length, meta["align"])
+            seg.pending += 1
+        entry = RegionEntry(seg.path, offset, length, kind, meta, h.intdigest(), meta["zero_copy"])
+        try:
+            self._write(seg.path, views, offset, length)
+        except OSError as exc:
+            with self._lock:
+                seg.pending -= 1
+                if seg.dropped:  # the region was removed under the write: nothing to cache
+                    return entry
+                if seg.end == offset + length:  # the last reservation: undo it
+                    self._used -= seg.end - before
+                    seg.end = before
+                self._maybe_reclaim(seg)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(exc.errno, f"no space left for block {block_id} in {seg.path}") from exc
+            raise
+        with self._lock:
+            seg.pending -= 1
+            if seg.dropped:
+                return entry
+            if block_id in self._entries:  # a concurrent put of the same block won
+                self._maybe_reclaim(seg)
+                return self._entries[block_id]
+            self._entries[block_id] = entry
+            seg.live += 1
+        return entry
+
+    def _reserve(self, dataset_id: Any, length: int, align: int) -> tuple[_Segment, int, int]:
+        """A segment and an offset for an extent (under the lock); creates a segment if needed."""
+        seg = self._current.get(dataset_id)
+        if length > self.segment_bytes:
+            seg, offset = None, 0
+        elif seg is not None and _round_up(seg.end, align) + length <= seg.capacity:
+            offset = _round_up(seg.end, align)
+        else:
+            seg, offset = None, 0
+        need = length if seg is None else offset + length - seg.end
+        if self.capacity is not None and self._used + need > self.capacity:
+            raise DiskFull(errno.ENOSPC, f"region capacity {self.capacity} bytes reached "
+                                         f"({self._used} used, block needs {need})")
+        if seg is None:
+            if length <= self.segment_bytes and dataset_id in self._current:
+                self._seal(self._current.pop(dataset_id))
+            seg = self._new_segment(dataset_id, length)
+        before = seg.end
+        seg.end = offset + length
+        self._used += seg.end - before
+        return seg, offset, before
+
+    def _new_segment(self, dataset_id: Any, length: int) -> _Segment:
+        own = length > self.segment_bytes
+        size = length if own else self.segment_bytes
+        tag = re.sub(r"[^\w.-]", "_", str(dataset_id))
+        while True:
+            n = next(self._names)
+            path = os.path.join(self.dirs[n % len(self.dirs)], f"region-{tag}-{self._token}-{n}.seg")
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise DiskFull(exc.errno, f"cannot create segment {path}: {exc}") from exc
+                raise
+        try:
+            os.ftruncate(fd, size)  # sparse: only what is written takes disk space
+        except OSError as exc:
+            os.unlink(path)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise DiskFull(exc.errno, f"cannot size segment {path}: {exc}") from exc
+            raise
+        finally:
+            os.close(fd)
+        seg = _Segment(path, dataset_id, size)
+        self._segments[path] = seg
+        self._by_dataset.setdefault(dataset_id, []).append(seg)
+        if not own:
+            self._current[dataset_id] = seg
+        return seg
+
+    def _seal(self, seg: _Segment) -> None:
+        """No more appends: the file is cut to the bytes reserved (a map made before still
+        covers them; nothing reads past them)."""
+        try:
+            os.truncate(seg.path, seg.end)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _write(path: str, views: list, offset: int, length: int) -> None:
+        if length < _JOIN_BELOW and len(views) > 1:
+            views = [memoryview(b"".join(views))]
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            for v in views:
+                while v.nbytes:
+                    n = os.pwrite(fd, v, offset)
+                    offset += n
+                    v = v[n:]
+        finally:
+            os.close(fd)
+
+    # -- get -------------------------------------------------------------------------------------
+    def get(self, block_id: Any) -> Any:
+        """The block's value, mapped: arrays are read-only views of the segment's map. The
+        extent's checksum is verified on its first read in this process only. Raises
+        BlockUnavailable (and forgets the block) if the extent is missing, short or corrupt."""
+        with self._lock:
+            entry = self._entries.get(block_id)
+            if entry is None:
+                raise BlockUnavailable(f"block {block_id} is not in the region store")
+            seg = self._segments[entry.segment]
+            try:
+                size = os.stat(seg.path).st_size
+                if size < entry.offset + entry.length:
+                    raise BlockUnavailable(f"segment {seg.path} has {size} bytes, block {block_id} "
+                                           f"ends at {entry.offset + entry.length}")
+                if seg.buf is None:
+                    seg.buf = self._map(seg.path)
+            except (BlockUnavailable, OSError, pa.ArrowException) as exc:
+                self._remove_locked(block_id)
+                if isinstance(exc, BlockUnavailable):
+                    raise
+                raise BlockUnavailable(f"segment {seg.path} of block {block_id} cannot be read: {exc}") from None
+            # The view references the map's buffer: the map lives as long as the view does.
+            view = memoryview(seg.buf)[entry.offset : entry.offset + entry.length]
+            verify = block_id not in self._verified
+        if verify:
+            t0 = time.perf_counter()
+            ok = xxhash.xxh3_64_intdigest(view) == entry.digest
+            dt = time.perf_counter() - t0
+            with self._lock:
+                self._stats["checksum_s"] += dt
+                self._stats["checksum_bytes"] += entry.length
+                if self._entries.get(block_id) is entry:
+                    if ok:
+                        self._verified.add(block_id)
+                    else:
+                        self._remove_locked(block_id)
+            if not ok:
+                raise BlockUnavailable(f"block {block_id} fails its checksum in {entry.segment}")
+        t0 = time.perf_counter()
+        try:
+            value = layout.decode(entry.kind, view, entry.meta)
+        except Exception as exc:  # a corruption after the first (verified) read
+            with self._lock:
+                if self._entries.get(block_id) is entry:
+                    self._remove_locked(block_id)
+            raise BlockUnavailable(f"block {block_id} cannot be decoded: {exc}") from exc
+        dt = time.perf_counter() - t0
+        with self._lock:
+            self._stats["decode_s"] += dt
+        return value
+
+    @staticmethod
+    def _map(path: str) -> pa.Buffer:
+        """The whole file, mapped read-only; no descriptor is left open (the map keeps the
+        file's data, even once the file is unlinked)."""
+        mapped = pa.memory_map(path, "r")
+        try:
+            return mapped.read_buffer()
+        finally:
+            mapped.close()
+
+    # -- page cache ------------------------------------------------------------------------------
+    def release_pages(self, block_id: Any) -> int:
+        """Drops the extent's pages: ``madvise(MADV_DONTNEED)`` on the map (out of this
+        process's resident set) and ``posix_fadvise(DONTNEED)`` on the file range (out of the
+        page cache, if no one else maps them). Views stay valid: they fault the pages back
+        in from the file. Returns the bytes advised (the extent rounded out to pages; pages
+        shared with neighbouring extents are released too)."""
+        with self._lock:
+            entry = self._entries.get(block_id)
+            if entry is None:
+                return 0
+            seg = self._segments[entry.segment]
+            start = entry.offset - entry.offset % _PAGE
+            length = _round_up(entry.offset + entry.length, _PAGE) - start
+            if seg.buf is not None and _MADVISE is not None and start < seg.buf.size:
+                # the map starts on a page, so the address of ``start`` is page-aligned
+                _MADVISE(seg.buf.address + start, min(length, seg.buf.size - start), mmap.MADV_DONTNEED)
+            path = seg.path
+        if _CAN_FADVISE:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                return length
+            try:
+                os.posix_fadvise(fd, start, length, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+        return length
+
+    # -- removal ---------------------------------------------------------------------------------
+    def remove(self, block_id: Any) -> RegionEntry | None:
+        """Forgets a block; its segment is deleted when its last block goes."""
+        with self._lock:
+            return self._remove_locked(block_id)
+
+    def remove_dataset(self, dataset_id: Any) -> int:
+        """Deletes the dataset's region (all its segment files) at once; returns how many
+        blocks it held. Views handed out before stay valid."""
+        with self._lock:
+            gone = [b for b in self._entries if b.dataset_id == dataset_id]
+            for b in gone:
+                del self._entries[b]
+                self._verified.discard(b)
+            for seg in list(self._by_dataset.get(dataset_id, ())):
+                self._drop_segment(seg)
+            return len(gone)
+
+    def close(self) -> None:
+        """Forgets every block and deletes every segment file (the index dies with the store,
+        so the files could not be read again). Views handed out before stay valid."""
+        with self._lock:
+            self._closed = True
+            self._entries.clear()
+            self._verified.clear()
+            for seg in list(self._segments.values()):
+                self._drop_segment(seg)
+
+    def _remove_locked(self, block_id: Any) -> RegionEntry | None:
+        entry = self._entries.pop(block_id, None)
+        if entry is None:
+            return None
+        self._verified.discard(block_id)
+        seg = self._segments.get(entry.segment)
+        if seg is not None:
+            seg.live -= 1
+            self._maybe_reclaim(seg)
+        return entry
+
+    def _maybe_reclaim(self, seg: _Segment) -> None:
+        if seg.live == 0 and seg.pending == 0 and not seg.dropped:
+            self._drop_segment(seg)
+
+    def _drop_segment(self, seg: _Segment) -> None:
+        seg.dropped = True
+        self._segments.pop(seg.path, None)
+        segs = self._by_dataset.get(seg.dataset_id, [])
+        if seg in segs:
+            segs.remove(seg)
+        if not segs:
+            self._by_dataset.pop(seg.dataset_id, None)
+        if self._current.get(seg.dataset_id) is seg:
+            del self._current[seg.dataset_id]
+        self._used -= seg.end
+        try:
+            os.unlink(seg.path)
+        except FileNotFoundError:
+            pass
+        buf, seg.buf = seg.buf, None
+        if buf is not None:
+            ref = weakref.ref(buf)
+            nbytes = min(seg.end, buf.size)
+            del buf  # unmapped now, unless views hold it: then with the last of them
+            if ref() is not None:
+                self._deferred.append((ref, nbytes))

@@ -52,6 +52,17 @@ class ExternalAggregator:
         self.spilled_bytes = 0
         self._since_check = 0
         self._sampled: collections.deque = collections.deque(maxlen=16)
+        self._reset_tracker()
+
+    def _reset_tracker(self) -> None:
+        """Spark's SizeTracker: measure at geometrically spaced update counts (x1.1) and
+        extrapolate in between from the bytes per update of the last two measurements,
+        so the cost of measuring stays a small fraction however large the groups grow."""
+        self._updates = 0
+        self._next_sample = _CHECK_EVERY
+        self._last_size = sys.getsizeof(self.data)
+        self._last_updates = 0
+        self._bytes_per_update = 0.0
 
     # -- insertion -------------------------------------------------------------------
     def insert_values(self, pairs) -> None:
@@ -88,9 +99,18 @@ class ExternalAggregator:
         return int(sys.getsizeof(self.data) + len(self.data) * per)
 
     def _maybe_spill(self, new_key) -> None:
+        self._updates += self._since_check
         self._since_check = 0
         self._sampled.append(new_key)
-        est = self.estimated_size()
+        if self._updates >= self._next_sample:
+            size = self.estimated_size()
+            if self._updates > self._last_updates:
+                self._bytes_per_update = max(0.0, (size - self._last_size) / (self._updates - self._last_updates))
+            self._last_size, self._last_updates = size, self._updates
+            self._next_sample = int(self._updates * 1.1) + 1
+            est = size
+        else:
+            est = int(self._last_size + (self._updates - self._last_updates) * self._bytes_per_update)
         if est <= self.granted:
             return
         want = 2 * est - self.granted
@@ -113,6 +133,7 @@ class ExternalAggregator:
         self.data = {}
         self.memory.release_execution(self.granted, self.task_id)
         self.granted = 0
+        self._reset_tracker()
 
     # -- output ----------------------------------------------------------------------
     def items(self) -> Iterator[tuple[Any, Any]]:

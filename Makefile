@@ -11,7 +11,7 @@ STAMP   = $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,peers]'
 	touch $(STAMP)
 
 run: $(STAMP)

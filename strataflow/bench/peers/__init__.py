@@ -1,0 +1,1 @@
+"""Other engines measured beside strataflow by ``strataflow bench --peer`` (PySpark)."""

@@ -9,6 +9,7 @@ thread pool, and the event bus with its log and progress bar.
 from __future__ import annotations
 
 import atexit
+import resource
 import itertools
 import os
 import sys
@@ -31,7 +32,8 @@ from .metrics import EventBus, JsonLinesLog, gc_timer
 from .scheduler import DAGScheduler
 from .shuffle import ShuffleManager
 from .storage.disk_store import DiskStore
-from .storage.manager import BlockManager
+from .storage.manager import BlockManager, gc_unfreeze
+from .storage.region_store import RegionStore
 from .storage.policies import make_policy
 from .storage.serde import get_serializer
 from .storage.status import DatasetStorage, StorageStatus
@@ -73,6 +75,10 @@ class Context:
             ``pickle``, ``pickle5``, ``arrow``, ``arrow:lz4``, ``arrow:zstd``.
         disk_capacity: the most bytes the cache may write to its directories (default:
             no limit but the device's); a block that does not fit is not cached.
+        mmap_memory: the most page cache the mapped levels' recently read blocks may hold
+            (default: no bound but the kernel's); older blocks' pages are released.
+        gc_free_cache: keep cached Python records out of the garbage collector's walks
+            (``gc.freeze`` after each records put; undone on unpersist and stop).
     """
 
     def __init__(
@@ -92,6 +98,8 @@ class Context:
         policy: str | None = None,
         serializer: str | None = None,
         disk_capacity: int | str | None = None,
+        mmap_memory: int | str | None = None,
+        gc_free_cache: bool = True,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = Config.build(memory, parallelism, local_dirs, shuffle_dirs, event_log, shuffle_sync,
@@ -102,6 +110,7 @@ class Context:
         cache_policy = make_policy(policy)
         default_serializer = get_serializer(serializer)
         capacity = None if disk_capacity is None else parse_size(disk_capacity, "disk_capacity")
+        mapped_budget = None if mmap_memory is None else parse_size(mmap_memory, "mmap_memory")
         n_blas = (check_num_partitions(blas_threads, "blas_threads") if blas_threads is not None
                   else max(1, (os.cpu_count() or 1) // cfg.parallelism))
         self.app_id = new_app_id()
@@ -121,7 +130,9 @@ class Context:
             self.events.subscribe(self._progress)
         self.memory = MemoryManager(cfg.memory, float(storage_fraction))
         self.disk_store = DiskStore(self.local_dirs, capacity)
-        self.block_manager = BlockManager(self.memory, self.disk_store, cache_policy, default_serializer, self.events)
+        self.regions = RegionStore(self.local_dirs, capacity=capacity)
+        self.block_manager = BlockManager(self.memory, self.disk_store, cache_policy, default_serializer, self.events,
+                                          regions=self.regions, mmap_memory=mapped_budget, gc_free=gc_free_cache)
         self.shuffle = ShuffleManager(self.shuffle_dirs, cfg.shuffle_sync)
         self.scheduler = DAGScheduler(self)
         self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
@@ -130,6 +141,7 @@ class Context:
         self._blas_limits = threadpool_limits(limits=n_blas, user_api="blas")
         gc_timer.acquire()
         self._gc0 = gc_timer.snapshot()
+        self._majflt0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
         self._closed = False
         _live.add(self)
         self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
@@ -153,6 +165,9 @@ class Context:
             self._progress.close()
         if self._log:
             self._log.close()
+        self.regions.close()
+        if self.block_manager.gc_free:
+            gc_unfreeze()
         remove_dirs(self.local_dirs + self.shuffle_dirs)
         self._blas_limits.restore_original_limits()
         gc_timer.release()
@@ -189,7 +204,9 @@ class Context:
         for info in self.block_manager.datasets():
             mem, disk = self.block_manager.blocks_of(info.dataset_id)
             out.append(DatasetStorage(info.label(), info.level.name, info.num_partitions, len(mem), len(disk),
-                                      sum(mem.values()), sum(disk.values()), info.serializer.name))
+                                      sum(mem.values()), sum(disk.values()),
+                                      info.serializer.name,
+                                      self.block_manager.layout_of(info.dataset_id) if info.level.mmap else ""))
         return out
 
     def metrics(self) -> dict:
@@ -198,6 +215,8 @@ class Context:
         out = self.block_manager.metrics.snapshot()
         gc_s, gc_n = gc_timer.snapshot()
         out.update(gc_s=gc_s - self._gc0[0], gc_collections=gc_n - self._gc0[1],
+                   mmap_bytes_mapped=self.regions.mapped_bytes,
+                   major_page_faults=resource.getrusage(resource.RUSAGE_SELF).ru_majflt - self._majflt0,
                    storage_memory_used=self.memory.storage_used, peak_storage_memory=self.memory.peak_storage,
                    peak_execution_memory=self.memory.peak_execution)
         return out

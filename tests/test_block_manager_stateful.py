@@ -28,6 +28,7 @@ from strataflow.storage.disk_store import DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy
+from strataflow.storage.region_store import RegionStore
 
 LEVELS = [l for l in StorageLevel.all() if l.is_valid]
 TOTAL = 256 * 1024
@@ -66,7 +67,9 @@ class BlockManagerMachine(RuleBasedStateMachine):
     def setup(self, policy, fraction):
         self.memory = MemoryManager(TOTAL, fraction)
         self.disk = DiskStore([os.path.join(self.tmp.name)])
-        self.bm = BlockManager(self.memory, self.disk, make_policy(policy))
+        self.regions = RegionStore([self.tmp.name], segment_bytes=64 * 1024)
+        self.bm = BlockManager(self.memory, self.disk, make_policy(policy), regions=self.regions)
+        self.held_views: list = []  # (value handed out, expected) kept across unpersist and eviction
 
     # -- rules ---------------------------------------------------------------------------
     @rule(target=datasets, level=st.sampled_from(LEVELS), kind=st.sampled_from(["batch", "records"]),
@@ -81,7 +84,7 @@ class BlockManagerMachine(RuleBasedStateMachine):
     def _read(self, did: int, split: int) -> None:
         level, kind = self.model[did]
         bid = BlockId(did, split)
-        held = (bid in self.bm.memory_store or bid in self.disk) and bid not in self.corrupted
+        held = (bid in self.bm.memory_store or bid in self.disk or bid in self.regions) and bid not in self.corrupted
         before = len(self.computed)
 
         def compute():
@@ -90,6 +93,8 @@ class BlockManagerMachine(RuleBasedStateMachine):
 
         value = self.bm.get_or_compute(bid, level, compute)
         assert same(value, expected_value(did, split, kind)), f"wrong value for {bid}"
+        if level.mmap and len(self.held_views) < 8:
+            self.held_views.append((value, expected_value(did, split, kind)))
         if held:
             assert len(self.computed) == before, f"{bid} was held but recomputed"
         self.corrupted.discard(bid)
@@ -131,6 +136,12 @@ class BlockManagerMachine(RuleBasedStateMachine):
     def release_execution(self):
         self.memory.task_finished(self.held_task)
         self.held_task = None
+
+    @invariant()
+    def held_views_stay_valid(self):
+        """A reader holding a mapped value keeps it valid after unpersist and eviction."""
+        for value, want in getattr(self, "held_views", []):
+            assert same(value, want)
 
     @rule(data=st.data())
     def corrupt_a_block_file(self, data):
@@ -197,7 +208,9 @@ class BlockManagerMachine(RuleBasedStateMachine):
             level = self.model[bid.dataset_id][0]
             assert level.use_memory and entry.deserialized == level.deserialized
         for bid, _ in self.disk.items():
-            assert self.model[bid.dataset_id][0].use_disk
+            assert self.model[bid.dataset_id][0].use_disk and not self.model[bid.dataset_id][0].mmap
+        for bid, _ in self.regions.entries():
+            assert self.model[bid.dataset_id][0].mmap
 
     @invariant()
     def files_match_records(self):
@@ -205,6 +218,9 @@ class BlockManagerMachine(RuleBasedStateMachine):
             return
         names = set(os.listdir(self.tmp.name))
         assert not [n for n in names if n.endswith(".tmp")]
+        segments = {os.path.basename(p) for p in self.regions.segments()}
+        assert {n for n in names if n.endswith(".seg")} == segments  # region files match the index
+        names -= segments
         recorded = {os.path.basename(e.path) for _, e in self.disk.items()}
         lost = {os.path.basename(p) for p in getattr(self, "lost_files", set())}
         assert recorded - lost <= names
@@ -215,10 +231,15 @@ class BlockManagerMachine(RuleBasedStateMachine):
             for did in list(self.model):
                 self.bm.unregister(did)
             assert self.memory.storage_used == 0
+            assert not [n for n in os.listdir(self.tmp.name) if n.endswith(".seg")]  # regions freed whole
             assert not [n for n in os.listdir(self.tmp.name) if n.endswith(".blk") and
                         os.path.join(self.tmp.name, n) not in getattr(self, "lost_files", set())]
+        if hasattr(self, "regions"):
+            self.regions.close()
         self.tmp.cleanup()
-        del self.bm
+        self.held_views = []
+        if hasattr(self, "bm"):
+            del self.bm
         import gc
 
         gc.collect()

@@ -9,6 +9,8 @@
 | MEMORY_AND_DISK_SER | serialized bytes       | yes  |                                       |
 | DISK_ONLY           | -                      | yes  |                                       |
 | OFF_HEAP            | bytes outside the heap | -    | an anonymous mmap: the GC never sees it |
+| DISK_MMAP           | -                      | mapped | zero-copy layout, served by mapping   |
+| MEMORY_AND_DISK_MMAP| values                 | mapped | evicted once to the mapped layout, then served by mapping, never re-cached |
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class _Level:
     use_disk: bool
     deserialized: bool
     off_heap: bool = False
+    mmap: bool = False  # the disk part is the region store's zero-copy mapped layout
 
     @property
     def is_valid(self) -> bool:
@@ -46,6 +49,8 @@ class StorageLevel:
     MEMORY_AND_DISK_SER = _Level("MEMORY_AND_DISK_SER", True, True, False)
     DISK_ONLY = _Level("DISK_ONLY", False, True, False)
     OFF_HEAP = _Level("OFF_HEAP", True, False, False, off_heap=True)
+    DISK_MMAP = _Level("DISK_MMAP", False, True, False, mmap=True)
+    MEMORY_AND_DISK_MMAP = _Level("MEMORY_AND_DISK_MMAP", True, True, True, mmap=True)
 
     Level = _Level
 

@@ -9,15 +9,14 @@ manifest beside the data so a reader needs no other flag.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["gen_kmeans", "read_manifest", "MANIFEST"]
+from .api import write_manifest
 
-MANIFEST = "manifest.json"
+__all__ = ["gen_kmeans"]
 
 
 def _kmeans_chunks(points: int, dims: int, centres: int, seed: int, chunk_rows: int, decimals: int | None = None):
@@ -84,14 +83,6 @@ def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed
     os.replace(tmp, path)
     manifest = {"workload": "kmeans", "format": fmt, "points": points, "dims": dims, "centres": centres,
                 "seed": seed, "decimals": decimals, "bytes": os.path.getsize(path), "files": [os.path.basename(path)]}
-    with open(os.path.join(out_dir, MANIFEST), "w") as f:
-        json.dump(manifest, f, indent=1)
+    write_manifest(out_dir, manifest)
     return path
 
-
-def read_manifest(data_dir: str) -> dict:
-    path = os.path.join(data_dir, MANIFEST)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no {MANIFEST} in {data_dir!r}: generate data with `strataflow gen`")
-    with open(path) as f:
-        return json.load(f)

@@ -487,3 +487,24 @@ def _check(kind: str, res: GLMResult, data_dir: str, manifest: dict, iterations:
     if iterations >= 1 and not res.loss < res.losses[0]:
         problems.append(f"the loss did not decrease: {res.losses[0]!r} at the start, {res.loss!r} at the end")
     return "ok" if not problems else "; ".join(problems)
+
+
+def job(kind: str):
+    """The ``gen`` and ``run`` functions of the workload ``kind`` (lr, linear, svm): the
+    three workload modules differ only in their loss, which ``kind`` selects."""
+
+    def gen_job(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: Progress | None = None,
+                points: int | None = None, dims: int = DIMS, **options) -> dict:
+        """Labelled points (``label f1 ... fd`` text lines or a ``(points, 1 + dims)`` .npy);
+        ``options``: chunk_rows, decimals, noise."""
+        return gen(kind, out_dir, size=size, seed=seed, fmt=fmt, progress=progress, points=points, dims=dims,
+                   **options)
+
+    def run_job(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None, serializer=None,
+                iterations: int = 5, seed: int = 0, check: bool = True, **options):
+        """Persists the parsed points at ``level``, trains, evaluates and checks against a
+        numpy loop; ``options``: step, reg, num_partitions, rtol."""
+        return run(kind, ctx, data_dir, manifest, api=api, level=level, serializer=serializer,
+                   iterations=iterations, seed=seed, check=check, **options)
+
+    return gen_job, run_job

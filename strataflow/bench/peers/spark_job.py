@@ -79,22 +79,28 @@ def _parse_point(line: str):
     return DenseVector(np.array(line.split(" "), dtype=np.float64))
 
 
-def _kmeans_rdd(spark, cfg: dict, res: dict) -> None:
-    import pyspark.mllib.clustering as mllib_clustering
-
+def _load_rdd(spark, cfg: dict, res: dict, parse):
+    """The RDD path's load stage: text lines parsed one by one, persisted, counted."""
     sc = spark.sparkContext
     level = _level(cfg["level"])
     res["marks"]["load_start"] = _now_ms()
     t0 = time.perf_counter()
     parts = cfg.get("num_partitions")
     lines = sc.textFile(cfg["data_file"], parts) if parts else sc.textFile(cfg["data_file"])
-    points = lines.map(_parse_point).setName("points")
+    points = lines.map(parse).setName("points")
     if level is not None:
         points.persist(level)
     res["points"] = points.count()
     res["load_s"] = time.perf_counter() - t0
     res["marks"]["load_end"] = _now_ms()
     res["storage_after_load"] = _storage(sc)
+    return points
+
+
+def _kmeans_rdd(spark, cfg: dict, res: dict) -> None:
+    import pyspark.mllib.clustering as mllib_clustering
+
+    points = _load_rdd(spark, cfg, res, _parse_point)
     # KMeans.train keeps only the centres of the JVM model it gets back; keep the model too
     # (for its training cost and iteration count) by wrapping the call it makes.
     captured = []
@@ -170,19 +176,7 @@ def _lr_rdd(spark, cfg: dict, res: dict) -> None:
 
     from pyspark.mllib.classification import LogisticRegressionWithSGD
 
-    sc = spark.sparkContext
-    level = _level(cfg["level"])
-    res["marks"]["load_start"] = _now_ms()
-    t0 = time.perf_counter()
-    parts = cfg.get("num_partitions")
-    lines = sc.textFile(cfg["data_file"], parts) if parts else sc.textFile(cfg["data_file"])
-    points = lines.map(_parse_labeled_point).setName("points")
-    if level is not None:
-        points.persist(level)
-    res["points"] = points.count()
-    res["load_s"] = time.perf_counter() - t0
-    res["marks"]["load_end"] = _now_ms()
-    res["storage_after_load"] = _storage(sc)
+    points = _load_rdd(spark, cfg, res, _parse_labeled_point)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # deprecated since 2.0, still the GD algorithm

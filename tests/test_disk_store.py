@@ -448,3 +448,45 @@ def test_arrow_serializer_refuses_records_naming_itself(make_ctx):
     status = {s.name.split("#")[0]: s for s in c.storage_status()}
     assert status["batches_for_arrow"].serializer == "arrow:zstd"
     assert status["batches_for_arrow"].disk_partitions == 2
+
+
+def _big_block_context(tmp_path, level, policy="spark"):
+    from strataflow import Context
+
+    return Context(memory="6MB", parallelism=2, policy=policy, local_dirs=[str(tmp_path / "c")],
+                   shuffle_dirs=[str(tmp_path / "s")], progress=False)
+
+
+@pytest.mark.parametrize("level", ["MEMORY_AND_DISK", "MEMORY_AND_DISK_SER", "DISK_ONLY", "OFF_HEAP"])
+def test_large_blocks_are_mapped_verified_and_recached_as_copies(tmp_path, level):
+    """Blocks of 1 MB and more are read by mapping their file; re-caching copies them into
+    memory; a corrupt or truncated large block file is detected and recomputed."""
+    import numpy as np
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "s").mkdir()
+    data = np.arange(1_500_000, dtype=np.float64).reshape(-1, 3)  # 8 blocks of 1.5 MB
+    with _big_block_context(tmp_path, level) as c:
+        a = c.from_numpy(data, 8).map_partitions(lambda x: x + 1).persist(level)
+        b = a.map_partitions(lambda x: x * 2).persist(level)
+        want = ((data + 1) * 2).sum()
+        for _ in range(3):
+            assert a.map_partitions(lambda x: [x.sum()]).sum() == (data + 1).sum()
+            assert b.map_partitions(lambda x: [x.sum()]).sum() == want
+        m = c.metrics()
+        if level != "OFF_HEAP":
+            assert m["disk_hits"] > 0
+        if level.startswith("MEMORY_AND_DISK"):
+            assert m["blocks_recached"] > 0  # spark's policy re-caches what it read from disk
+        if level == "DISK_ONLY":
+            lost = []
+            c.events.subscribe(lambda e: lost.append(e) if e["event"] == "BlockLost" else None)
+            files = sorted(e.path for bid, e in c.disk_store.items()
+                           if bid.dataset_id == b.id and os.path.getsize(e.path) > 1 << 20)
+            with open(files[0], "r+b") as f:
+                f.seek(os.path.getsize(files[0]) - 100)
+                f.write(b"\xff" * 8)
+            with open(files[1], "r+b") as f:
+                f.truncate(os.path.getsize(files[1]) // 2)
+            assert b.map_partitions(lambda x: [x.sum()]).sum() == want
+            assert len(lost) >= 2

@@ -58,46 +58,44 @@ class TextSource(SourceNode):
             self.splits.append((files[0] if files else path, 0, 0))
         self.num_partitions = len(self.splits)
 
-    def read_lines_bytes(self, split: int) -> bytes:
-        """The bytes of the whole lines that start in this split (newlines included)."""
+    def read_lines_bytes(self, split: int) -> memoryview:
+        """The bytes of the whole lines that start in this split (newlines included), read
+        with one ``readinto`` of the range plus a read-ahead for the last line, and returned
+        as a view: no slicing or concatenation copies (they cost more than the read)."""
         path, start, end = self.splits[split]
         if end <= start:
-            return b""
+            return memoryview(b"")
+        lo = start - 1 if start > 0 else 0  # one byte before: does a line start at `start`?
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            buf = bytearray(max(0, min(size, end + _READ_AHEAD) - lo))
+            f.seek(lo)
+            n = f.readinto(buf)
+            stop = end - lo  # `end`, relative to buf
+            first = 0
             if start > 0:
-                f.seek(start - 1)
-                data = f.read(end - start + 1)
-                nl = data.find(b"\n")
-                if nl == -1:
-                    # No line starts in this range (the previous range's line covers it);
-                    # but a line may still start exactly at `end`: that belongs to the next.
-                    return b""
-                data = data[nl + 1 :]
-            else:
-                data = f.read(end - start)
-            if not data:
-                return b""
-            if data.endswith(b"\n"):
-                pass  # the last line owned by this range ends exactly at `end`
-            else:
-                tail = bytearray()
-                while True:
-                    chunk = f.read(_READ_AHEAD)
-                    if not chunk:
-                        break
-                    nl = chunk.find(b"\n")
-                    if nl != -1:
-                        tail += chunk[: nl + 1]
-                        break
-                    tail += chunk
-                data += bytes(tail)
-        return data
+                nl = buf.find(b"\n", 0, stop)
+                if nl == -1:  # no line starts in this range: the previous range's line covers it
+                    return memoryview(b"")
+                first = nl + 1
+            if first >= stop:  # a line starting exactly at `end` belongs to the next range
+                return memoryview(b"")
+            nl = buf.find(b"\n", stop - 1, n)  # the last line ends at the first newline from end-1 on
+            while nl == -1 and n == len(buf):  # a line longer than the read-ahead: read on
+                more = f.read(_READ_AHEAD)
+                if not more:
+                    break
+                buf += more
+                nl = buf.find(b"\n", n)
+                n = len(buf)
+            last = nl + 1 if nl != -1 else n
+        return memoryview(buf)[first:last]
 
     def compute(self, split: int, tc: Any) -> list[str]:
         data = self.read_lines_bytes(split)
         if not data:
             return []
-        lines = data.decode(self.encoding).split("\n")
+        lines = str(data, self.encoding).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
@@ -127,9 +125,10 @@ class CsvSource(TextSource):
                                  use_threads=False)
         parse = pacsv.ParseOptions(delimiter=self.delimiter)
         convert = pacsv.ConvertOptions(column_types=self.column_types or {})
-        if not data.strip():
+        if not data or (len(data) < 4096 and not bytes(data).strip()):
             if self.column_names and self.column_types:
                 return pa.table({n: pa.array([], type=self.column_types.get(n, pa.string()))
                                  for n in self.column_names})
             return pa.table({})
-        return pacsv.read_csv(pa.BufferReader(data), read_options=read, parse_options=parse, convert_options=convert)
+        return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse,
+                              convert_options=convert)

@@ -21,11 +21,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import xxhash
 
 __all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable"]
 
 _MAGIC = b"SFBLK02\0"
+_MAP_ABOVE = 1 << 20  # blocks of this size and more are mapped instead of read
 _HEAD = struct.Struct("<8sQQB")  # magic, xxh3-64 of name + payload, payload length, name length
 
 
@@ -122,6 +124,14 @@ class DiskStore:
         if entry is None:
             raise BlockUnavailable(f"block {block_id} is not on disk")
         try:
+            # Large blocks are mapped, not read: a read() into a fresh buffer pays for
+            # zero-filling new pages and then copying (measured 0.8 GB/s for a K-means
+            # iteration's 600 MB here); a map of the page cache costs neither, and pickle5
+            # loads its out-of-band buffers as views of it. The map is pyarrow's, whose
+            # descriptor is closed at once; it lives as long as the values viewing it, and
+            # stays valid after the file is removed (unpersist) or replaced.
+            if entry.size >= _MAP_ABOVE:
+                return self._get_mapped(entry)
             with open(entry.path, "rb") as fh:
                 # The size written is checked before the header is trusted: a corrupt
                 # length field would otherwise allocate up to 2**64 bytes (MemoryError).
@@ -146,6 +156,26 @@ class DiskStore:
         if got != length or _digest(raw_name, payload) != crc:
             raise BlockUnavailable(f"block file {entry.path} fails its checksum")
         return memoryview(payload), name
+
+    @staticmethod
+    def _get_mapped(entry: DiskEntry) -> tuple[memoryview, str]:
+        actual = os.path.getsize(entry.path)  # checked first: touching a page past EOF is SIGBUS
+        if actual != entry.size:
+            raise BlockUnavailable(f"block file {entry.path} has {actual} bytes, {entry.size} were written")
+        f = pa.memory_map(entry.path, "r")
+        try:
+            buf = f.read_buffer()
+        finally:
+            f.close()
+        view = memoryview(buf)
+        magic, crc, length, name_len = _HEAD.unpack_from(view, 0)
+        if magic != _MAGIC or _HEAD.size + name_len + length != entry.size:
+            raise BlockUnavailable(f"block file {entry.path} has a bad header")
+        raw_name = bytes(view[_HEAD.size : _HEAD.size + name_len])
+        payload = view[_HEAD.size + name_len :]
+        if _digest(raw_name, payload) != crc:
+            raise BlockUnavailable(f"block file {entry.path} fails its checksum")
+        return payload, raw_name.decode(errors="replace")
 
     def remove(self, block_id: Any) -> DiskEntry | None:
         with self._lock:

@@ -315,11 +315,12 @@ class BlockManager:
     def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str) -> None:
         level = info.level
         if level.deserialized:
+            value = _owned(value)  # a large block was loaded as views of its file's mapping
             entry = MemoryEntry(value, estimate_size(value), True)
         elif level.off_heap:
             entry = MemoryEntry(off_heap_buffer([payload], payload.nbytes), payload.nbytes, False, ser_name, True)
         else:
-            entry = MemoryEntry(payload.obj, payload.nbytes, False, ser_name)
+            entry = MemoryEntry(bytearray(payload), payload.nbytes, False, ser_name)  # its own copy, in memory
         if self._store_in_memory(bid, entry):
             self.metrics.add(blocks_recached=1, bytes_recached=entry.size)
             self.events.post("BlockRecached", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size)

@@ -3,9 +3,10 @@
 The session Context is small (256MB, two task threads) and keeps its working
 directories under pytest's temporary directory, so a failed run leaves nothing in /tmp.
 A test module opts in to ``no_leaks`` (``pytestmark = pytest.mark.usefixtures("no_leaks")``):
-it fails a test if threads other than the session Context's task threads, or more open
-file descriptors, survive the test. It is opt-in so that modules with Contexts of their
-own (module-scoped fixtures) are not flagged for the threads those keep.
+it fails a test if threads other than the session Context's task threads, more open
+file descriptors, or more memory maps of region segment files survive the test. It is
+opt-in so that modules with Contexts of their own (module-scoped fixtures) are not
+flagged for the threads those keep.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 import strataflow
 
 _FD_DIR = "/proc/self/fd"
+_MAPS = "/proc/self/maps"
 
 
 @pytest.fixture(scope="session")
@@ -45,17 +47,28 @@ def _open_fds() -> int | None:
         return None
 
 
+def _segment_maps() -> int | None:
+    """Lines of /proc/self/maps that map a region segment file (``region-*.seg``)."""
+    try:
+        with open(_MAPS) as fh:
+            return sum(1 for line in fh if "region-" in line and ".seg" in line)
+    except OSError:  # not Linux
+        return None
+
+
 def _pool_threads(c) -> set:
     return set(getattr(c._pool, "_threads", ()))
 
 
 @pytest.fixture
 def no_leaks(ctx):
-    """Fails a test that leaves threads or file descriptors behind. Cheap: a thread list
-    and a directory listing; ``gc.collect`` runs only when the count went up (a dataset
-    that maps a file holds a descriptor until it is collected)."""
+    """Fails a test that leaves threads, file descriptors or segment maps behind. Cheap: a
+    thread list, a directory listing and /proc/self/maps; ``gc.collect`` runs only when a
+    count went up (a dataset that maps a file holds a descriptor until it is collected; a
+    view of a segment keeps its map until it is collected)."""
     threads_before = set(threading.enumerate())
     fds_before = _open_fds()
+    maps_before = _segment_maps()
     yield
 
     def leaked_threads() -> list:
@@ -78,6 +91,13 @@ def no_leaks(ctx):
             f"test leaked {fds_after - fds_before} file descriptor(s): "
             f"{sorted(os.readlink(os.path.join(_FD_DIR, f)) for f in os.listdir(_FD_DIR) if _safe_link(f))}"
         )
+
+    if maps_before is not None:
+        maps_after = _segment_maps()
+        if maps_after > maps_before:
+            gc.collect()
+            maps_after = _segment_maps()
+        assert maps_after <= maps_before, f"test leaked {maps_after - maps_before} segment map(s)"
 
 
 def _safe_link(name: str) -> bool:

@@ -75,17 +75,17 @@ class MemoryManager:
             return self._held.get(task_id, 0)
 
     # -- storage memory -------------------------------------------------------------------
-    def acquire_storage(self, num_bytes: int, block_id: Any = None) -> bool:
-        """Reserves ``num_bytes`` for a block, evicting other blocks if needed (never
-        execution memory). False when it cannot fit; then nothing was evicted by Spark's
-        rule (the policy returns no victims unless they free enough)."""
+    def acquire_storage(self, num_bytes: int, block_id: Any = None, evict: bool = True) -> bool:
+        """Reserves ``num_bytes`` for a block, evicting other blocks if needed and allowed
+        (never execution memory). False when it cannot fit; then nothing was evicted by
+        Spark's rule (the policy returns no victims unless they free enough)."""
         num_bytes = max(0, int(num_bytes))
         with self.lock:
             execution = sum(self._held.values())
             if num_bytes > self.total - execution:
                 return False
             short = num_bytes - (self.total - self.storage_used - execution)
-            if short > 0 and self._evictor is not None:
+            if short > 0 and evict and self._evictor is not None:
                 self._evictor(short, block_id)
             if num_bytes <= self.total - self.storage_used - sum(self._held.values()):
                 self.storage_used += num_bytes

@@ -63,7 +63,7 @@ class BlockManagerMachine(RuleBasedStateMachine):
         self.corrupted: set[BlockId] = set()
         self.task_ids = iter(range(10**6, 2 * 10**6))
 
-    @initialize(policy=st.sampled_from(["spark", "no-recache"]), fraction=st.sampled_from([0.0, 0.5, 1.0]))
+    @initialize(policy=st.sampled_from(["spark", "no-recache", "adaptive"]), fraction=st.sampled_from([0.0, 0.5, 1.0]))
     def setup(self, policy, fraction):
         self.memory = MemoryManager(TOTAL, fraction)
         self.disk = DiskStore([os.path.join(self.tmp.name)])

@@ -394,11 +394,11 @@ class CountingMemory(MemoryManager):
         self.requests: list = []
         self.refuse = refuse
 
-    def acquire_storage(self, num_bytes, block_id=None):
+    def acquire_storage(self, num_bytes, block_id=None, evict=True):
         self.requests.append(block_id)
         if self.requests.count(block_id) <= self.refuse:
             return False
-        return super().acquire_storage(num_bytes, block_id)
+        return super().acquire_storage(num_bytes, block_id, evict)
 
 
 @pytest.mark.parametrize("policy", POLICY_NAMES)
@@ -558,7 +558,7 @@ def test_make_policy_default_and_lookup():
     assert type(make_policy("spark")) is SparkPolicy
     assert type(make_policy("SPARK")) is SparkPolicy
     assert type(make_policy("no-recache")) is NoRecachePolicy
-    assert set(POLICIES) == {"spark", "no-recache"}
+    assert set(POLICIES) == {"spark", "no-recache", "adaptive"}
     mine = SparkPolicy()
     assert make_policy(mine) is mine
     assert make_policy("spark") is not make_policy("spark")  # a fresh LRU per context
@@ -612,3 +612,39 @@ def test_iterations_over_two_persisted_datasets(tmp_path, policy):
             assert dropped == [dropped[0]] * 4 and recached == [0] * 4
             per_pass = disk_hits[1] - disk_hits[0]
             assert per_pass > 0 and [y - x for x, y in zip(disk_hits, disk_hits[1:])] == [per_pass] * 3
+
+
+
+def test_adaptive_promotes_only_into_free_memory(tmp_path):
+    """``adaptive`` never evicts to promote (no thrash under pressure), but once memory is
+    freed (here: execution memory taken, which evicts blocks, then given back) the blocks
+    read from disk move back up."""
+    import numpy as np
+
+    from strataflow import Context, StorageLevel
+
+    (tmp_path / "c").mkdir()
+    with Context(memory="4MB", parallelism=1, policy="adaptive", local_dirs=[str(tmp_path / "c")],
+                 shuffle_dirs=[str(tmp_path)], progress=False) as c:
+        data = c.from_numpy(np.arange(1_600_000.0).reshape(-1, 2), 8).map_partitions(lambda a: a + 1)
+        data = data.persist(StorageLevel.MEMORY_AND_DISK)  # 12.8 MB in 1.6 MB blocks: 2 fit in memory
+        want = (np.arange(1_600_000.0) + 1).sum()
+        assert data.map_partitions(lambda a: [a.sum()]).sum() == want
+        before = c.metrics()
+        for _ in range(2):  # under pressure: as no-recache, nothing moves
+            assert data.map_partitions(lambda a: [a.sum()]).sum() == want
+        m = c.metrics()
+        assert m["blocks_recached"] == before["blocks_recached"] == 0
+        assert m["blocks_dropped"] == before["blocks_dropped"] and m["disk_hits"] > before["disk_hits"]
+        task = 10**9  # a task takes execution memory (evicting blocks to disk), then ends
+        c.memory.task_started(task)
+        assert c.memory.acquire_execution(2 << 20, task) > 0
+        c.memory.task_finished(task)
+        dropped = c.metrics()["blocks_dropped"]
+        assert dropped > m["blocks_dropped"] and c.memory.free >= 2 << 20
+        assert data.map_partitions(lambda a: [a.sum()]).sum() == want
+        m = c.metrics()
+        assert m["blocks_recached"] > 0 and m["blocks_dropped"] == dropped  # promoted without evicting
+        hits = m["disk_hits"]
+        assert data.map_partitions(lambda a: [a.sum()]).sum() == want
+        assert c.metrics()["disk_hits"] < hits + 8  # more of the blocks are now read from memory

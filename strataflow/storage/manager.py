@@ -265,8 +265,10 @@ class BlockManager:
             self.policy.record_access(bid, "disk")
             self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
                              result="disk", bytes=payload.nbytes)
-        if info.level.use_memory and (not count_hit or self.policy.promote(bid, payload.nbytes)):
-            self._recache(bid, info, value, payload, ser_name)
+        if info.level.use_memory and not count_hit:
+            self._recache(bid, info, value, payload, ser_name, evict=True)  # Spark's read-back after a spill
+        elif info.level.use_memory and self.policy.promote(bid, payload.nbytes):
+            self._recache(bid, info, value, payload, ser_name, evict=self.policy.evict_to_promote)
         return _readonly(value)
 
     def _get_mapped(self, bid: BlockId, info: DatasetInfo) -> Any:
@@ -312,8 +314,11 @@ class BlockManager:
         if released:
             self.metrics.add(mmap_released_bytes=released)
 
-    def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str) -> None:
+    def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str,
+                 evict: bool = True) -> None:
         level = info.level
+        if not evict and self.memory.free < payload.nbytes:
+            return  # no room without evicting: stay on disk (checked before copying anything)
         if level.deserialized:
             value = _owned(value)  # a large block was loaded as views of its file's mapping
             entry = MemoryEntry(value, estimate_size(value), True)
@@ -321,7 +326,7 @@ class BlockManager:
             entry = MemoryEntry(off_heap_buffer([payload], payload.nbytes), payload.nbytes, False, ser_name, True)
         else:
             entry = MemoryEntry(bytearray(payload), payload.nbytes, False, ser_name)  # its own copy, in memory
-        if self._store_in_memory(bid, entry):
+        if self._store_in_memory(bid, entry, evict=evict):
             self.metrics.add(blocks_recached=1, bytes_recached=entry.size)
             self.events.post("BlockRecached", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size)
 
@@ -369,11 +374,11 @@ class BlockManager:
             return "none"
         return "disk" if self._write_disk(bid, frames, size, ser.name) else "none"
 
-    def _store_in_memory(self, bid: BlockId, entry: MemoryEntry) -> bool:
+    def _store_in_memory(self, bid: BlockId, entry: MemoryEntry, evict: bool = True) -> bool:
         with self.memory.lock:
             if bid in self.memory_store:
                 return True
-            if not self.memory.acquire_storage(entry.size, bid):
+            if not self.memory.acquire_storage(entry.size, bid, evict=evict):
                 return False
             self.memory_store.put(bid, entry)
             self.policy.record_access(bid, "put")

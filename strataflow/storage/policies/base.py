@@ -10,7 +10,7 @@ future-aware eviction) be one small module.
 - ``record_remove(block_id)``: a block left memory (dropped, unpersisted).
 - ``admit(block_id, size)``: may a newly computed block enter memory at all?
 - ``promote(block_id, size)``: may a block just read from disk be put back in memory
-  ("re-caching")?
+  ("re-caching")? ``evict_to_promote`` says whether that may evict other blocks.
 - ``recache_after_spill``: after a put that found no room in memory and went to disk,
   does the reading task try memory again (Spark's ``getOrElseUpdate``)?
 - ``select_victims(space, for_block, entries)``: blocks to drop from memory to free
@@ -29,6 +29,7 @@ __all__ = ["Policy"]
 class Policy(abc.ABC):
     name = "base"
     recache_after_spill = False
+    evict_to_promote = True  # may a promotion (re-cache) evict other blocks?
 
     def record_access(self, block_id: Any, where: str) -> None:
         """Called on every memory hit, disk hit and memory put."""

@@ -70,7 +70,7 @@ class Context:
         storage_fraction: the part of ``memory`` that execution cannot take back from
             cached blocks (Spark's ``spark.memory.storageFraction``).
         policy: the cache policy by name (``no-recache``, the default; ``spark`` to
-            reproduce Spark's re-caching).
+            reproduce Spark's re-caching; ``adaptive``: promotes into free memory only).
         serializer: ``auto`` (default: pickle5 for batches, pickle for records),
             ``pickle``, ``pickle5``, ``arrow``, ``arrow:lz4``, ``arrow:zstd``.
         disk_capacity: the most bytes the cache may write to its directories (default:

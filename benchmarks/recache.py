@@ -79,6 +79,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--iterations", type=int, default=5)
     p.add_argument("--apis", default="records,batches")
+    p.add_argument("--policies", default="spark,no-recache", help="comma-separated; spark must be among them")
     p.add_argument("--data", default=None, help="directory for the generated data (kept)")
     p.add_argument("--out", default=None, help="directory for results.json and table.md")
     args = p.parse_args()
@@ -103,9 +104,10 @@ def main() -> None:
         console.print(f"[bold]{api}[/]: {n:,} points, cached points+norms {cached / MB:,.1f} MB")
         for pressure in pressures:
             memory = max(1 << 20, int(cached / pressure))
-            runs: dict[str, list] = {"spark": [], "no-recache": []}
+            policies = args.policies.split(",")
+            runs: dict[str, list] = {p: [] for p in policies}
             for rep in range(args.repeat):
-                order = ["spark", "no-recache"] if rep % 2 == 0 else ["no-recache", "spark"]
+                order = policies if rep % 2 == 0 else list(reversed(policies))
                 for policy in order:
                     r = run_once(path, api, policy, memory, args.partitions, init, args.iterations)
                     ok = np.allclose(r.pop("centres"), ref.centres, rtol=1e-9, atol=1e-6)

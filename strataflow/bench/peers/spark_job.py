@@ -43,23 +43,12 @@ def _level(flags: dict | None):
 
 def _kmeans_df(spark, cfg: dict, res: dict) -> None:
     from pyspark.ml.clustering import KMeans
-    from pyspark.ml.feature import VectorAssembler
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     dims = cfg["dims"]
     names = [f"x{i}" for i in range(dims)]
     schema = StructType([StructField(n, DoubleType(), True) for n in names])
-    level = _level(cfg["level"])
-    res["marks"]["load_start"] = _now_ms()
-    t0 = time.perf_counter()
-    df = spark.read.csv(cfg["data_file"], schema=schema, sep=" ", header=False, inferSchema=False)
-    points = VectorAssembler(inputCols=names, outputCol="features").transform(df).select("features")
-    if level is not None:
-        points = points.persist(level)
-    res["points"] = points.count()
-    res["load_s"] = time.perf_counter() - t0
-    res["marks"]["load_end"] = _now_ms()
-    res["storage_after_load"] = _storage(spark.sparkContext)
+    points = _load_df(spark, cfg, res, schema, names, ["features"])
     km = KMeans(k=cfg["k"], maxIter=cfg["iterations"], initMode="random", seed=cfg["seed"], tol=0.0,
                 solver=cfg.get("ml_solver", "auto"))
     t0 = time.perf_counter()
@@ -77,6 +66,25 @@ def _parse_point(line: str):
     from pyspark.mllib.linalg import DenseVector
 
     return DenseVector(np.array(line.split(" "), dtype=np.float64))
+
+
+def _load_df(spark, cfg: dict, res: dict, schema, names: list, columns: list):
+    """The DataFrame path's load stage: CSV with an explicit schema, features assembled
+    into vectors, persisted, counted."""
+    from pyspark.ml.feature import VectorAssembler
+
+    level = _level(cfg["level"])
+    res["marks"]["load_start"] = _now_ms()
+    t0 = time.perf_counter()
+    df = spark.read.csv(cfg["data_file"], schema=schema, sep=" ", header=False, inferSchema=False)
+    points = VectorAssembler(inputCols=names, outputCol="features").transform(df).select(*columns)
+    if level is not None:
+        points = points.persist(level)
+    res["points"] = points.count()
+    res["load_s"] = time.perf_counter() - t0
+    res["marks"]["load_end"] = _now_ms()
+    res["storage_after_load"] = _storage(spark.sparkContext)
+    return points
 
 
 def _load_rdd(spark, cfg: dict, res: dict, parse):
@@ -133,22 +141,11 @@ def _lr_df(spark, cfg: dict, res: dict) -> None:
     """Labelled points ``label f1 ... fd`` -> (label, features) -> persist -> count ->
     ml.LogisticRegression (L-BFGS, no intercept, no penalty, no standardization, tol 0)."""
     from pyspark.ml.classification import LogisticRegression
-    from pyspark.ml.feature import VectorAssembler
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     names = [f"f{i}" for i in range(cfg["dims"])]
     schema = StructType([StructField(n, DoubleType(), True) for n in ["label", *names]])
-    level = _level(cfg["level"])
-    res["marks"]["load_start"] = _now_ms()
-    t0 = time.perf_counter()
-    df = spark.read.csv(cfg["data_file"], schema=schema, sep=" ", header=False, inferSchema=False)
-    points = VectorAssembler(inputCols=names, outputCol="features").transform(df).select("label", "features")
-    if level is not None:
-        points = points.persist(level)
-    res["points"] = points.count()
-    res["load_s"] = time.perf_counter() - t0
-    res["marks"]["load_end"] = _now_ms()
-    res["storage_after_load"] = _storage(spark.sparkContext)
+    points = _load_df(spark, cfg, res, schema, names, ["label", "features"])
     lr = LogisticRegression(maxIter=cfg["iterations"], regParam=0.0, elasticNetParam=0.0, fitIntercept=False,
                             standardization=False, tol=0.0, family="binomial")
     t0 = time.perf_counter()

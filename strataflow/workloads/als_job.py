@@ -39,6 +39,7 @@ import numpy as np
 from .als import RANK, als, als_numpy
 from .als_data import gen_als, read_ratings
 from .api import Outcome, Progress, write_manifest
+from .generators import mean_digits
 
 __all__ = ["gen", "run", "load", "grouped"]
 
@@ -59,20 +60,10 @@ def gen(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: 
             u = users if users is not None else max(1, int(round(n / (density * items))))
             i = items if items is not None else max(1, int(round(n / (density * u))))
         if fmt == "text":
-            per = _mean_digits(u) + _mean_digits(i) + _RATING_CHARS
+            per = mean_digits(u) + mean_digits(i) + _RATING_CHARS
     users, items = u, i
     return write_manifest(out_dir, gen_als(out_dir, users, items, density=density, rank=rank, noise=noise,
                                            seed=seed, fmt=fmt, progress=progress))
-
-
-def _mean_digits(n: int) -> float:
-    """The mean number of decimal digits of 0, 1, ..., n - 1."""
-    total, low, digits = 0, 0, 1
-    while low < n:
-        high = min(n, 10 ** digits)
-        total += (high - low) * digits
-        low, digits = high, digits + 1
-    return total / max(1, n)
 
 
 def _data_path(data_dir: str, manifest: dict) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .api import write_manifest
 
-__all__ = ["gen_kmeans"]
+__all__ = ["gen_kmeans", "mean_digits"]
 
 
 def _kmeans_chunks(points: int, dims: int, centres: int, seed: int, chunk_rows: int, decimals: int | None = None):
@@ -86,3 +86,12 @@ def gen_kmeans(out_dir: str, points: int, dims: int = 20, centres: int = 5, seed
     write_manifest(out_dir, manifest)
     return path
 
+
+def mean_digits(n: int) -> float:
+    """The mean number of decimal digits of 0, 1, ..., n - 1 (sizes text of integer ids)."""
+    total, low, digits = 0, 0, 1
+    while low < n:
+        high = min(n, 10 ** digits)
+        total += (high - low) * digits
+        low, digits = high, digits + 1
+    return total / max(1, n)

@@ -55,6 +55,7 @@ import time
 import numpy as np
 
 from .api import Outcome, Progress, write_manifest
+from .generators import mean_digits
 
 __all__ = ["gen", "run", "gen_edges", "read_all_edges", "pagerank_numpy", "DAMPING"]
 
@@ -163,21 +164,11 @@ def gen(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: 
         if fmt == "text":  # a line is two ids, a space and "\n"; ids spread over [0, V)
             for _ in range(4):
                 v = vertices or max(1, int(round(edges / degree)))
-                edges = max(1, int(size / (2 * _mean_digits(v) + 2)))
+                edges = max(1, int(size / (2 * mean_digits(v) + 2)))
     if vertices is None:
         vertices = max(1, int(round(edges / degree)))
     return gen_edges(out_dir, edges, vertices, seed=seed, fmt=fmt, out_exponent=out_exponent,
                      in_exponent=in_exponent, progress=progress)
-
-
-def _mean_digits(vertices: int) -> float:
-    """Mean decimal length of the ids ``0 .. vertices - 1``."""
-    total, lo, digits = 0, 0, 1
-    while lo < vertices:
-        hi = min(vertices, 10 ** digits)
-        total += (hi - lo) * digits
-        lo, digits = hi, digits + 1
-    return total / vertices
 
 
 # -- reading ----------------------------------------------------------------------------------------

@@ -16,12 +16,17 @@ future-aware eviction) be one small module.
 - ``select_victims(space, for_block, entries)``: blocks to drop from memory to free
   ``space`` bytes for ``for_block`` (None: execution memory is asking), or None to drop
   nothing.
+- ``plan(accesses)``: the scheduler's knowledge of the future: the persisted blocks the
+  stage being submitted will read, in task order (a policy may ignore it).
+- ``prefetch_candidates(free, on_disk)``: disk blocks to read into memory ahead of the
+  tasks that need them, using only ``free`` bytes (never evicting); ``on_disk`` maps each
+  block on disk to its size. The block manager does the reads off the critical path.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 __all__ = ["Policy"]
 
@@ -47,3 +52,10 @@ class Policy(abc.ABC):
     def select_victims(self, space: int, for_block: Any, entries: Mapping[Any, int]) -> list | None:
         """Blocks (keys of ``entries``, which maps each block in memory to its size) to
         drop so that ``space`` bytes are freed; None or [] to drop nothing."""
+
+    def plan(self, accesses: Sequence[Any]) -> None:
+        """The persisted blocks a stage about to run will read, in task order."""
+
+    def prefetch_candidates(self, free: int, on_disk: Mapping[Any, int]) -> list:
+        """Blocks of ``on_disk`` to move into ``free`` bytes of memory now; [] for none."""
+        return []

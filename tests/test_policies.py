@@ -558,7 +558,7 @@ def test_make_policy_default_and_lookup():
     assert type(make_policy("spark")) is SparkPolicy
     assert type(make_policy("SPARK")) is SparkPolicy
     assert type(make_policy("no-recache")) is NoRecachePolicy
-    assert set(POLICIES) == {"spark", "no-recache", "adaptive"}
+    assert set(POLICIES) == {"spark", "no-recache", "adaptive", "lineage"}
     mine = SparkPolicy()
     assert make_policy(mine) is mine
     assert make_policy("spark") is not make_policy("spark")  # a fresh LRU per context

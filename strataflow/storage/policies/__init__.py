@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from .adaptive import AdaptivePolicy
 from .base import Policy
+from .lineage import LineagePolicy
 from .no_recache import NoRecachePolicy
 from .spark import SparkPolicy
 
 __all__ = ["Policy", "POLICIES", "make_policy", "DEFAULT_POLICY"]
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SparkPolicy, NoRecachePolicy, AdaptivePolicy)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SparkPolicy, NoRecachePolicy, AdaptivePolicy, LineagePolicy)}
 DEFAULT_POLICY = "no-recache"
 
 

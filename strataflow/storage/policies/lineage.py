@@ -1,0 +1,245 @@
+"""``lineage``: future-aware eviction, Belady's rule with predicted next uses.
+
+Belady's optimum evicts the block whose next use is furthest away and, when it may bypass
+the cache, does not admit a block that will be used later than everything it would push
+out. LRU and Spark's re-caching are bad approximations of it exactly where Spark spends its
+time: a loop over cached data larger than memory, where the least recently used block is
+the one needed *soonest*. Published Spark policies (LRC, MRD) get close to Belady by
+reading the future off the DAG. This policy does the same with two sources of knowledge:
+
+1. The scheduler's plan: when a stage is submitted, ``plan(accesses)`` lists the persisted
+   blocks its tasks will read, in task order. A block at position ``i`` of the plan is used
+   about ``i - consumed`` accesses from now; a block absent from the rest of the plan is
+   not used before the stage ends.
+2. The loop itself: iterative programs read the same blocks in the same order every
+   iteration, so the distance between a block's last two accesses predicts the next one
+   (``next = last + distance``). A block seen only once borrows the distance last seen for
+   its dataset. A prediction more than one distance overdue is dropped: the loop ended.
+
+Time is a logical clock that ticks once per access (memory hit, disk hit, or miss: the
+``admit`` of a computed block). With those predictions:
+
+- Victims (``select_victims``) are taken furthest-next-use first; blocks without any
+  prediction count as furthest, least recently used first among them.
+- A new block is admitted only if it is used sooner than every block it would evict;
+  otherwise ``select_victims`` returns None and the block goes to disk (bypass). A new
+  block without a prediction may evict only blocks without one, by ``adaptive``'s rule.
+- A block read from disk is promoted into free memory (as ``adaptive``), or by evicting
+  blocks only when its predicted next use comes before theirs by a margin, and only blocks
+  that have a prediction themselves. In a loop every resident block is due before the
+  block just read (which is due a whole iteration later), so nothing bounces: the
+  re-caching thrash of LRU cannot occur.
+- ``prefetch_candidates`` offers the disk blocks with the nearest predicted use that fit in
+  free memory, so memory freed later (execution memory given back, an unpersisted
+  dataset) is refilled with the blocks about to be read, not with whatever is read next.
+
+Without any knowledge (a first pass, unknown blocks) every decision is ``adaptive``'s:
+LRU victims of other datasets, all or nothing, promotion only into free memory, no
+prefetch. The simulator (``strataflow simulate``) measures it against Belady's ``opt``.
+
+Thread safety: the block manager calls ``select_victims``, ``record_remove`` and memory
+hits under the memory manager's lock, but disk hits, ``admit``, ``promote``, ``plan`` and
+``prefetch_candidates`` from task and scheduler threads without it; one re-entrant lock of
+the policy's own guards every state change. It never calls back into the block manager,
+so there is no lock-order cycle. Whether a promotion may evict is decided per call and
+read by the manager in the same thread (``evict_to_promote`` is thread-local).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from typing import Any, Mapping, Sequence
+
+from .adaptive import AdaptivePolicy
+
+__all__ = ["LineagePolicy"]
+
+INF = math.inf
+_STALE_PLAN = 16  # a planned access this far behind the consumed ones was skipped
+
+
+class LineagePolicy(AdaptivePolicy):
+    name = "lineage"
+    recache_after_spill = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._mu = threading.RLock()
+        self._tl = threading.local()
+        self._clock = 0
+        self._last: dict[Any, int] = {}      # block -> clock of its last access
+        self._dist: dict[Any, int] = {}      # block -> distance between its last two accesses
+        self._ds_dist: dict[Any, int] = {}   # dataset id -> last distance seen for its blocks
+        self._size: dict[Any, int] = {}      # block -> bytes, as last told
+        self._plan_pos: dict[Any, deque] = {}
+        self._plan_len = 0
+        self._consumed = 0
+        self._promoting: set = set()         # blocks between promote() and their memory put
+
+    # -- the manager reads this right after promote(), in the same thread ------------------------
+    @property
+    def evict_to_promote(self) -> bool:  # type: ignore[override]
+        """May the promotion just granted by ``promote`` (in this thread) evict blocks?"""
+        return getattr(self._tl, "evict", False)
+
+    # -- knowledge ------------------------------------------------------------------------------------
+    def plan(self, accesses: Sequence[Any]) -> None:
+        """The stage being submitted reads ``accesses`` in this order; it replaces the last
+        plan (whose unread rest is stale once a new stage starts)."""
+        pos: dict[Any, deque] = {}
+        for i, bid in enumerate(accesses):
+            pos.setdefault(bid, deque()).append(i)
+        with self._mu:
+            self._plan_pos = pos
+            self._plan_len = len(accesses)
+            self._consumed = 0
+
+    def _touch(self, bid: Any) -> None:
+        """One access of ``bid`` now: tick the clock, learn its distance, consume the plan."""
+        self._clock += 1
+        now = self._clock
+        last = self._last.get(bid)
+        if last is not None:
+            d = now - last
+            self._dist[bid] = d
+            self._ds_dist[getattr(bid, "dataset_id", None)] = d
+        self._last[bid] = now
+        q = self._plan_pos.get(bid)
+        if q:
+            q.popleft()
+            self._consumed += 1
+            if not q:
+                del self._plan_pos[bid]
+        self._promoting.discard(bid)
+
+    def _distance(self, bid: Any) -> int | None:
+        d = self._dist.get(bid)
+        return d if d is not None else self._ds_dist.get(getattr(bid, "dataset_id", None))
+
+    def next_use(self, bid: Any) -> float:
+        """The predicted clock of ``bid``'s next access; ``inf`` when nothing is known."""
+        with self._mu:
+            return self._next(bid, self._clock)
+
+    def _next(self, bid: Any, now: int) -> float:
+        q = self._plan_pos.get(bid)
+        while q and q[0] < self._consumed - _STALE_PLAN:
+            q.popleft()
+        if q:
+            return now + max(0, q[0] - self._consumed)
+        last = self._last.get(bid)
+        d = self._distance(bid)
+        if last is None or d is None:
+            return INF
+        est = last + d
+        if now - est > d:
+            return INF  # more than a whole distance overdue: the loop that used it has ended
+        return max(est, now, now + self._plan_len - self._consumed)
+
+    def _margin(self, bid: Any) -> int:
+        """How much sooner a block must be needed to displace another: tasks running in
+        parallel reorder accesses by a few positions, which must not look like a gain."""
+        return 2 + (self._distance(bid) or 0) // 16
+
+    # -- the interface ------------------------------------------------------------------------------------
+    def record_access(self, block_id: Any, where: str) -> None:
+        with self._mu:
+            if where in ("memory", "disk"):
+                self._touch(block_id)
+            elif where == "put":
+                self._promoting.discard(block_id)
+            super().record_access(block_id, where)
+
+    def record_remove(self, block_id: Any) -> None:
+        with self._mu:
+            self._promoting.discard(block_id)
+            super().record_remove(block_id)
+
+    def admit(self, block_id: Any, size: int) -> bool:
+        """A miss: the block was just computed. Counted as its access; whether it enters
+        memory is decided by ``select_victims`` when it does not fit in free memory."""
+        with self._mu:
+            self._touch(block_id)
+            self._size[block_id] = int(size)
+        return True
+
+    def promote(self, block_id: Any, size: int) -> bool:
+        """Always into free memory (``adaptive``); by evicting only when blocks with a
+        later predicted use can make room (checked again in ``select_victims``)."""
+        with self._mu:
+            self._size[block_id] = int(size)
+            now = self._clock
+            t = self._next(block_id, now)
+            evict = False
+            if t < INF:
+                bar = t + self._margin(block_id)
+                room = 0
+                for bid in self._lru:
+                    e = self._next(bid, now)
+                    if e < INF and e > bar:
+                        room += self._size.get(bid, 0)
+                evict = room >= size
+            if evict:
+                self._promoting.add(block_id)
+            else:
+                self._promoting.discard(block_id)
+        self._tl.evict = evict
+        return True
+
+    def select_victims(self, space: int, for_block: Any, entries: Mapping[Any, int]) -> list | None:
+        with self._mu:
+            now = self._clock
+            for bid, size in entries.items():
+                self._size[bid] = size
+            est = {bid: self._next(bid, now) for bid in entries if bid != for_block}
+            if for_block is None:  # execution memory (or headroom) wants bytes: any block may go
+                if all(e == INF for e in est.values()):
+                    return super().select_victims(space, for_block, entries)
+                return self._take(space, list(est), est, entries)
+            t = self._next(for_block, now)
+            if for_block in self._promoting:
+                if t == INF:
+                    return None
+                bar = t + self._margin(for_block)
+                eligible = [b for b, e in est.items() if bar < e < INF]
+                return self._take(space, eligible, est, entries)
+            if t == INF:  # a new block nothing is known about: adaptive, over blocks alike
+                unknown = {b: entries[b] for b, e in est.items() if e == INF}
+                return super().select_victims(space, for_block, unknown)
+            bar = t + self._margin(for_block)
+            eligible = [b for b, e in est.items() if e > bar]
+            return self._take(space, eligible, est, entries)
+
+    def _take(self, space: int, eligible: list, est: Mapping[Any, float], entries: Mapping[Any, int]) -> list | None:
+        """Furthest predicted use first (no prediction = furthest, least recently used
+        first); all or nothing, as Spark's eviction."""
+        if space <= 0:
+            return []
+        lru_rank = {bid: i for i, bid in enumerate(self._lru)}
+        order = sorted(eligible, key=lambda b: (-est[b], lru_rank.get(b, -1)))
+        chosen, freed = [], 0
+        for bid in order:
+            if freed >= space:
+                break
+            chosen.append(bid)
+            freed += entries[bid]
+        return chosen if freed >= space and chosen else None
+
+    def prefetch_candidates(self, free: int, on_disk: Mapping[Any, int]) -> list:
+        """The disk blocks with the nearest predicted use that fit in ``free`` bytes,
+        nearest first. Blocks with no prediction are never prefetched."""
+        if free <= 0:
+            return []
+        with self._mu:
+            now = self._clock
+            ranked = sorted((e, i, bid) for i, (bid, e) in enumerate(
+                (bid, self._next(bid, now)) for bid in on_disk if bid not in self._lru) if e < INF)
+        chosen, used = [], 0
+        for _, _, bid in ranked:
+            size = on_disk[bid]
+            if used + size <= free:
+                chosen.append(bid)
+                used += size
+        return chosen

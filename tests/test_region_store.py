@@ -501,3 +501,77 @@ def test_concurrent_puts_and_gets(dirs):
     finally:
         s.close()
     assert files(dirs) == []
+
+
+# -- readahead ---------------------------------------------------------------------------------
+def _cold(store, ids) -> None:
+    """Out of the page cache: written pages must reach the disk before they can be dropped."""
+    for path in store.segments():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    for bid in ids:
+        store.release_pages(bid)
+
+
+def _wait_readahead(store, nbytes: int, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while store.stats()["readahead_bytes"] < nbytes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return store.stats()["readahead_bytes"]
+
+
+def test_a_cold_block_and_the_next_splits_are_read_ahead(store, tmp_path):
+    blocks = [np.arange(i, i + (512 << 10), dtype=np.float64) for i in range(4)]  # 4 MiB each
+    for i, b in enumerate(blocks):
+        store.put(BlockId(1, i), b)
+    for i in range(4):
+        store.get(BlockId(1, i))  # first reads verify the checksums
+    _cold(store, [BlockId(1, i) for i in range(4)])
+    assert resident_kb(tmp_path) < 1024
+    a = store.get(BlockId(1, 0))  # cold: its extent is read before the view is handed out
+    assert store.stats()["readahead_bytes"] >= blocks[0].nbytes
+    # ... and the next READAHEAD_BLOCKS (2) splits follow in the background, not the 4th
+    assert _wait_readahead(store, 3 * blocks[0].nbytes) >= 3 * blocks[0].nbytes
+    time.sleep(0.05)
+    assert store.stats()["readahead_bytes"] < 4 * blocks[0].nbytes
+    assert resident_kb(tmp_path) >= 11 * 1024
+    np.testing.assert_array_equal(a, blocks[0])
+    for i in (1, 2, 3):
+        np.testing.assert_array_equal(store.get(BlockId(1, i)), blocks[i])
+
+
+def test_a_warm_block_is_not_read_again(store):
+    store.put(BlockId(1, 0), np.ones(1 << 20))
+    store.get(BlockId(1, 0)).sum()  # verified and resident
+    before = store.stats()["readahead_bytes"]
+    for _ in range(3):
+        assert store.get(BlockId(1, 0)).sum() == 1 << 20
+    assert store.stats()["readahead_bytes"] == before
+
+
+def test_readahead_can_be_turned_off(dirs):
+    s = RegionStore(dirs, readahead=False)
+    try:
+        s.put(BlockId(1, 0), np.ones(1 << 20))
+        s.get(BlockId(1, 0))
+        _cold(s, [BlockId(1, 0)])
+        assert s.get(BlockId(1, 0)).sum() == 1 << 20
+        assert s.stats()["readahead_bytes"] == 0
+    finally:
+        s.close()
+
+
+def test_close_while_reading_ahead_leaves_no_thread(dirs):
+    s = RegionStore(dirs)
+    for i in range(4):
+        s.put(BlockId(1, i), np.full(1 << 20, float(i)))
+        s.get(BlockId(1, i))
+    _cold(s, [BlockId(1, i) for i in range(4)])
+    v = s.get(BlockId(1, 0))
+    s.close()  # pending reads are cancelled, the thread joined (no_leaks checks)
+    assert v.sum() == 0.0
+    del v
+    assert not [t for t in threading.enumerate() if t.name.startswith("strataflow-readahead")]

@@ -32,11 +32,13 @@ from .metrics import EventBus, JsonLinesLog, gc_timer
 from .scheduler import DAGScheduler
 from .shuffle import ShuffleManager
 from .storage.disk_store import DiskStore
+from .storage.eviction_writer import DEFAULT_WATERMARKS
 from .storage.manager import BlockManager, gc_unfreeze
 from .storage.region_store import RegionStore
 from .storage.policies import make_policy
 from .storage.serde import get_serializer
 from .storage.status import DatasetStorage, StorageStatus
+from .storage.tiers import Tier, TieredStore, parse_tiers
 from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
@@ -48,6 +50,16 @@ _live: "weakref.WeakSet[Context]" = weakref.WeakSet()
 def _stop_all() -> None:
     for ctx in list(_live):
         ctx.stop()
+
+
+def _check_watermarks(marks: Any) -> tuple[float, float]:
+    try:
+        low, high = (float(m) for m in marks)
+    except (TypeError, ValueError):
+        raise ConfigError(f"eviction_watermarks: expected (low, high) fractions of memory, got {marks!r}") from None
+    if not 0.0 < low <= high <= 1.0:
+        raise ConfigError(f"eviction_watermarks: need 0 < low <= high <= 1, got {marks!r}")
+    return low, high
 
 
 class Context:
@@ -79,6 +91,20 @@ class Context:
             (default: no bound but the kernel's); older blocks' pages are released.
         gc_free_cache: keep cached Python records out of the garbage collector's walks
             (``gc.freeze`` after each records put; undone on unpersist and stop).
+        tiers: disk tiers below memory, fastest first, e.g. ``[{"name": "ssd", "dirs":
+            [...], "capacity": "20GB", "bandwidth": "1.5GB/s"}, {"name": "hdd", "dirs":
+            [...]}]`` (``capacity``, ``bandwidth`` and ``write_parallelism``, default 2,
+            are optional). A block dropped from memory goes to the top tier; a full tier
+            moves its least recently used blocks down; a block read from a lower tier
+            moves up when the tier above has room. Without ``tiers``: one ``disk`` tier on
+            ``local_dirs`` with ``disk_capacity``. Mapped levels (``DISK_MMAP``...) stay
+            in their region store on ``local_dirs``, outside the tiers.
+        async_eviction: a background thread writes eviction victims to the top tier
+            before memory runs out, so puts rarely wait for a disk write (default off:
+            it keeps ``1 - high`` of memory free, which costs hits when the cache is read
+            far more than written; see the README for the measurement).
+        eviction_watermarks: ``(low, high)`` fractions of ``memory``: past ``high`` in use
+            the writer evicts down to ``low`` (default ``(0.85, 0.95)``).
     """
 
     def __init__(
@@ -100,6 +126,9 @@ class Context:
         disk_capacity: int | str | None = None,
         mmap_memory: int | str | None = None,
         gc_free_cache: bool = True,
+        tiers: Sequence[dict] | None = None,
+        async_eviction: bool = False,
+        eviction_watermarks: tuple[float, float] = DEFAULT_WATERMARKS,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = Config.build(memory, parallelism, local_dirs, shuffle_dirs, event_log, shuffle_sync,
@@ -111,12 +140,25 @@ class Context:
         default_serializer = get_serializer(serializer)
         capacity = None if disk_capacity is None else parse_size(disk_capacity, "disk_capacity")
         mapped_budget = None if mmap_memory is None else parse_size(mmap_memory, "mmap_memory")
+        tier_specs = None if tiers is None else parse_tiers(tiers)
+        watermarks = _check_watermarks(eviction_watermarks)
         n_blas = (check_num_partitions(blas_threads, "blas_threads") if blas_threads is not None
                   else max(1, (os.cpu_count() or 1) // cfg.parallelism))
         self.app_id = new_app_id()
-        self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs)
+        tier_bases = [d for spec in tier_specs or [] for d in spec.dirs]
+        self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
         self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
         self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
+        self.tier_dirs: list[str] = []
+        if tier_specs is None:
+            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, capacity))
+        else:
+            made = []
+            for spec in tier_specs:
+                dirs = create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}")
+                self.tier_dirs += dirs
+                made.append(Tier(spec.name, DiskStore(dirs, spec.capacity), spec.bandwidth, spec.write_parallelism))
+            self.disk_store = TieredStore(made)
         self.events = EventBus()
         self._log = JsonLinesLog(cfg.event_log) if cfg.event_log else None
         if self._log:
@@ -129,10 +171,10 @@ class Context:
             self._progress = StageProgress()
             self.events.subscribe(self._progress)
         self.memory = MemoryManager(cfg.memory, float(storage_fraction))
-        self.disk_store = DiskStore(self.local_dirs, capacity)
         self.regions = RegionStore(self.local_dirs, capacity=capacity)
         self.block_manager = BlockManager(self.memory, self.disk_store, cache_policy, default_serializer, self.events,
-                                          regions=self.regions, mmap_memory=mapped_budget, gc_free=gc_free_cache)
+                                          regions=self.regions, mmap_memory=mapped_budget, gc_free=gc_free_cache,
+                                          async_eviction=bool(async_eviction), watermarks=watermarks)
         self.shuffle = ShuffleManager(self.shuffle_dirs, cfg.shuffle_sync)
         self.scheduler = DAGScheduler(self)
         self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
@@ -163,12 +205,13 @@ class Context:
         self.events.post("ApplicationEnd", app_id=self.app_id)
         if self._progress:
             self._progress.close()
+        self.block_manager.close()  # the background writer, before its directories go
         if self._log:
             self._log.close()
         self.regions.close()
         if self.block_manager.gc_free:
             gc_unfreeze()
-        remove_dirs(self.local_dirs + self.shuffle_dirs)
+        remove_dirs(self.local_dirs + self.shuffle_dirs + self.tier_dirs)
         self._blas_limits.restore_original_limits()
         gc_timer.release()
         _live.discard(self)
@@ -199,15 +242,34 @@ class Context:
 
     def storage_status(self) -> StorageStatus:
         """One entry per persisted dataset: name, level, partitions and bytes in memory and
-        on disk. ``str()`` of the list is a readable table."""
+        on disk (``tier_bytes``: per disk tier); the list's ``tiers`` describes each tier
+        (capacity, bytes used, blocks, hits, bandwidth), ``tier_bytes`` and ``tier_hits``
+        give memory and every tier. ``str()`` of the list is a readable table."""
+        bm = self.block_manager
         out = StorageStatus()
-        for info in self.block_manager.datasets():
-            mem, disk = self.block_manager.blocks_of(info.dataset_id)
+        for info in bm.datasets():
+            mem, disk = bm.blocks_of(info.dataset_id)
             out.append(DatasetStorage(info.label(), info.level.name, info.num_partitions, len(mem), len(disk),
                                       sum(mem.values()), sum(disk.values()),
                                       info.serializer.name,
-                                      self.block_manager.layout_of(info.dataset_id) if info.level.mmap else ""))
+                                      bm.layout_of(info.dataset_id) if info.level.mmap else "",
+                                      bm.tier_bytes_of(info.dataset_id)))
+        hits = self._tier_hits()
+        out.tiers = [{**t, "hits": hits.get(t["name"], 0)} for t in bm.disk.describe()]
+        out.tier_bytes = bm.tier_bytes()
+        out.tier_hits = hits
         return out
+
+    def _tier_hits(self) -> dict[str, int]:
+        got = self.block_manager.metrics.tier_hits()
+        return {name: got.get(name, 0) for name in ["memory", *self.block_manager.disk.names]}
+
+    def measure_tiers(self, size: int | str = "64MB") -> dict[str, dict]:
+        """Measures each disk tier's sequential bandwidth, cold and warm (the probe of
+        ``strataflow probe DIR``), writing ``size`` bytes to each; a tier without a
+        configured bandwidth takes the cold read figure. Returns name -> measurements."""
+        n = parse_size(size, "size")
+        return {t.name: t.measure(n) for t in self.block_manager.disk.tiers}
 
     def metrics(self) -> dict:
         """Totals for the application: cache hits, misses, drops, re-caches, disk bytes,
@@ -218,7 +280,9 @@ class Context:
                    mmap_bytes_mapped=self.regions.mapped_bytes,
                    major_page_faults=resource.getrusage(resource.RUSAGE_SELF).ru_majflt - self._majflt0,
                    storage_memory_used=self.memory.storage_used, peak_storage_memory=self.memory.peak_storage,
-                   peak_execution_memory=self.memory.peak_execution)
+                   peak_execution_memory=self.memory.peak_execution,
+                   tier_bytes=self.block_manager.tier_bytes(), tier_hits=self._tier_hits(),
+                   eviction_wait_s=self.memory.reclaim_waited_s)
         return out
 
     # -- sources ----------------------------------------------------------------------------

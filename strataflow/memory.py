@@ -17,16 +17,38 @@ with ``S + E <= total`` always):
 One re-entrant lock guards every change of these figures; the block manager takes the
 same lock for its memory store, as Spark synchronizes on its memory manager, so an
 eviction and the accounting it frees are one atomic step.
+
+Asynchronous eviction (a *reclaimer*, the block manager's background writer) changes one
+thing: a block put that finds no room first asks the reclaimer for the missing bytes and
+waits, with the lock released, only until that many bytes are free or ``reclaim_wait_s``
+has passed, then evicts synchronously whatever is still missing. The wait is bounded and
+abandoned as soon as the reclaimer stops helping (it failed, or has nothing to write), so
+a put can be delayed but never deadlocked. Execution memory never waits for the writer:
+its evictions stay synchronous, as before.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+import time
+from typing import Any, Callable, Protocol
 
-__all__ = ["MemoryManager"]
+__all__ = ["MemoryManager", "Reclaimer"]
 
 Evictor = Callable[[int, Any], int]  # (bytes wanted, block being added or None) -> bytes freed
+
+
+class Reclaimer(Protocol):
+    """Frees storage memory off the caller's thread (the asynchronous eviction writer)."""
+
+    def request(self, num_bytes: int, block_id: Any) -> bool:
+        """Asks for ``num_bytes`` to be freed; False if it cannot help (then do not wait)."""
+
+    def withdraw(self, num_bytes: int) -> None:
+        """The asker stopped waiting for ``num_bytes`` (got them, or gave up)."""
+
+    def helping(self) -> bool:
+        """Still worth waiting for (alive, not failed)."""
 
 
 class MemoryManager:
@@ -41,6 +63,20 @@ class MemoryManager:
         self.peak_execution = 0
         self.peak_storage = 0
         self._evictor: Evictor | None = None
+        self._reclaimer: Reclaimer | None = None
+        self.reclaim_wait_s = 1.0
+        self.reclaim_waited_s = 0.0  # total time puts waited for the reclaimer
+
+    def set_reclaimer(self, reclaimer: "Reclaimer | None", wait_s: float = 1.0) -> None:
+        """The asynchronous writer that a put short of room waits for (at most ``wait_s``)."""
+        with self.lock:
+            self._reclaimer = reclaimer
+            self.reclaim_wait_s = float(wait_s)
+
+    def wake(self) -> None:
+        """Wakes every waiter to look again (the reclaimer freed bytes or gave up)."""
+        with self.lock:
+            self._cond.notify_all()
 
     def set_evictor(self, evictor: Evictor) -> None:
         """The block manager's callback that drops blocks to free storage memory."""
@@ -85,6 +121,8 @@ class MemoryManager:
             if num_bytes > self.total - execution:
                 return False
             short = num_bytes - (self.total - self.storage_used - execution)
+            if short > 0 and evict and block_id is not None and self._reclaimer is not None:
+                short = self._wait_for_reclaimer(num_bytes, short, block_id)
             if short > 0 and evict and self._evictor is not None:
                 self._evictor(short, block_id)
             if num_bytes <= self.total - self.storage_used - sum(self._held.values()):
@@ -92,6 +130,25 @@ class MemoryManager:
                 self.peak_storage = max(self.peak_storage, self.storage_used)
                 return True
             return False
+
+    def _wait_for_reclaimer(self, num_bytes: int, short: int, block_id: Any) -> int:
+        """Waits (lock released) until ``num_bytes`` are free, the reclaimer stops helping or
+        the bound passes; returns the bytes still missing. Called with the lock held."""
+        reclaimer = self._reclaimer
+        if reclaimer is None or not reclaimer.request(short, block_id):
+            return short
+        t0 = time.monotonic()
+        deadline = t0 + self.reclaim_wait_s
+        try:
+            while True:
+                missing = num_bytes - (self.total - self.storage_used - sum(self._held.values()))
+                left = deadline - time.monotonic()
+                if missing <= 0 or left <= 0 or not reclaimer.helping():
+                    return missing
+                self._cond.wait(left)
+        finally:
+            reclaimer.withdraw(short)
+            self.reclaim_waited_s += time.monotonic() - t0
 
     def release_storage(self, num_bytes: int) -> None:
         with self.lock:

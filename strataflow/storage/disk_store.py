@@ -9,6 +9,11 @@ on every read, and the file's size must be the one written: a short, long, missi
 file raises :class:`BlockUnavailable`, and the block manager
 recomputes the partition from lineage. A full device (ENOSPC) or the store's own
 ``capacity`` raises :class:`DiskFull`; the caller then does without caching the block.
+
+One store is one tier's worth of files (see ``tiers.py``, which stacks several). Two puts
+of the same block never write at once: the second waits for the first and returns its
+entry (a synchronous eviction and the asynchronous writer may both try to write a block),
+and temporary names are unique per writer, so no two writers share a half-written file.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-__all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable"]
+__all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable", "file_size"]
 
 _MAGIC = b"SFBLK02\0"
 _MAP_ABOVE = 1 << 20  # blocks of this size and more are mapped instead of read
@@ -35,6 +40,11 @@ def _digest(name: bytes, payload) -> int:
     h = xxhash.xxh3_64(name)
     h.update(payload)
     return h.intdigest()
+
+
+def file_size(payload_size: int, serializer: str) -> int:
+    """Bytes a block file takes (header and serializer name included): what capacity counts."""
+    return _HEAD.size + len(serializer.encode()) + payload_size
 
 
 class DiskFull(OSError):
@@ -61,8 +71,16 @@ class DiskStore:
         self.sync = sync
         self._entries: dict[Any, DiskEntry] = {}
         self._lock = threading.Lock()
+        self._written = threading.Condition(self._lock)
+        self._writing: set = set()  # blocks being written now
         self._next = itertools.count()
         self.used = 0
+
+    @property
+    def free(self) -> int | None:
+        """Bytes left under ``capacity`` (None: no capacity but the device's)."""
+        with self._lock:
+            return None if self.capacity is None else self.capacity - self.used
 
     def __contains__(self, block_id: Any) -> bool:
         with self._lock:
@@ -81,15 +99,26 @@ class DiskStore:
         name = serializer.encode()
         total = _HEAD.size + len(name) + payload_size
         with self._lock:
+            while block_id in self._writing:  # another thread writes this block: use its file
+                self._written.wait()
             if block_id in self._entries:
                 return self._entries[block_id]
             if self.capacity is not None and self.used + total > self.capacity:
                 raise DiskFull(errno.ENOSPC, f"cache capacity {self.capacity} bytes reached "
                                              f"({self.used} used, block needs {total})")
             self.used += total  # reserve before writing, so concurrent puts cannot overshoot
+            self._writing.add(block_id)
             d = self.dirs[next(self._next) % len(self.dirs)]
+        try:
+            return self._write(block_id, frames, payload_size, name, total, d)
+        finally:
+            with self._lock:
+                self._writing.discard(block_id)
+                self._written.notify_all()
+
+    def _write(self, block_id: Any, frames: list, payload_size: int, name: bytes, total: int, d: str) -> DiskEntry:
         path = os.path.join(d, f"{block_id}.blk")
-        tmp = f"{path}.tmp"
+        tmp = f"{path}.{threading.get_ident()}.tmp"
         digest = xxhash.xxh3_64(name)  # the name too: a flipped name byte must not pass as another serializer
         for f in frames:
             digest.update(f)
@@ -113,7 +142,7 @@ class DiskStore:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFull(exc.errno, f"no space left for block {block_id} in {d}") from exc
             raise
-        entry = DiskEntry(path, total, serializer)
+        entry = DiskEntry(path, total, name.decode())
         with self._lock:
             self._entries[block_id] = entry
         return entry

@@ -23,6 +23,13 @@ Guarantees, each tested:
 A task still holds the value it was handed after its block is evicted: the memory is
 freed when the task drops it, so the process may exceed the budget by the blocks the
 running tasks are reading (at most ``parallelism`` partitions).
+
+Below memory sit the disk tiers (``tiers.py``: fastest first; one ``disk`` tier when none
+are configured): a dropped block goes to the top tier, full tiers push their LRU blocks
+down, and a block read from a lower tier moves up one tier when there is room. Mapped
+levels keep their own region store and are not part of the tiers. With asynchronous
+eviction (``eviction_writer.py``) victims are written by a background thread before
+memory runs out; the same thread prefetches the blocks a policy names into free memory.
 """
 
 from __future__ import annotations
@@ -41,11 +48,13 @@ import pyarrow as pa
 
 from ..metrics import EventBus
 from .disk_store import BlockUnavailable, DiskFull, DiskStore
+from .eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
 from .region_store import RegionStore
 from .memory_store import MemoryEntry, MemoryStore, join_frames, off_heap_buffer
 from .policies import Policy
 from .serde import SERIALIZERS, SerializationError, Serializer, get_serializer
 from .sizing import estimate_size
+from .tiers import TieredStore
 
 __all__ = ["BlockId", "BlockManager", "CacheMetrics", "DatasetInfo", "BlockStoreError"]
 
@@ -55,6 +64,9 @@ METRIC_KEYS = (
     "memory_hits", "disk_hits", "misses", "blocks_dropped", "bytes_dropped", "blocks_recached",
     "bytes_recached", "disk_bytes_written", "disk_bytes_read", "serialize_s", "deserialize_s",
     "blocks_discarded", "blocks_not_stored", "blocks_lost", "mmap_released_bytes", "gc_frozen_puts",
+    # tiers, asynchronous eviction and prefetch
+    "bytes_moved_between_tiers", "blocks_moved_down", "blocks_moved_up", "sync_evictions", "async_evictions",
+    "eviction_failures", "blocks_prefetched", "bytes_prefetched",
 )
 
 
@@ -80,11 +92,21 @@ class CacheMetrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._c: dict[str, float] = dict.fromkeys(METRIC_KEYS, 0)
+        self._tier_hits: dict[str, int] = {}
 
     def add(self, **deltas: float) -> None:
         with self._lock:
             for k, v in deltas.items():
                 self._c[k] += v
+
+    def hit(self, tier: str) -> None:
+        """A block served from ``tier`` (``memory`` or a disk tier's name)."""
+        with self._lock:
+            self._tier_hits[tier] = self._tier_hits.get(tier, 0) + 1
+
+    def tier_hits(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._tier_hits)
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:
@@ -144,11 +166,18 @@ def _owned(value: Any) -> Any:
 
 
 class BlockManager:
-    def __init__(self, memory, disk: DiskStore, policy: Policy, serializer: Serializer | None = None,
+    """See the module's docstring. ``disk`` is one store or a stack of tiers;
+    ``async_eviction`` starts the background writer that keeps memory use between the
+    ``watermarks`` (fractions of the memory manager's total), and a put short of room
+    waits at most ``async_wait_s`` for it before evicting synchronously. Call ``close()``
+    to stop the writer (the Context does, on stop)."""
+
+    def __init__(self, memory, disk: "DiskStore | TieredStore", policy: Policy, serializer: Serializer | None = None,
                  events: EventBus | None = None, regions: "RegionStore | None" = None,
-                 mmap_memory: int | None = None, gc_free: bool = True) -> None:
+                 mmap_memory: int | None = None, gc_free: bool = True, async_eviction: bool = False,
+                 watermarks: tuple[float, float] = DEFAULT_WATERMARKS, async_wait_s: float = 1.0) -> None:
         self.memory = memory
-        self.disk = disk
+        self.disk = disk if isinstance(disk, TieredStore) else TieredStore.single(disk)
         self.regions = regions
         self.mmap_memory = mmap_memory
         self.gc_free = gc_free
@@ -162,7 +191,19 @@ class BlockManager:
         self._datasets: dict[int, DatasetInfo] = {}
         self._locks: defaultdict = defaultdict(threading.RLock)
         self._locks_guard = threading.Lock()
+        self.disk.post = self.events.post
+        self.disk.count = self.metrics.add
+        self.writer = EvictionWriter(self, evicting=async_eviction, watermarks=watermarks)
+        self._prefetching = type(policy).prefetch_candidates is not Policy.prefetch_candidates
         memory.set_evictor(self._evict)
+        if async_eviction:
+            memory.set_reclaimer(self.writer, async_wait_s)
+
+    def close(self) -> None:
+        """Stops the background writer (joined; a block it was writing stays in memory)."""
+        if self.memory._reclaimer is self.writer:
+            self.memory.set_reclaimer(None)
+        self.writer.stop()
 
     # -- registration -----------------------------------------------------------------------
     def register(self, dataset_id: int, label: Callable[[], str], level: Any,
@@ -212,6 +253,12 @@ class BlockManager:
         info = self._datasets.get(block_id.dataset_id)
         if info is None or level is None or not level.is_valid:
             return compute()
+        value = self._get_or_compute(block_id, level, info, compute)
+        if self._prefetching:
+            self._maybe_prefetch()
+        return value
+
+    def _get_or_compute(self, block_id: BlockId, level: Any, info: DatasetInfo, compute: Callable[[], Any]) -> Any:
         with self._lock(block_id):
             value = self._get_memory(block_id)
             if value is not _MISS:
@@ -240,6 +287,7 @@ class BlockManager:
                 return _MISS
             self.policy.record_access(bid, "memory")
         self.metrics.add(memory_hits=1)
+        self.metrics.hit("memory")
         self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
                          result="memory", bytes=entry.size)
         if entry.deserialized:
@@ -252,7 +300,7 @@ class BlockManager:
         if bid not in self.disk:
             return _MISS
         try:
-            payload, ser_name = self.disk.get(bid)
+            payload, ser_name, tier = self.disk.read(bid)
             value = self._deserialize(payload, ser_name, bid)
         except (BlockUnavailable, SerializationError) as exc:
             self.disk.remove(bid)
@@ -262,9 +310,12 @@ class BlockManager:
             return _MISS
         self.metrics.add(disk_bytes_read=payload.nbytes, **({"disk_hits": 1} if count_hit else {}))
         if count_hit:
+            self.metrics.hit(tier)
             self.policy.record_access(bid, "disk")
             self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
-                             result="disk", bytes=payload.nbytes)
+                             result="disk", bytes=payload.nbytes, tier=tier)
+            if tier != self.disk.tiers[0].name:
+                self.disk.promote(bid, payload, ser_name)  # up one tier if it has room; never evicts
         if info.level.use_memory and not count_hit:
             self._recache(bid, info, value, payload, ser_name, evict=True)  # Spark's read-back after a spill
         elif info.level.use_memory and self.policy.promote(bid, payload.nbytes):
@@ -314,18 +365,22 @@ class BlockManager:
         if released:
             self.metrics.add(mmap_released_bytes=released)
 
-    def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str,
-                 evict: bool = True) -> None:
+    @staticmethod
+    def _memory_entry(info: DatasetInfo, value: Any, payload: memoryview, ser_name: str) -> MemoryEntry:
+        """The memory form, at the dataset's level, of a block read from disk."""
         level = info.level
-        if not evict and self.memory.free < payload.nbytes:
-            return  # no room without evicting: stay on disk (checked before copying anything)
         if level.deserialized:
             value = _owned(value)  # a large block was loaded as views of its file's mapping
-            entry = MemoryEntry(value, estimate_size(value), True)
-        elif level.off_heap:
-            entry = MemoryEntry(off_heap_buffer([payload], payload.nbytes), payload.nbytes, False, ser_name, True)
-        else:
-            entry = MemoryEntry(bytearray(payload), payload.nbytes, False, ser_name)  # its own copy, in memory
+            return MemoryEntry(value, estimate_size(value), True)
+        if level.off_heap:
+            return MemoryEntry(off_heap_buffer([payload], payload.nbytes), payload.nbytes, False, ser_name, True)
+        return MemoryEntry(bytearray(payload), payload.nbytes, False, ser_name)  # its own copy, in memory
+
+    def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str,
+                 evict: bool = True) -> None:
+        if not evict and self.memory.free < payload.nbytes:
+            return  # no room without evicting: stay on disk (checked before copying anything)
+        entry = self._memory_entry(info, value, payload, ser_name)
         if self._store_in_memory(bid, entry, evict=evict):
             self.metrics.add(blocks_recached=1, bytes_recached=entry.size)
             self.events.post("BlockRecached", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size)
@@ -380,8 +435,12 @@ class BlockManager:
                 return True
             if not self.memory.acquire_storage(entry.size, bid, evict=evict):
                 return False
+            if bid in self.memory_store:  # put by the prefetcher while this put waited for room
+                self.memory.release_storage(entry.size)
+                return True
             self.memory_store.put(bid, entry)
             self.policy.record_access(bid, "put")
+            self.writer.kick()
             return True
 
     def _write_mapped(self, bid: BlockId, value: Any, info: DatasetInfo) -> bool:
@@ -421,9 +480,101 @@ class BlockManager:
 
     # -- eviction (called by the memory manager, under its lock) -----------------------------
     def _evict(self, space: int, for_block: Any) -> int:
-        sizes = {bid: e.size for bid, e in self.memory_store.items()}
-        victims = self.policy.select_victims(space, for_block, sizes) or []
-        return sum(self._drop(bid) for bid in victims)
+        busy = self.writer.inflight()  # being written by the background writer: not ours to drop
+        sizes = {bid: e.size for bid, e in self.memory_store.items() if bid not in busy}
+        victims = [v for v in self.policy.select_victims(space, for_block, sizes) or [] if v in sizes]
+        freed = sum(self._drop(bid) for bid in victims)
+        if victims:
+            self.metrics.add(sync_evictions=len(victims))
+        return freed
+
+    # -- asynchronous eviction and prefetch (the background writer's thread) -----------------
+    def _async_candidates(self, exclude: "set | tuple") -> dict:
+        """Blocks the writer may evict: in memory, of a tiered disk level (not memory-only:
+        that would lose them; not mapped: the region store writes those on the task's thread)."""
+        with self.memory.lock:
+            out = {}
+            for bid, e in self.memory_store.items():
+                info = self._datasets.get(bid.dataset_id)
+                if info is not None and info.level.use_disk and not info.level.mmap and bid not in exclude:
+                    out[bid] = e.size
+            return out
+
+    def _write_for_eviction(self, bid: BlockId, entry: MemoryEntry) -> None:
+        """Writes a memory block's disk copy (the writer's thread, no lock held). Raises on
+        any failure; the block is still in memory then."""
+        info = self._datasets.get(bid.dataset_id)
+        if info is None or bid in self.disk:
+            return
+        if entry.deserialized:
+            frames, size, ser = self._serialize(entry.value, info, bid)
+            ser_name = ser.name
+        else:
+            frames, size, ser_name = [entry.data()], entry.size, entry.serializer
+        written = self.disk.put(bid, frames, size, ser_name)
+        self.metrics.add(disk_bytes_written=written.size)
+
+    def _finish_async_drop(self, bid: BlockId, entry: MemoryEntry) -> None:
+        """Releases a written block's memory if it is still the entry that was written; a
+        disk copy of a block unpersisted meanwhile is removed."""
+        with self.memory.lock:
+            done = self.memory_store.get(bid) is entry
+            if done:
+                self.memory_store.remove(bid)
+                self.policy.record_remove(bid)
+                self.memory.release_storage(entry.size)
+            elif bid.dataset_id not in self._datasets:
+                self.disk.remove(bid)
+        if done:
+            self.metrics.add(blocks_dropped=1, bytes_dropped=entry.size, async_evictions=1)
+            self.events.post("BlockDropped", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size,
+                             to="disk", mode="async")
+
+    def _maybe_prefetch(self) -> None:
+        """Asks the policy which disk blocks to load into free memory, and queues them for
+        the background thread (the task goes on at once)."""
+        with self.memory.lock:
+            free = self.memory.free
+            if free <= 0:
+                return
+            on_disk = {}
+            for bid, e in self.disk.items():
+                info = self._datasets.get(bid.dataset_id)
+                if (info is not None and info.level.use_memory and not info.level.mmap
+                        and bid not in self.memory_store):
+                    on_disk[bid] = e.size
+            if not on_disk:
+                return
+            wanted = [b for b in self.policy.prefetch_candidates(free, on_disk) or [] if b in on_disk]
+        if wanted:
+            self.writer.prefetch(wanted)
+
+    def _prefetch(self, bid: BlockId) -> bool:
+        """Loads one disk block into free memory without evicting anything; skipped when a
+        task is reading it now (it will cache it itself if the policy says so)."""
+        info = self._datasets.get(bid.dataset_id)
+        if info is None or not info.level.use_memory or info.level.mmap:
+            return False
+        lock = self._lock(bid)
+        if not lock.acquire(blocking=False):
+            return False
+        try:
+            entry = self.disk.entry(bid)
+            if bid in self.memory_store or entry is None or self.memory.free < entry.size:
+                return False
+            try:
+                payload, ser_name, tier = self.disk.read(bid)
+                value = self._deserialize(payload, ser_name, bid)
+            except (BlockUnavailable, SerializationError):
+                return False  # the next read finds it bad, posts BlockLost and recomputes
+            mem = self._memory_entry(info, value, payload, ser_name)
+            if not self._store_in_memory(bid, mem, evict=False):
+                return False
+            self.metrics.add(blocks_prefetched=1, bytes_prefetched=mem.size, disk_bytes_read=payload.nbytes)
+            self.events.post("BlockPrefetched", block=str(bid), dataset_id=bid.dataset_id, bytes=mem.size, tier=tier)
+            return True
+        finally:
+            lock.release()
 
     def _drop(self, bid: BlockId) -> int:
         """Spark's dropFromMemory: to disk if the level allows and it is not there yet."""
@@ -488,6 +639,15 @@ class BlockManager:
                 f"(level {info.level.name}): {exc}")
 
     # -- status ----------------------------------------------------------------------------------
+    def tier_bytes_of(self, dataset_id: int) -> dict[str, int]:
+        """Bytes of the dataset's blocks on each disk tier (mapped levels: not tiered)."""
+        return {name: sum(e.size for b, e in items if b.dataset_id == dataset_id)
+                for name, items in self.disk.items_by_tier().items()}
+
+    def tier_bytes(self) -> dict[str, int]:
+        """Bytes held in memory and on each disk tier, fastest first."""
+        return {"memory": self.memory.storage_used, **{t.name: t.used for t in self.disk.tiers}}
+
     def blocks_of(self, dataset_id: int) -> tuple[dict, dict]:
         """Sizes of the dataset's blocks in memory and on disk."""
         with self.memory.lock:

@@ -5,6 +5,8 @@
                             [--json OUT]
     strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark] --out DIR
     strataflow probe DIR
+    strataflow simulate (EVENT_LOG | --synthetic KIND --pressure X) [--memory M] [--bandwidth mem=..,disk=..]
+                        [--json OUT]
 """
 
 from __future__ import annotations
@@ -162,6 +164,24 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulate import from_event_log, parse_bandwidth, simulate, synthetic, table
+
+    if (args.event_log is None) == (args.synthetic is None):
+        raise ValueError("simulate: give an EVENT_LOG or --synthetic KIND (not both)")
+    if args.synthetic is not None:
+        trace = synthetic(args.synthetic, args.pressure)
+    else:
+        memory = parse_size(args.memory, "--memory") if args.memory else None
+        trace = from_event_log(args.event_log, memory=memory)
+    report = simulate(trace, args.policies.split(",") if args.policies else None, parse_bandwidth(args.bandwidth))
+    Console().print(table(report))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2)
+    return 0
+
+
 def _size(text: str) -> str:
     if text != "auto":
         parse_size(text, "--memory")
@@ -226,6 +246,19 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("dir")
     pr.add_argument("--size", default="256MB")
     pr.set_defaults(func=cmd_probe)
+
+    from .simulate import KINDS
+
+    sm = sub.add_parser("simulate", help="replay block accesses against every policy, Belady's opt and an unbounded cache")
+    sm.add_argument("event_log", nargs="?", default=None, help="a run's JSON-lines event log (run --event-log)")
+    sm.add_argument("--synthetic", choices=KINDS, default=None, help="a synthetic trace instead of a log")
+    sm.add_argument("--pressure", type=float, default=4.0, help="with --synthetic: cached data / memory")
+    sm.add_argument("--memory", default=None, help="memory budget for a log replay (default: the log's)")
+    sm.add_argument("--policies", default=None, help="comma-separated policies (default: all)")
+    sm.add_argument("--bandwidth", default=None,
+                    help="tier bandwidths per second, e.g. mem=10GB,disk=1GB (the defaults) or disk=probe:DIR")
+    sm.add_argument("--json", default=None, help="write the report as JSON here")
+    sm.set_defaults(func=cmd_simulate)
     return p
 
 

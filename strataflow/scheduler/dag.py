@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..metrics import gc_timer
 from ..shuffle import FetchFailed
-from ..storage.manager import CacheMetrics
+from ..storage.manager import BlockId, CacheMetrics
+from ..storage.policies import Policy
 from .task import ResultTask, ShuffleMapTask, TaskContext
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from ..dataset import Dataset
     from ..lineage import ShuffleDependency
 
-__all__ = ["DAGScheduler", "JobError", "TaskFailedError", "Stage"]
+__all__ = ["DAGScheduler", "JobError", "TaskFailedError", "Stage", "planned_reads"]
 
 
 class JobError(RuntimeError):
@@ -90,6 +91,37 @@ def narrow_ancestors(dataset: "Dataset") -> tuple[list["Dataset"], list["Shuffle
             else:
                 stack.append(dep.parent)
     return members, shuffles
+
+
+def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callable[[int], set]) -> list[BlockId]:
+    """The persisted blocks the tasks of a stage over ``dataset`` will read, in task order:
+    each task reads its partition's blocks of the persisted datasets it meets walking the
+    narrow lineage down from ``dataset``; below a persisted block that is already stored
+    (``present(dataset_id)`` gives the stored splits) nothing is read, below one that is
+    not, its parents are (it will be computed). Shuffle dependencies end the walk (their
+    map stages were planned when they ran)."""
+    from ..lineage import NarrowDependency
+
+    out: list[BlockId] = []
+    stored: dict[int, set] = {}
+
+    def visit(ds: "Dataset", split: int, depth: int) -> None:
+        if depth > 200:  # a pathological lineage: a plan is advice, not worth a deep walk
+            return
+        if ds.storage_level.is_valid:
+            out.append(BlockId(ds.id, split))
+            if ds.id not in stored:
+                stored[ds.id] = present(ds.id)
+            if split in stored[ds.id]:
+                return
+        for dep in ds.node.deps:
+            if isinstance(dep, NarrowDependency):
+                for s in dep.parents_of(split):
+                    visit(dep.parent, s, depth + 1)
+
+    for p in partitions:
+        visit(dataset, p, 0)
+    return out
 
 
 class DAGScheduler:
@@ -185,6 +217,7 @@ class DAGScheduler:
         ctx.events.post("StageStart", stage_id=stage.id, job_id=job_id, name=stage.name, kind=kind,
                         num_tasks=len(partitions), attempt=stage.attempts,
                         dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents])
+        self._plan(stage, partitions)
         t0 = time.perf_counter()
         gc0 = gc_timer.snapshot()
         cache0 = ctx.block_manager.metrics.snapshot()
@@ -226,6 +259,27 @@ class DAGScheduler:
                             gc_s=gc1[0] - gc0[0], gc_collections=gc1[1] - gc0[1],
                             cache=CacheMetrics.diff(ctx.block_manager.metrics.snapshot(), cache0), **totals)
         return results
+
+    def _plan(self, stage: Stage, partitions: list[int]) -> None:
+        """Tells a future-aware policy which persisted blocks the stage will read, in task
+        order (``Policy.plan``). Skipped for policies that ignore plans; a plan is advice,
+        so a failure to make one never fails the job."""
+        bm = self.ctx.block_manager
+        policy = bm.policy
+        if type(policy).plan is Policy.plan:
+            return
+
+        def present(dataset_id: int) -> set:
+            stored: set = set()
+            for where in bm.blocks_of(dataset_id):
+                stored.update(where)
+            return stored
+
+        try:
+            blocks = planned_reads(stage.dataset, partitions, present)
+            policy.plan(blocks)
+        except Exception as exc:  # noqa: BLE001 - advice only
+            self.ctx.events.post("PlanFailed", stage_id=stage.id, reason=f"{type(exc).__name__}: {exc}")
 
     def _run_task(self, task, stage: Stage, job_id: int):
         """One task with its retries; FetchFailed is not retried here (the stage is)."""

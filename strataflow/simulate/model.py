@@ -1,0 +1,230 @@
+"""A cache model that drives a real policy object through the block manager's semantics.
+
+The point of the simulator is to judge the policies we ship, so it runs the *same* policy
+classes (``strataflow.storage.policies``) and reproduces, call for call, what
+``BlockManager`` and ``MemoryManager`` ask them, with bytes instead of values:
+
+- a memory hit: ``record_access(b, "memory")``;
+- a disk hit: ``record_access(b, "disk")``, then ``promote(b, size)``; if granted, a memory
+  put that may evict only if the policy's ``evict_to_promote`` says so (read right after
+  ``promote``, as the manager does);
+- a miss: the block is computed; ``admit(b, size)`` and a memory put that may evict, else a
+  write to disk; with ``recache_after_spill`` the spilled block is read back and put in
+  memory again, evicting (Spark's ``getOrElseUpdate``);
+- a memory put: if free memory is short, ``select_victims(short, b, sizes)`` names blocks to
+  drop (all or nothing); each dropped block is written to disk unless already there
+  (blocks stay on disk once written: MEMORY_AND_DISK), then ``record_remove``;
+- execution memory: a request evicts ``select_victims(min(short, reclaimable), None, ...)``
+  down to the protected storage region, and takes what is free;
+- after every operation, ``prefetch_candidates(free, on_disk)`` blocks are read into free
+  memory without evicting (what the block manager does off the critical path);
+- a plan: ``plan(blocks)``.
+
+Counted (``Tally``): bytes of reads served from memory, from disk, and computed; bytes
+written to disk on drops and by puts that went to disk; bytes re-cached (promotions) and
+prefetched. A first read of a block is compulsory (every cache misses it) and is left out
+of the hit ratio, so an unbounded cache scores 1.0.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..storage.policies import Policy
+from .trace import Trace
+
+__all__ = ["CacheModel", "Tally"]
+
+
+@dataclass
+class Tally:
+    reads: int = 0
+    read_bytes: int = 0            # bytes of all reads
+    compulsory_bytes: int = 0      # bytes of first reads (computed by every cache)
+    memory_hit_bytes: int = 0
+    disk_hit_bytes: int = 0
+    computed_bytes: int = 0
+    drop_write_bytes: int = 0      # memory -> disk on eviction (blocks not yet on disk)
+    spill_write_bytes: int = 0     # computed blocks put on disk (no room or not admitted)
+    recache_bytes: int = 0         # disk -> memory on a read (promotion, Spark's re-caching)
+    prefetch_bytes: int = 0        # disk -> memory ahead of the read
+    dropped_bytes: int = 0         # all bytes evicted from memory (written or not)
+    exec_shortfall_bytes: int = 0  # execution memory asked for and not granted
+
+    @property
+    def byte_hit_ratio(self) -> float:
+        """Memory-hit bytes over the bytes of reads that are not compulsory misses."""
+        denom = self.read_bytes - self.compulsory_bytes
+        return self.memory_hit_bytes / denom if denom > 0 else 1.0
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes moved between memory and disk: drops written, re-caches, prefetches."""
+        return self.drop_write_bytes + self.recache_bytes + self.prefetch_bytes
+
+    def foreground_s(self, mem_bw: float, disk_bw: float) -> float:
+        """Seconds the reading tasks wait for data: memory hits and re-cache copies at
+        ``mem_bw``; disk hits, drops (synchronous eviction) and spills at ``disk_bw``.
+        Compute of the compulsory misses is the same for every policy and left out."""
+        mem = self.memory_hit_bytes + self.recache_bytes
+        disk = self.disk_hit_bytes + self.drop_write_bytes + self.spill_write_bytes
+        return mem / mem_bw + disk / disk_bw
+
+    def disk_busy_s(self, disk_bw: float) -> float:
+        """Seconds the disk is busy, prefetches (off the critical path) included."""
+        return (self.disk_hit_bytes + self.drop_write_bytes + self.spill_write_bytes + self.prefetch_bytes) / disk_bw
+
+    def est_s(self, mem_bw: float, disk_bw: float) -> float:
+        """Estimated seconds of data movement: the tasks' waiting time, but never less than
+        the time the disk needs for all its traffic (a prefetch hides a read's latency,
+        not its bandwidth)."""
+        return max(self.foreground_s(mem_bw, disk_bw), self.disk_busy_s(disk_bw))
+
+    def as_dict(self, mem_bw: float, disk_bw: float) -> dict:
+        out = {"byte_hit_ratio": round(self.byte_hit_ratio, 6), "bytes_moved": self.bytes_moved,
+               "est_s": round(self.est_s(mem_bw, disk_bw), 6),
+               "foreground_s": round(self.foreground_s(mem_bw, disk_bw), 6),
+               "disk_busy_s": round(self.disk_busy_s(disk_bw), 6)}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        return out
+
+
+class CacheModel:
+    """Memory (``capacity`` bytes, ``storage_fraction`` protected) and an unbounded disk,
+    run by ``policy``."""
+
+    def __init__(self, policy: Policy, capacity: int, storage_fraction: float = 0.5, prefetch: bool = True) -> None:
+        self.policy = policy
+        self.total = int(capacity)
+        self.storage_region = int(capacity * storage_fraction)
+        self.prefetch = prefetch
+        self.mem: dict[Any, int] = {}
+        self.disk: dict[Any, int] = {}
+        self.storage_used = 0
+        self.exec_used = 0
+        self.seen: set = set()
+        self.grants: deque = deque()  # execution memory granted, oldest first
+        self.t = Tally()
+        self._prefetching = prefetch and type(policy).prefetch_candidates is not Policy.prefetch_candidates
+
+    @property
+    def free(self) -> int:
+        return self.total - self.storage_used - self.exec_used
+
+    # -- replay ----------------------------------------------------------------------------------
+    def run(self, trace: Trace) -> Tally:
+        for op in trace.ops:
+            kind = op[0]
+            if kind == "read":
+                self.read(op[1], op[2])
+            elif kind == "plan":
+                self.policy.plan(list(op[1]))
+            elif kind == "exec":
+                self.acquire_execution(op[1])
+            elif kind == "free":
+                self.release_execution()
+            elif kind == "unpersist":
+                self.unpersist(op[1])
+            else:
+                raise ValueError(f"unknown trace operation {kind!r}")
+            if self._prefetching:
+                self._prefetch()
+        return self.t
+
+    def read(self, bid: Any, size: int) -> None:
+        t, p = self.t, self.policy
+        t.reads += 1
+        t.read_bytes += size
+        first = bid not in self.seen
+        if first:
+            self.seen.add(bid)
+            t.compulsory_bytes += size
+        if bid in self.mem:
+            p.record_access(bid, "memory")
+            t.memory_hit_bytes += self.mem[bid]
+            return
+        if bid in self.disk:
+            t.disk_hit_bytes += size
+            p.record_access(bid, "disk")
+            if p.promote(bid, size) and self._store(bid, size, evict=p.evict_to_promote):
+                t.recache_bytes += size
+            return
+        t.computed_bytes += size
+        if p.admit(bid, size) and self._store(bid, size, evict=True):
+            return
+        self.disk[bid] = size
+        t.spill_write_bytes += size
+        if p.recache_after_spill and self._store(bid, size, evict=True):
+            t.recache_bytes += size  # read back and cached again, evicting
+
+    def _store(self, bid: Any, size: int, evict: bool) -> bool:
+        """``MemoryManager.acquire_storage`` + the memory store put."""
+        if bid in self.mem:
+            return True
+        if size > self.total - self.exec_used:
+            return False
+        short = size - self.free
+        if short > 0 and evict:
+            self._evict(short, bid)
+        if size <= self.free:
+            self.mem[bid] = size
+            self.storage_used += size
+            self.policy.record_access(bid, "put")
+            return True
+        return False
+
+    def _evict(self, space: int, for_block: Any) -> int:
+        victims = self.policy.select_victims(space, for_block, dict(self.mem)) or []
+        freed = 0
+        for v in victims:
+            size = self.mem.pop(v, None)
+            if size is None:
+                continue
+            self.storage_used -= size
+            self.policy.record_remove(v)
+            self.t.dropped_bytes += size
+            if v not in self.disk:
+                self.disk[v] = size
+                self.t.drop_write_bytes += size
+            freed += size
+        return freed
+
+    def acquire_execution(self, n: int) -> None:
+        """``MemoryManager.acquire_execution`` for one task: evicts blocks only down to the
+        protected storage region, then takes what is free."""
+        reclaimable = self.storage_used - self.storage_region
+        if self.free < n and reclaimable > 0:
+            self._evict(min(n - self.free, reclaimable), None)
+        grant = max(0, min(n, self.free))
+        self.exec_used += grant
+        self.grants.append(grant)
+        self.t.exec_shortfall_bytes += n - grant
+
+    def release_execution(self) -> None:
+        """Gives back the oldest execution grant still held."""
+        if self.grants:
+            self.exec_used -= self.grants.popleft()
+
+    def unpersist(self, dataset_id: int) -> None:
+        for bid in [b for b in self.mem if getattr(b, "dataset_id", None) == dataset_id]:
+            self.storage_used -= self.mem.pop(bid)
+            self.policy.record_remove(bid)
+        for bid in [b for b in self.disk if getattr(b, "dataset_id", None) == dataset_id]:
+            del self.disk[bid]
+
+    def _prefetch(self) -> None:
+        free = self.free
+        if free <= 0:
+            return
+        on_disk = {b: s for b, s in self.disk.items() if b not in self.mem}
+        if not on_disk:
+            return
+        for bid in self.policy.prefetch_candidates(free, on_disk):
+            size = on_disk.get(bid)
+            if size is not None and bid not in self.mem and size <= self.free:
+                self.mem[bid] = size
+                self.storage_used += size
+                self.policy.record_access(bid, "put")
+                self.t.prefetch_bytes += size

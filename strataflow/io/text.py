@@ -21,6 +21,18 @@ __all__ = ["TextSource", "CsvSource", "list_input_files"]
 _READ_AHEAD = 1 << 16
 
 
+def _find_newline(view: memoryview, pos: int, stop: int) -> int:
+    """The index of the first newline in ``view[pos:stop]``, or -1; scans in windows, so a
+    search near a range's edge copies a few kB, not the range."""
+    while pos < stop:
+        hi = min(stop, pos + _READ_AHEAD)
+        i = bytes(view[pos:hi]).find(b"\n")
+        if i != -1:
+            return pos + i
+        pos = hi
+    return -1
+
+
 def list_input_files(path: str) -> list[str]:
     """The files a path names: itself, or a directory's visible files (not ``_``/``.``)."""
     path = os.fspath(path)
@@ -59,37 +71,33 @@ class TextSource(SourceNode):
         self.num_partitions = len(self.splits)
 
     def read_lines_bytes(self, split: int) -> memoryview:
-        """The bytes of the whole lines that start in this split (newlines included), read
-        with one ``readinto`` of the range plus a read-ahead for the last line, and returned
-        as a view: no slicing or concatenation copies (they cost more than the read)."""
+        """The bytes of the whole lines that start in this split (newlines included), as a
+        view of the file's memory map: no buffer is allocated, zero-filled or copied into
+        (a ``readinto`` of the range cost a quarter of the CSV parse); the pages come from
+        the page cache. The map goes with the last view of it."""
         path, start, end = self.splits[split]
         if end <= start:
             return memoryview(b"")
-        lo = start - 1 if start > 0 else 0  # one byte before: does a line start at `start`?
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            buf = bytearray(max(0, min(size, end + _READ_AHEAD) - lo))
-            f.seek(lo)
-            n = f.readinto(buf)
-            stop = end - lo  # `end`, relative to buf
-            first = 0
-            if start > 0:
-                nl = buf.find(b"\n", 0, stop)
-                if nl == -1:  # no line starts in this range: the previous range's line covers it
-                    return memoryview(b"")
-                first = nl + 1
-            if first >= stop:  # a line starting exactly at `end` belongs to the next range
+        import pyarrow as pa
+
+        mapped = pa.memory_map(path, "r")
+        try:
+            view = memoryview(mapped.read_buffer())  # no descriptor stays open (see region_store)
+        finally:
+            mapped.close()
+        size = len(view)
+        end = min(end, size)
+        first = 0
+        if start > 0:  # a line starts at `start` only if the byte before it is a newline
+            nl = _find_newline(view, start - 1, end)
+            if nl == -1:  # no line starts in this range: the previous range's line covers it
                 return memoryview(b"")
-            nl = buf.find(b"\n", stop - 1, n)  # the last line ends at the first newline from end-1 on
-            while nl == -1 and n == len(buf):  # a line longer than the read-ahead: read on
-                more = f.read(_READ_AHEAD)
-                if not more:
-                    break
-                buf += more
-                nl = buf.find(b"\n", n)
-                n = len(buf)
-            last = nl + 1 if nl != -1 else n
-        return memoryview(buf)[first:last]
+            first = nl + 1
+        if first >= end:  # a line starting exactly at `end` belongs to the next range
+            return memoryview(b"")
+        nl = _find_newline(view, end - 1, size)  # the last line ends at the first newline from end-1 on
+        last = nl + 1 if nl != -1 else size
+        return view[first:last]
 
     def compute(self, split: int, tc: Any) -> list[str]:
         data = self.read_lines_bytes(split)

@@ -64,10 +64,15 @@ def load(ctx, data_dir: str, manifest: dict, api: str, num_partitions: int | Non
 def _table_to_array(t) -> np.ndarray:
     """A table of float columns as one (rows, columns) array in column-major order: each
     column is one contiguous copy (a row-major ``column_stack`` writes with a stride of a
-    whole row and ran 3x slower here); the kernel's BLAS calls take either layout."""
+    whole row and ran 3x slower here); the kernel's BLAS calls take either layout. The
+    parser's chunks (one per 1 MB of text) are copied straight into place: one copy."""
     out = np.empty((t.num_rows, t.num_columns), dtype=np.float64, order="F")
     for i, col in enumerate(t.columns):
-        out[:, i] = col.to_numpy()
+        row = 0
+        for chunk in col.chunks:  # chunk by chunk: ``col.to_numpy()`` would concatenate first
+            n = len(chunk)
+            out[row : row + n, i] = chunk.to_numpy(zero_copy_only=chunk.null_count == 0)
+            row += n
     return out
 
 

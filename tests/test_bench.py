@@ -12,7 +12,7 @@ from strataflow.cli import main as cli_main
 from strataflow.workloads.api import WORKLOADS
 
 ROW_FIELDS = {"experiment", "total_s", "cached_mb", "blocks_dropped", "mb_dropped", "blocks_recached",
-              "mb_recached", "disk_read_mb", "disk_written_mb", "serialize_s", "deserialize_s", "gc_s",
+              "mb_recached", "mb_prefetched", "mb_moved", "disk_read_mb", "disk_written_mb", "serialize_s", "deserialize_s", "gc_s",
               "result_check", "stages"}
 
 
@@ -57,6 +57,10 @@ def test_bench_pressure_end_to_end(tmp_path):
         assert s["speedup_vs_spark"] > 0
         if s["policy"] == "spark":
             assert s["speedup_vs_spark"] == pytest.approx(1.0)
+        assert s["moved_vs_min"] >= 1.0
+        assert s["mb_moved"] == pytest.approx(s["mb_dropped"] + s["mb_recached"] + s["mb_prefetched"], abs=1e-6) \
+            or s["runs"] > 1  # medians of a sum need not sum
+    assert min(s["moved_vs_min"] for s in res["summary"]) == pytest.approx(1.0)
     km = {(r["policy"], r["pressure"]): r for r in runs if r["workload"] == "kmeans"}
     assert km[("spark", 4.0)]["mb_dropped"] > km[("no-recache", 4.0)]["mb_dropped"]
     assert km[("spark", 0.5)]["mb_dropped"] == 0  # ample memory: nothing moves

@@ -65,6 +65,10 @@ def _row(report: dict, key: dict) -> dict:
         "mb_dropped": m.get("bytes_dropped", 0) / MB,
         "blocks_recached": m.get("blocks_recached"),
         "mb_recached": m.get("bytes_recached", 0) / MB,
+        "mb_prefetched": m.get("bytes_prefetched", 0) / MB,
+        # between memory and disk: drops down, re-caching and prefetching up (a block put
+        # straight to disk because it never fit is written, not moved)
+        "mb_moved": (m.get("bytes_dropped", 0) + m.get("bytes_recached", 0) + m.get("bytes_prefetched", 0)) / MB,
         "disk_read_mb": m.get("disk_bytes_read", 0) / MB,
         "disk_written_mb": m.get("disk_bytes_written", 0) / MB,
         "serialize_s": m.get("serialize_s"),
@@ -234,6 +238,10 @@ def summarize(rows: list[dict]) -> list[dict]:
                          and o.get("peer") == row.get("peer")), None)
             if base and row.get("total_s"):
                 row["speedup_vs_spark"] = base["total_s"] / row["total_s"]
+            peers = [o for o in out if o.get("experiment") == "pressure" and o.get("workload") == row.get("workload")
+                     and o.get("pressure") == row.get("pressure") and o.get("peer") == row.get("peer")]
+            least = min((o.get("mb_moved", 0) for o in peers), default=0)
+            row["moved_vs_min"] = (row.get("mb_moved", 0) + 1) / (least + 1)  # +1 MB: a ratio of zeros is 1
     return out
 
 

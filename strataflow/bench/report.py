@@ -17,8 +17,8 @@ COLUMNS = {
     "devices": ["dir", "kind", "threads", "size_scale", "cached_mb", "total_s", "mb_per_s", "write_mb_per_s",
                 "read_mb_per_s", "result_check"],
     "pressure": ["workload", "peer", "pressure", "policy", "total_s", "iteration_s", "speedup_vs_spark",
-                 "blocks_dropped", "mb_dropped", "blocks_recached", "mb_recached", "disk_read_mb",
-                 "disk_written_mb", "memory_mb", "result_check"],
+                 "blocks_dropped", "mb_dropped", "blocks_recached", "mb_recached", "mb_prefetched", "mb_moved",
+                 "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "result_check"],
 }
 
 

@@ -6,7 +6,7 @@
     strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark] --out DIR
     strataflow probe DIR
     strataflow simulate (EVENT_LOG | --synthetic KIND --pressure X) [--memory M] [--bandwidth mem=..,disk=..]
-                        [--json OUT]
+                        [--async-eviction [LOW,HIGH]] [--json OUT]
 """
 
 from __future__ import annotations
@@ -174,7 +174,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         memory = parse_size(args.memory, "--memory") if args.memory else None
         trace = from_event_log(args.event_log, memory=memory)
-    report = simulate(trace, args.policies.split(",") if args.policies else None, parse_bandwidth(args.bandwidth))
+    marks = None
+    if args.async_eviction is not None:
+        try:
+            low, high = (float(x) for x in args.async_eviction.split(","))
+        except ValueError:
+            raise ValueError(f"--async-eviction: expected LOW,HIGH fractions such as 0.85,0.95, "
+                             f"got {args.async_eviction!r}") from None
+        if not 0 < low <= high <= 1:
+            raise ValueError(f"--async-eviction: need 0 < low <= high <= 1, got {args.async_eviction!r}")
+        marks = (low, high)
+    report = simulate(trace, args.policies.split(",") if args.policies else None, parse_bandwidth(args.bandwidth),
+                      watermarks=marks)
     Console().print(table(report))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -257,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--policies", default=None, help="comma-separated policies (default: all)")
     sm.add_argument("--bandwidth", default=None,
                     help="tier bandwidths per second, e.g. mem=10GB,disk=1GB (the defaults) or disk=probe:DIR")
+    sm.add_argument("--async-eviction", nargs="?", const="0.85,0.95", default=None, metavar="LOW,HIGH",
+                    help="model the background eviction writer with these watermarks (default 0.85,0.95)")
     sm.add_argument("--json", default=None, help="write the report as JSON here")
     sm.set_defaults(func=cmd_simulate)
     return p

@@ -124,6 +124,10 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
     return out
 
 
+def ctx_total(ctx: "Context") -> int:
+    return int(getattr(ctx.memory, "total", 0))
+
+
 class DAGScheduler:
     def __init__(self, ctx: "Context") -> None:
         self.ctx = ctx
@@ -276,6 +280,11 @@ class DAGScheduler:
             return stored
 
         try:
+            writer = getattr(bm, "writer", None)
+            if hasattr(policy, "reserve") and writer is not None:
+                # the headroom an asynchronous eviction writer keeps is not free memory
+                evicting = getattr(writer, "evicting", False) and not getattr(writer, "failed", None)
+                policy.reserve = int(ctx_total(self.ctx) * (1 - writer.high)) if evicting else 0
             blocks = planned_reads(stage.dataset, partitions, present)
             policy.plan(blocks)
         except Exception as exc:  # noqa: BLE001 - advice only

@@ -95,8 +95,14 @@ class CacheModel:
     """Memory (``capacity`` bytes, ``storage_fraction`` protected) and an unbounded disk,
     run by ``policy``."""
 
-    def __init__(self, policy: Policy, capacity: int, storage_fraction: float = 0.5, prefetch: bool = True) -> None:
+    def __init__(self, policy: Policy, capacity: int, storage_fraction: float = 0.5, prefetch: bool = True,
+                 watermarks: tuple[float, float] | None = None) -> None:
         self.policy = policy
+        self.watermarks = watermarks  # (low, high): a background writer keeps use under high
+        # The headroom the writer keeps is not free for prefetches: the scheduler tells a
+        # policy that has a ``reserve`` (``DAGScheduler._plan``), as here.
+        if watermarks is not None and hasattr(policy, "reserve"):
+            policy.reserve = int(capacity * (1 - watermarks[1]))
         self.total = int(capacity)
         self.storage_region = int(capacity * storage_fraction)
         self.prefetch = prefetch
@@ -131,7 +137,17 @@ class CacheModel:
                 raise ValueError(f"unknown trace operation {kind!r}")
             if self._prefetching:
                 self._prefetch()
+            if self.watermarks is not None:
+                self._keep_headroom()
         return self.t
+
+    def _keep_headroom(self) -> None:
+        """The asynchronous writer (``eviction_writer.py``): past ``high`` x total in use,
+        victims chosen as for execution memory are dropped until use is under ``low``."""
+        low, high = self.watermarks
+        used = self.storage_used + self.exec_used
+        if used > high * self.total:
+            self._evict(int(used - low * self.total), None)
 
     def read(self, bid: Any, size: int) -> None:
         t, p = self.t, self.policy
@@ -215,7 +231,7 @@ class CacheModel:
             del self.disk[bid]
 
     def _prefetch(self) -> None:
-        free = self.free
+        free = self.free  # the policy subtracts its ``reserve``
         if free <= 0:
             return
         on_disk = {b: s for b, s in self.disk.items() if b not in self.mem}

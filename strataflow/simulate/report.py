@@ -53,22 +53,26 @@ def parse_bandwidth(text: str | None) -> dict[str, float]:
 
 
 def simulate(trace: Trace, policies: Sequence[str] | None = None,
-             bandwidth: dict[str, float] | None = None) -> dict:
+             bandwidth: dict[str, float] | None = None, watermarks: tuple[float, float] | None = None) -> dict:
     """Replays ``trace`` against each policy (default: all of ``POLICIES``), ``opt`` and
-    ``unbounded``; returns the report dict."""
+    ``unbounded``; returns the report dict. ``watermarks`` (low, high) model the
+    asynchronous eviction writer for the policies (``opt`` and ``unbounded`` have none)."""
     bw = bandwidth or dict(DEFAULT_BANDWIDTH)
     names = list(policies) if policies else list(POLICIES)
     out: dict[str, dict] = {}
     for name in names:
         if name not in POLICIES:
             raise ConfigError(f"simulate: unknown policy {name!r}; choose among {', '.join(POLICIES)}")
-        model = CacheModel(POLICIES[name](), trace.capacity, trace.storage_fraction)
+        model = CacheModel(POLICIES[name](), trace.capacity, trace.storage_fraction, watermarks=watermarks)
         out[name] = model.run(trace).as_dict(bw["mem"], bw["disk"])
     out["opt"] = BeladyModel(trace.capacity, trace.storage_fraction).run(trace).as_dict(bw["mem"], bw["disk"])
     everything = sum(size for _, size in {b: s for b, s in trace.reads()}.items()) + trace.capacity
     unbounded = CacheModel(NoRecachePolicy(), everything * 4, trace.storage_fraction, prefetch=False)
     out["unbounded"] = unbounded.run(trace).as_dict(bw["mem"], bw["disk"])
-    return {"policies": out, "trace": trace.summary(), "bandwidth": {k: float(v) for k, v in bw.items()}}
+    summary = trace.summary()
+    if watermarks is not None:
+        summary["async_eviction_watermarks"] = list(watermarks)
+    return {"policies": out, "trace": summary, "bandwidth": {k: float(v) for k, v in bw.items()}}
 
 
 def table(report: dict, title: str | None = None) -> Table:

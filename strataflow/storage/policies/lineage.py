@@ -63,6 +63,10 @@ _STALE_PLAN = 16  # a planned access this far behind the consumed ones was skipp
 class LineagePolicy(AdaptivePolicy):
     name = "lineage"
     recache_after_spill = False
+    #: Bytes of free memory that are not really free: the headroom a background eviction
+    #: writer keeps (``(1 - high watermark) x total``). The block manager sets it; prefetch
+    #: uses only ``free - reserve``, or the writer would evict what was just loaded.
+    reserve = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -77,6 +81,9 @@ class LineagePolicy(AdaptivePolicy):
         self._plan_len = 0
         self._consumed = 0
         self._promoting: set = set()         # blocks between promote() and their memory put
+        self._offered: set = set()           # named by prefetch_candidates, not accessed since
+        self._unused: set = set()            # prefetched into memory, not accessed since
+        self._wasted: set = set()            # prefetched, then evicted unused: not again until read
 
     # -- the manager reads this right after promote(), in the same thread ------------------------
     @property
@@ -113,6 +120,9 @@ class LineagePolicy(AdaptivePolicy):
             if not q:
                 del self._plan_pos[bid]
         self._promoting.discard(bid)
+        self._offered.discard(bid)
+        self._unused.discard(bid)
+        self._wasted.discard(bid)
 
     def _distance(self, bid: Any) -> int | None:
         d = self._dist.get(bid)
@@ -150,11 +160,17 @@ class LineagePolicy(AdaptivePolicy):
                 self._touch(block_id)
             elif where == "put":
                 self._promoting.discard(block_id)
+                if block_id in self._offered:
+                    self._offered.discard(block_id)
+                    self._unused.add(block_id)
             super().record_access(block_id, where)
 
     def record_remove(self, block_id: Any) -> None:
         with self._mu:
             self._promoting.discard(block_id)
+            if block_id in self._unused:
+                self._unused.discard(block_id)
+                self._wasted.add(block_id)
             super().record_remove(block_id)
 
     def admit(self, block_id: Any, size: int) -> bool:
@@ -166,27 +182,36 @@ class LineagePolicy(AdaptivePolicy):
         return True
 
     def promote(self, block_id: Any, size: int) -> bool:
-        """Always into free memory (``adaptive``); by evicting only when blocks with a
-        later predicted use can make room (checked again in ``select_victims``)."""
+        """Into free memory (``adaptive``), or by evicting when blocks with a later
+        predicted use can make room (checked again in ``select_victims``). Not at all when
+        the block is known to be used after every block in memory: it would be the first
+        victim of the next eviction (a background writer's, or execution memory's), and
+        when its turn comes ``prefetch_candidates`` loads it into whatever is free. Nor,
+        when a background writer keeps headroom (``reserve``), a block nothing is known
+        about: the free memory it would take is the headroom, and it would bounce."""
         with self._mu:
             self._size[block_id] = int(size)
             now = self._clock
             t = self._next(block_id, now)
-            evict = False
-            if t < INF:
+            grant, evict = True, False
+            if t == INF:
+                grant = self.reserve <= 0
+            else:
                 bar = t + self._margin(block_id)
-                room = 0
+                room, latest = 0, -INF
                 for bid in self._lru:
                     e = self._next(bid, now)
-                    if e < INF and e > bar:
+                    latest = max(latest, e)
+                    if bar < e < INF:
                         room += self._size.get(bid, 0)
-                evict = room >= size
+                grant = not self._lru or latest > t
+                evict = grant and room >= size
             if evict:
                 self._promoting.add(block_id)
             else:
                 self._promoting.discard(block_id)
         self._tl.evict = evict
-        return True
+        return grant
 
     def select_victims(self, space: int, for_block: Any, entries: Mapping[Any, int]) -> list | None:
         with self._mu:
@@ -229,17 +254,23 @@ class LineagePolicy(AdaptivePolicy):
 
     def prefetch_candidates(self, free: int, on_disk: Mapping[Any, int]) -> list:
         """The disk blocks with the nearest predicted use that fit in ``free`` bytes,
-        nearest first. Blocks with no prediction are never prefetched."""
+        nearest first. Blocks with no prediction are never prefetched, nor is a block that
+        was prefetched and then evicted before anyone read it (until it is read): if
+        something keeps evicting what we load (a background writer keeping headroom free,
+        a shuffle taking the memory back), loading it again would only move bytes."""
+        free -= self.reserve
         if free <= 0:
             return []
         with self._mu:
             now = self._clock
             ranked = sorted((e, i, bid) for i, (bid, e) in enumerate(
-                (bid, self._next(bid, now)) for bid in on_disk if bid not in self._lru) if e < INF)
-        chosen, used = [], 0
-        for _, _, bid in ranked:
-            size = on_disk[bid]
-            if used + size <= free:
-                chosen.append(bid)
-                used += size
+                (bid, self._next(bid, now)) for bid in on_disk
+                if bid not in self._lru and bid not in self._wasted) if e < INF)
+            chosen, used = [], 0
+            for _, _, bid in ranked:
+                size = on_disk[bid]
+                if used + size <= free:
+                    chosen.append(bid)
+                    used += size
+            self._offered.update(chosen)
         return chosen

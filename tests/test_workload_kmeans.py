@@ -76,3 +76,26 @@ def test_records_and_batches_agree(text_data):
     a = run_workload("kmeans", text_data, api="records", level="MEMORY_ONLY", memory="64MB", iterations=4)
     b = run_workload("kmeans", text_data, api="batches", level="MEMORY_ONLY", memory="64MB", iterations=4)
     assert a["extra"]["cost"] == pytest.approx(b["extra"]["cost"], rel=1e-9)
+
+
+def test_total_time_leaves_the_independent_check_out(text_data, monkeypatch):
+    import time as _time
+
+    from strataflow.workloads import kmeans_job
+
+    real = kmeans_job.kmeans_numpy
+
+    def slow_reference(*a, **kw):  # a check that takes 1 s must not show in total_s
+        _time.sleep(1.0)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(kmeans_job, "kmeans_numpy", slow_reference)
+    t0 = _time.perf_counter()
+    r = run_workload("kmeans", text_data, api="batches", level="MEMORY_ONLY", memory="64MB", iterations=2)
+    elapsed = _time.perf_counter() - t0
+    assert r["result_check"] == "ok"
+    assert r["check_s"] >= 1.0
+    assert r["total_s"] <= elapsed - 1.0
+    unchecked = run_workload("kmeans", text_data, api="batches", level="MEMORY_ONLY", memory="64MB",
+                             iterations=2, check=False)
+    assert unchecked["check_s"] == 0.0

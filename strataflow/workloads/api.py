@@ -18,9 +18,11 @@ the JSON report, so workload modules hold only the algorithm and its check.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -51,6 +53,17 @@ class Outcome:
     iteration_s: list[float] = field(default_factory=list)
     result_check: str = "ok"  # "ok" or a sentence saying what differs
     extra: dict[str, Any] = field(default_factory=dict)  # workload figures: cost, accuracy, ...
+    check_s: float = 0.0  # time spent checking the result independently (not the run's time)
+
+    @contextlib.contextmanager
+    def checking(self):
+        """Times the independent check, which the runner leaves out of ``total_s`` (a numpy
+        reference run can take as long as the run it checks)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.check_s += time.perf_counter() - t0
 
 
 def workload_module(name: str):

@@ -464,7 +464,8 @@ def run(kind: str, ctx, data_dir: str, manifest: dict, *, api: str = "batches", 
         extra["hidden_weights_cosine"] = _cosine(res.weights, np.asarray(manifest["hidden_weights"]))
     outcome = Outcome(res.iteration_s, "ok", extra)
     if check:
-        outcome.result_check = _check(kind, res, data_dir, manifest, iterations, step, reg, rtol)
+        with outcome.checking():  # not part of the run's time
+            outcome.result_check = _check(kind, res, data_dir, manifest, iterations, step, reg, rtol)
     return outcome
 
 

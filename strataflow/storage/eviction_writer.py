@@ -6,9 +6,13 @@ every put under pressure pays a disk write on the critical path. Here one thread
 free headroom instead:
 
 - Watermarks. When the memory in use (storage + execution) passes ``high`` x total, the
-  writer asks the policy for victims (``select_victims(space, None, candidates)``, as if
-  execution memory were asking) and writes them to the top disk tier until use is under
-  ``low`` x total. Only blocks of disk levels are written (never a memory-only block: it
+  writer asks the policy for victims and writes them to the top disk tier until use is
+  under ``low`` x total. It asks *for the block put last* (``select_victims(space,
+  last_put, candidates)``), so the policy's rules for a put hold: with Spark's rule no
+  block is evicted for a block of its own dataset, and the writer picks exactly the
+  victims a synchronous put would have dropped, only earlier. (Were it to ask as
+  execution memory does, a loop over one dataset larger than memory would evict its own
+  oldest blocks on every put: the thrash that rule prevents.) Only blocks of disk levels are written (never a memory-only block: it
   would be lost, not moved; never a mapped level: the region store writes those once, on
   the task's thread).
 - A block being written stays in memory and readable; its memory is released only when
@@ -69,6 +73,7 @@ class EvictionWriter:
         self._draining = False
         self._demand = 0  # bytes puts are waiting for
         self._inflight: dict[Any, int] = {}  # blocks being written now -> bytes
+        self._for_block: Any = None  # the block put (or waiting to be put) last
         self._prefetch: deque = deque()
         self._thread: threading.Thread | None = None
 
@@ -100,10 +105,16 @@ class EvictionWriter:
         if not self.helping(started=False):
             return False
         with self._lock:
-            inflight = sum(self._inflight.values())
-        if inflight + sum(self.bm._async_candidates(exclude=()).values()) < num_bytes:
-            return False  # even writing everything writable would not free enough: evict now
+            busy = dict(self._inflight)
+        inflight = sum(busy.values())
+        if inflight < num_bytes:
+            cands = self.bm._async_candidates(exclude=busy)
+            # A dry run of the policy's choice (it only reads its state): if it would name no
+            # victims for this put, waiting for the writer is waiting for nothing.
+            if not cands or not self.bm.policy.select_victims(num_bytes - inflight, block_id, cands):
+                return False
         with self._lock:
+            self._for_block = block_id
             self._demand += num_bytes
             self._kicked = True
             self._ensure_started()
@@ -123,10 +134,11 @@ class EvictionWriter:
         with self._lock:
             return set(self._inflight)
 
-    def kick(self) -> None:
+    def kick(self, block_id: Any = None) -> None:
         """After a memory put: wakes the writer if use passed the high watermark."""
         if not self.evicting or self.failed is not None:
             return
+        self._for_block = block_id
         mm = self.memory
         if mm.storage_used + mm.execution_used <= self.high * mm.total:
             return
@@ -188,7 +200,10 @@ class EvictionWriter:
             cands = bm._async_candidates(exclude=busy)
             if not cands:
                 return False
-            victims = bm.policy.select_victims(min(need, sum(cands.values())), None, cands) or []
+            for_block = self._for_block
+            victims = bm.policy.select_victims(min(need, sum(cands.values())), for_block, cands)
+            if not victims:  # all or nothing could not free that much: at least one block
+                victims = bm.policy.select_victims(min(cands.values()), for_block, cands) or []
             batch = [(v, bm.memory_store.get(v)) for v in victims if v in cands]
             batch = [(v, e) for v, e in batch if e is not None]
             with self._lock:

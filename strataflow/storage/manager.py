@@ -440,7 +440,7 @@ class BlockManager:
                 return True
             self.memory_store.put(bid, entry)
             self.policy.record_access(bid, "put")
-            self.writer.kick()
+            self.writer.kick(bid)
             return True
 
     def _write_mapped(self, bid: BlockId, value: Any, info: DatasetInfo) -> bool:

@@ -263,6 +263,7 @@ class LineagePolicy(AdaptivePolicy):
             return []
         with self._mu:
             now = self._clock
+            self._size.update(on_disk)
             ranked = sorted((e, i, bid) for i, (bid, e) in enumerate(
                 (bid, self._next(bid, now)) for bid in on_disk
                 if bid not in self._lru and bid not in self._wasted) if e < INF)

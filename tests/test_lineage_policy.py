@@ -318,14 +318,15 @@ def test_results_equal_none(tmp_path):
 
 def _kmeans_like(tmp_path, policy):
     """Points and weights persisted MEMORY_AND_DISK at about 3x the memory; each iteration
-    reads both (zip), then shuffles the partial sums (execution memory)."""
-    with _ctx(tmp_path, policy, memory="1MB") as c:
+    reads both (zip), then shuffles the partial sums (execution memory). One task thread:
+    the same access order in every run."""
+    with _ctx(tmp_path, policy, memory="1MB", parallelism=1) as c:
         rng = np.random.default_rng(1)
         pts = rng.normal(size=(60_000, 4))
         P = c.from_numpy(pts, 12).map_partitions(lambda a: a * 1.0).persist(MD)
         W = c.from_numpy(np.ones(60_000), 12).map_partitions(lambda a: a + 0).persist(MD)
         cent = pts[:3].copy()
-        for _ in range(5):
+        for _ in range(8):
             def step(a, w, cent=cent):
                 k = ((a[:, None, :] - cent[None]) ** 2).sum(-1).argmin(1)
                 return [(j, ((a[k == j] * w[k == j, None]).sum(0), float(w[k == j].sum()))) for j in range(3)]
@@ -340,9 +341,11 @@ def test_kmeans_like_loop_drops_no_more_than_no_recache(tmp_path):
     np.testing.assert_allclose(c_lin, c_nr)
     assert m_lin["misses"] == m_nr["misses"] == 24  # computed once each, never lost
     assert m_nr["bytes_dropped"] > 0 and m_nr["disk_hits"] > 0  # under pressure
+    assert m_lin["blocks_dropped"] <= m_nr["blocks_dropped"]
     assert m_lin["bytes_dropped"] <= m_nr["bytes_dropped"]
-    assert m_lin["disk_hits"] <= m_nr["disk_hits"]
-    assert m_lin["blocks_recached"] <= m_nr["blocks_recached"] + 1
+    assert m_lin["disk_bytes_written"] <= m_nr["disk_bytes_written"]
+    # memory the shuffles give back is refilled with the blocks read next
+    assert m_lin["memory_hits"] > m_nr["memory_hits"] and m_lin["disk_hits"] < m_nr["disk_hits"]
 
 
 def test_memory_given_back_is_refilled_by_prefetch(tmp_path):

@@ -124,10 +124,6 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
     return out
 
 
-def ctx_total(ctx: "Context") -> int:
-    return int(getattr(ctx.memory, "total", 0))
-
-
 class DAGScheduler:
     def __init__(self, ctx: "Context") -> None:
         self.ctx = ctx
@@ -284,7 +280,7 @@ class DAGScheduler:
             if hasattr(policy, "reserve") and writer is not None:
                 # the headroom an asynchronous eviction writer keeps is not free memory
                 evicting = getattr(writer, "evicting", False) and not getattr(writer, "failed", None)
-                policy.reserve = int(ctx_total(self.ctx) * (1 - writer.high)) if evicting else 0
+                policy.reserve = int(self.ctx.memory.total * (1 - writer.high)) if evicting else 0
             blocks = planned_reads(stage.dataset, partitions, present)
             policy.plan(blocks)
         except Exception as exc:  # noqa: BLE001 - advice only

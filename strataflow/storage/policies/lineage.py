@@ -32,6 +32,11 @@ Time is a logical clock that ticks once per access (memory hit, disk hit, or mis
 - ``prefetch_candidates`` offers the disk blocks with the nearest predicted use that fit in
   free memory, so memory freed later (execution memory given back, an unpersisted
   dataset) is refilled with the blocks about to be read, not with whatever is read next.
+  A block due after everything in memory is not promoted even into free memory (it would
+  be the next victim; prefetch brings it when its turn comes), a prefetched block evicted
+  before anyone read it is not prefetched again until read, and the headroom an
+  asynchronous eviction writer keeps free (``reserve``) is not used: with it, promoting
+  into "free" memory is what makes ``adaptive`` bounce every block under that writer.
 
 Without any knowledge (a first pass, unknown blocks) every decision is ``adaptive``'s:
 LRU victims of other datasets, all or nothing, promotion only into free memory, no
@@ -64,8 +69,9 @@ class LineagePolicy(AdaptivePolicy):
     name = "lineage"
     recache_after_spill = False
     #: Bytes of free memory that are not really free: the headroom a background eviction
-    #: writer keeps (``(1 - high watermark) x total``). The block manager sets it; prefetch
-    #: uses only ``free - reserve``, or the writer would evict what was just loaded.
+    #: writer keeps (``(1 - high watermark) x total``). The scheduler sets it from the
+    #: block manager's writer when it plans a stage; prefetch uses only ``free - reserve``,
+    #: or the writer would evict what was just loaded.
     reserve = 0
 
     def __init__(self) -> None:

@@ -128,6 +128,23 @@ def test_no_thrash_in_a_loop_larger_than_memory():
                 assert p.evict_to_promote is False
 
 
+def test_a_block_read_twice_in_a_row_does_not_evict_one_due_next_iteration():
+    """K-means' first iteration reads each point block twice (once to derive a persisted
+    dataset): promoting it for the second read would evict a block due next iteration,
+    one hit won now, one lost then, bytes moved for nothing."""
+    p = LineagePolicy()
+    blocks = [B(1, s) for s in range(4)]
+    for b in blocks:  # first pass: block 0 in memory, the others on disk
+        p.admit(b, 100)
+    p.record_access(blocks[0], "put")
+    p.plan([x for b in blocks for x in (b, b)])  # each task reads its block twice
+    p.record_access(blocks[0], "memory")
+    p.record_access(blocks[0], "memory")
+    p.record_access(blocks[1], "disk")  # due again at once (planned), block 0 only next iteration
+    assert p.next_use(blocks[1]) < p.next_use(blocks[0])
+    assert p.promote(blocks[1], 100) and p.evict_to_promote is False  # into free memory only
+
+
 def test_plan_orders_predictions_and_prefetches():
     p = LineagePolicy()
     a, b, c, d = B(1, 0), B(1, 1), B(1, 2), B(1, 3)

@@ -159,6 +159,18 @@ class LineagePolicy(AdaptivePolicy):
         parallel reorder accesses by a few positions, which must not look like a gain."""
         return 2 + (self._distance(bid) or 0) // 16
 
+    def _displaces(self, promoted: Any, bar: float, victim: Any, victim_next: float) -> bool:
+        """May a block read from disk take ``victim``'s place? Only if the victim is due
+        later (by the margin: ``bar``) *and* is reused less often. Sooner alone is not
+        enough: a block read twice in a row (K-means reads a partition, then derives a
+        persisted dataset from it) would evict one due next iteration to win one hit now
+        and lose one then, moving bytes for nothing; a block reused more often keeps
+        winning after its next use (a hot set against a scan)."""
+        if not bar < victim_next < INF:
+            return False
+        d_new, d_victim = self._dist.get(promoted), self._distance(victim)
+        return d_new is not None and d_victim is not None and d_new < d_victim
+
     # -- the interface ------------------------------------------------------------------------------------
     def record_access(self, block_id: Any, where: str) -> None:
         with self._mu:
@@ -208,7 +220,7 @@ class LineagePolicy(AdaptivePolicy):
                 for bid in self._lru:
                     e = self._next(bid, now)
                     latest = max(latest, e)
-                    if bar < e < INF:
+                    if self._displaces(block_id, bar, bid, e):
                         room += self._size.get(bid, 0)
                 grant = not self._lru or latest > t
                 evict = grant and room >= size
@@ -234,7 +246,7 @@ class LineagePolicy(AdaptivePolicy):
                 if t == INF:
                     return None
                 bar = t + self._margin(for_block)
-                eligible = [b for b, e in est.items() if bar < e < INF]
+                eligible = [b for b, e in est.items() if self._displaces(for_block, bar, b, e)]
                 return self._take(space, eligible, est, entries)
             if t == INF:  # a new block nothing is known about: adaptive, over blocks alike
                 unknown = {b: entries[b] for b, e in est.items() if e == INF}

@@ -160,6 +160,22 @@ def test_plan_orders_predictions_and_prefetches():
     assert p.prefetch_candidates(250, on_disk) == [a]
 
 
+def test_no_prefetch_of_blocks_due_after_executions_next_eviction():
+    """A shuffle that takes memory back every few accesses evicts what is due last: a
+    block due after that moment is not loaded into the memory it will take back."""
+    p = LineagePolicy()
+    blocks = [B(1, s) for s in range(20)]
+    p.plan(blocks)
+    entries = {B(2, 0): 100}
+    for i in range(10):  # execution memory evicts every 5 accesses
+        p.record_access(blocks[i], "disk")
+        if i % 5 == 4:
+            p.select_victims(100, None, entries)
+    on_disk = {b: 100 for b in blocks[10:]}
+    got = p.prefetch_candidates(10_000, on_disk)
+    assert got and set(got) < set(on_disk) and got == blocks[10:10 + len(got)] and len(got) <= 5
+
+
 def test_a_prefetched_block_evicted_unused_is_not_prefetched_again_until_read():
     p = LineagePolicy()
     a = B(1, 0)

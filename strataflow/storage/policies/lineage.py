@@ -37,6 +37,8 @@ Time is a logical clock that ticks once per access (memory hit, disk hit, or mis
   before anyone read it is not prefetched again until read, and the headroom an
   asynchronous eviction writer keeps free (``reserve``) is not used: with it, promoting
   into "free" memory is what makes ``adaptive`` bounce every block under that writer.
+  When execution memory evicts periodically (a shuffle every few tasks), only blocks due
+  before its next eviction are prefetched: the rest would be loaded to be evicted again.
 
 Without any knowledge (a first pass, unknown blocks) every decision is ``adaptive``'s:
 LRU victims of other datasets, all or nothing, promotion only into free memory, no
@@ -90,6 +92,8 @@ class LineagePolicy(AdaptivePolicy):
         self._offered: set = set()           # named by prefetch_candidates, not accessed since
         self._unused: set = set()            # prefetched into memory, not accessed since
         self._wasted: set = set()            # prefetched, then evicted unused: not again until read
+        self._exec_last: int | None = None   # clock of the last eviction for execution memory
+        self._exec_gap: int | None = None    # clock distance between the last two
 
     # -- the manager reads this right after promote(), in the same thread ------------------------
     @property
@@ -238,6 +242,9 @@ class LineagePolicy(AdaptivePolicy):
                 self._size[bid] = size
             est = {bid: self._next(bid, now) for bid in entries if bid != for_block}
             if for_block is None:  # execution memory (or headroom) wants bytes: any block may go
+                if self._exec_last is not None and now > self._exec_last:
+                    self._exec_gap = now - self._exec_last
+                self._exec_last = now
                 if all(e == INF for e in est.values()):
                     return super().select_victims(space, for_block, entries)
                 return self._take(space, list(est), est, entries)
@@ -270,6 +277,15 @@ class LineagePolicy(AdaptivePolicy):
             freed += entries[bid]
         return chosen if freed >= space and chosen else None
 
+    def _next_exec(self, now: int) -> float:
+        """When execution memory will evict again, if it has been doing so periodically:
+        a block loaded now and due only after that would be loaded for nothing (a shuffle
+        takes the memory back, evicting what is due last)."""
+        last, gap = self._exec_last, self._exec_gap
+        if last is None or gap is None or now - last > 4 * gap:
+            return INF
+        return last + gap * (1 + (now - last) // gap)
+
     def prefetch_candidates(self, free: int, on_disk: Mapping[Any, int]) -> list:
         """The disk blocks with the nearest predicted use that fit in ``free`` bytes,
         nearest first. Blocks with no prediction are never prefetched, nor is a block that
@@ -282,9 +298,10 @@ class LineagePolicy(AdaptivePolicy):
         with self._mu:
             now = self._clock
             self._size.update(on_disk)
+            horizon = self._next_exec(now)
             ranked = sorted((e, i, bid) for i, (bid, e) in enumerate(
                 (bid, self._next(bid, now)) for bid in on_disk
-                if bid not in self._lru and bid not in self._wasted) if e < INF)
+                if bid not in self._lru and bid not in self._wasted) if e < horizon)
             chosen, used = [], 0
             for _, _, bid in ranked:
                 size = on_disk[bid]

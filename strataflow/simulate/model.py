@@ -112,6 +112,7 @@ class CacheModel:
         self.exec_used = 0
         self.seen: set = set()
         self.grants: deque = deque()  # execution memory granted, oldest first
+        self.last_put: Any = None     # the writer evicts as if for the block put last
         self.t = Tally()
         self._prefetching = prefetch and type(policy).prefetch_candidates is not Policy.prefetch_candidates
 
@@ -143,11 +144,14 @@ class CacheModel:
 
     def _keep_headroom(self) -> None:
         """The asynchronous writer (``eviction_writer.py``): past ``high`` x total in use,
-        victims chosen as for execution memory are dropped until use is under ``low``."""
+        it asks the policy for victims *for the block put last* (so a put's rules hold)
+        until use is under ``low``; if all or nothing names none, for one block's worth."""
         low, high = self.watermarks
         used = self.storage_used + self.exec_used
-        if used > high * self.total:
-            self._evict(int(used - low * self.total), None)
+        if used > high * self.total and self.mem:
+            need = min(int(used - low * self.total), self.storage_used)
+            if not self._evict(need, self.last_put):
+                self._evict(min(self.mem.values()), self.last_put)
 
     def read(self, bid: Any, size: int) -> None:
         t, p = self.t, self.policy
@@ -188,6 +192,7 @@ class CacheModel:
             self.mem[bid] = size
             self.storage_used += size
             self.policy.record_access(bid, "put")
+            self.last_put = bid
             return True
         return False
 
@@ -243,4 +248,5 @@ class CacheModel:
                 self.mem[bid] = size
                 self.storage_used += size
                 self.policy.record_access(bid, "put")
+                self.last_put = bid
                 self.t.prefetch_bytes += size

@@ -1,6 +1,8 @@
 """A hypothesis state machine drives the block manager with puts (reads of new blocks),
-reads, unpersists, execution-memory pressure, corrupted files and concurrent readers,
-against a plain-dict model of what each block's value must be.
+reads, unpersists, execution-memory pressure, corrupted files, concurrent readers and
+failing disk writes, against a plain-dict model of what each block's value must be. The
+machine is set up with one disk or two small disk tiers with capacities, and with or
+without the asynchronous eviction writer.
 
 Invariants checked after every step:
 - accounted storage never exceeds the budget, and equals the sum of the memory store's
@@ -10,13 +12,17 @@ Invariants checked after every step:
 - the block files in the cache directory are exactly the disk store's records, with no
   temporary file left behind;
 - memory blocks belong to memory-capable levels and disk blocks to disk-capable levels;
-- no file descriptor leaks (checked at teardown).
+- no block is lost silently: a block once held is still held (memory or a tier), or an
+  event said why not (``BlockDropped`` to discarded, ``BlockNotStored``, ``BlockLost``);
+- every tier's bytes stay within its capacity and equal the sizes of its files;
+- no file descriptor or thread leaks (checked at teardown).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 from hypothesis import settings
@@ -25,18 +31,19 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from strataflow.memory import MemoryManager
 from strataflow.storage.disk_store import DiskStore
+from strataflow.storage.tiers import Tier, TieredStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy
 from strataflow.storage.region_store import RegionStore
 
 LEVELS = [l for l in StorageLevel.all() if l.is_valid]
-TOTAL = 256 * 1024
+TOTAL = 160 * 1024
 SPLITS = 6
 
 
 def expected_value(dataset_id: int, split: int, kind: str):
-    rows = 500 + 700 * ((dataset_id + split) % 5)  # 4-28 KB blocks against a 256 KB budget
+    rows = 500 + 700 * ((dataset_id + split) % 5)  # 4-28 KB blocks against a 160 KB budget
     if kind == "batch":
         return np.full(rows, dataset_id * 1000 + split, dtype=np.float64)
     return [(dataset_id, split, i, f"r{i}") for i in range(rows // 20)]
@@ -63,13 +70,43 @@ class BlockManagerMachine(RuleBasedStateMachine):
         self.corrupted: set[BlockId] = set()
         self.task_ids = iter(range(10**6, 2 * 10**6))
 
-    @initialize(policy=st.sampled_from(["spark", "no-recache", "adaptive"]), fraction=st.sampled_from([0.0, 0.5, 1.0]))
-    def setup(self, policy, fraction):
+    @initialize(policy=st.sampled_from(["spark", "no-recache", "adaptive"]), fraction=st.sampled_from([0.0, 0.5, 1.0]),
+                tiered=st.booleans(), async_eviction=st.booleans())
+    def setup(self, policy, fraction, tiered, async_eviction):
         self.memory = MemoryManager(TOTAL, fraction)
-        self.disk = DiskStore([os.path.join(self.tmp.name)])
+        if tiered:  # two small tiers: 64 KB above 192 KB, against 4-28 KB blocks
+            tiers = []
+            for name, cap in (("fast", 64 * 1024), ("slow", 192 * 1024)):
+                os.mkdir(os.path.join(self.tmp.name, name))
+                tiers.append(Tier(name, DiskStore([os.path.join(self.tmp.name, name)], capacity=cap)))
+            self.disk = TieredStore(tiers)
+            self.stores = [t.store for t in tiers]
+        else:
+            self.disk = DiskStore([os.path.join(self.tmp.name)])
+            self.stores = [self.disk]
         self.regions = RegionStore([self.tmp.name], segment_bytes=64 * 1024)
-        self.bm = BlockManager(self.memory, self.disk, make_policy(policy), regions=self.regions)
+        self.bm = BlockManager(self.memory, self.disk, make_policy(policy), regions=self.regions,
+                               async_eviction=async_eviction, watermarks=(0.6, 0.8), async_wait_s=0.2)
         self.held_views: list = []  # (value handed out, expected) kept across unpersist and eviction
+        self.ever_held: set = set()  # blocks seen held after a read
+        self.released: set = set()  # str(block) of blocks an event said were dropped, not stored or lost
+        self.bm.events.subscribe(self._on_event)
+
+    def _on_event(self, e: dict) -> None:
+        if (e["event"] in ("BlockNotStored", "BlockLost")
+                or (e["event"] == "BlockDropped" and e["to"] == "discarded")):
+            self.released.add(e["block"])
+
+    def _held(self, bid: BlockId) -> bool:
+        return bid in self.bm.memory_store or bid in self.disk or bid in self.regions
+
+    def _settle(self) -> None:
+        """Waits for the background writer to be idle (a write in progress has a temporary
+        file and moves blocks between stores)."""
+        deadline = time.monotonic() + 10
+        while not self.bm.writer.idle():
+            assert time.monotonic() < deadline, "the eviction writer never went idle"
+            time.sleep(0.002)
 
     # -- rules ---------------------------------------------------------------------------
     @rule(target=datasets, level=st.sampled_from(LEVELS), kind=st.sampled_from(["batch", "records"]),
@@ -98,6 +135,9 @@ class BlockManagerMachine(RuleBasedStateMachine):
         if held:
             assert len(self.computed) == before, f"{bid} was held but recomputed"
         self.corrupted.discard(bid)
+        if self._held(bid):
+            self.ever_held.add(bid)
+            self.released.discard(str(bid))
 
     @rule(did=datasets, split=st.integers(0, SPLITS - 1))
     def read(self, did, split):
@@ -110,6 +150,15 @@ class BlockManagerMachine(RuleBasedStateMachine):
         if did in self.model:
             for split in range(SPLITS):
                 self._read(did, split)
+
+    @rule(target=datasets, level=st.sampled_from([l for l in LEVELS if l.use_disk and not l.mmap]),
+          kind=st.sampled_from(["batch", "records"]))
+    def persist_and_scan(self, level, kind):
+        """A new dataset of a tiered level, read whole at once: pressure on memory and tiers."""
+        did = self.persist(level, kind, None)
+        for split in range(SPLITS):
+            self._read(did, split)
+        return did
 
     @rule(did=datasets)
     def unpersist(self, did):
@@ -143,14 +192,45 @@ class BlockManagerMachine(RuleBasedStateMachine):
         for value, want in getattr(self, "held_views", []):
             assert same(value, want)
 
-    @rule(data=st.data())
-    def corrupt_a_block_file(self, data):
+    @rule(n=st.integers(1, 4), how=st.sampled_from(["async", "disk"]))
+    def fail_writes(self, n, how):
+        """The next ``n`` disk writes fail: only the background writer's ("async": it turns
+        itself off and the cache goes on synchronously), or every write to the top store
+        ("disk": EIO, as a failing device does)."""
+        if how == "async":
+            real = self.bm._write_for_eviction
+            left = [n]
+
+            def failing(bid, entry, real=real, left=left):
+                if left[0] > 0:
+                    left[0] -= 1
+                    raise OSError(5, "injected write failure (async writer)")
+                return real(bid, entry)
+
+            self.bm._write_for_eviction = failing
+        else:
+            store = self.stores[0]
+            real_put = store.put
+            left = [n]
+
+            def failing_put(*a, real_put=real_put, left=left, **k):
+                if left[0] > 0:
+                    left[0] -= 1
+                    raise OSError(5, "injected write failure (device)")
+                return real_put(*a, **k)
+
+            store.put = failing_put
+
+    @rule(pick=st.integers(0, 10**6), how=st.sampled_from(["flip", "truncate", "delete"]))
+    def corrupt_a_block_file(self, pick, how):
+        """Draws do not depend on the state (which the background writer's timing shapes),
+        so hypothesis can replay a failing run."""
+        self._settle()
         on_disk = [b for b, _ in self.disk.items() if b not in self.bm.memory_store and b not in self.corrupted]
         if not on_disk:
             return
-        bid = data.draw(st.sampled_from(sorted(on_disk)))
+        bid = sorted(on_disk)[pick % len(on_disk)]
         path = self.disk.entry(bid).path
-        how = data.draw(st.sampled_from(["flip", "truncate", "delete"]))
         if how == "delete":
             os.remove(path)
         elif how == "truncate":
@@ -192,6 +272,26 @@ class BlockManagerMachine(RuleBasedStateMachine):
 
     # -- invariants ------------------------------------------------------------------------
     @invariant()
+    def nothing_lost_silently(self):
+        if not hasattr(self, "bm"):
+            return
+        for bid in list(self.ever_held):
+            if bid.dataset_id not in self.model:
+                self.ever_held.discard(bid)
+                continue
+            assert self._held(bid) or str(bid) in self.released or bid in self.corrupted, \
+                f"{bid} was held and is gone without an event"
+
+    @invariant()
+    def tier_capacities(self):
+        if not hasattr(self, "bm"):
+            return
+        self._settle()  # a write in progress has reserved its bytes before its entry exists
+        for store in self.stores:
+            assert store.capacity is None or store.used <= store.capacity
+            assert store.used == sum(e.size for _, e in store.items())
+
+    @invariant()
     def accounting(self):
         if not hasattr(self, "bm"):
             return
@@ -216,24 +316,30 @@ class BlockManagerMachine(RuleBasedStateMachine):
     def files_match_records(self):
         if not hasattr(self, "bm"):
             return
-        names = set(os.listdir(self.tmp.name))
-        assert not [n for n in names if n.endswith(".tmp")]
+        self._settle()
+        names = {n for n in os.listdir(self.tmp.name) if os.path.isfile(os.path.join(self.tmp.name, n))}
         segments = {os.path.basename(p) for p in self.regions.segments()}
         assert {n for n in names if n.endswith(".seg")} == segments  # region files match the index
-        names -= segments
-        recorded = {os.path.basename(e.path) for _, e in self.disk.items()}
-        lost = {os.path.basename(p) for p in getattr(self, "lost_files", set())}
-        assert recorded - lost <= names
-        assert names <= recorded | lost
+        files = {os.path.join(d, n) for st_ in self.stores for d in st_.dirs for n in os.listdir(d)
+                 if os.path.isfile(os.path.join(d, n)) and not n.endswith(".seg")}
+        assert not [f for f in files if f.endswith(".tmp")]
+        recorded = {e.path for st_ in self.stores for _, e in st_.items()}
+        lost = getattr(self, "lost_files", set())
+        assert recorded - lost <= files
+        assert files <= recorded | lost
 
     def teardown(self):
         if hasattr(self, "bm"):
+            self.bm.close()
+            assert not self.bm.writer.running, "the eviction writer was not joined"
             for did in list(self.model):
                 self.bm.unregister(did)
             assert self.memory.storage_used == 0
             assert not [n for n in os.listdir(self.tmp.name) if n.endswith(".seg")]  # regions freed whole
-            assert not [n for n in os.listdir(self.tmp.name) if n.endswith(".blk") and
-                        os.path.join(self.tmp.name, n) not in getattr(self, "lost_files", set())]
+            for store in self.stores:
+                for d in store.dirs:
+                    assert not [n for n in os.listdir(d) if n.endswith(".blk") and
+                                os.path.join(d, n) not in getattr(self, "lost_files", set())]
         if hasattr(self, "regions"):
             self.regions.close()
         self.tmp.cleanup()

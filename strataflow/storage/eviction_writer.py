@@ -69,6 +69,7 @@ class EvictionWriter:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._kicked = False
+        self._waiting = False  # the thread sleeps with nothing to do
         self._stopping = False
         self._draining = False
         self._demand = 0  # bytes puts are waiting for
@@ -130,6 +131,15 @@ class EvictionWriter:
             return False
         return self.running if started else True
 
+    def idle(self) -> bool:
+        """Nothing written, queued or asked for right now (tests wait for this before
+        looking at files: a write in progress has a temporary file)."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                return True
+            return (self._waiting and not self._kicked and not self._prefetch and not self._inflight
+                    and not self._demand)
+
     def inflight(self) -> set:
         with self._lock:
             return set(self._inflight)
@@ -172,7 +182,9 @@ class EvictionWriter:
                 if self._stopping:
                     return
                 if not self._kicked and not self._prefetch:
+                    self._waiting = True
                     self._wake.wait(_IDLE_S)
+                    self._waiting = False
                 self._kicked = False
 
     def _needed(self) -> int:

@@ -360,3 +360,29 @@ def test_block_manager_promotes_between_tiers_on_a_disk_hit(tmp_path):
     assert ts.tier_of(below[0]) == "fast"
     assert bm.metrics.snapshot()["blocks_moved_up"] == 1 and bm.metrics.tier_hits() == {"slow": 1}
     bm.close()
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_writes_to_one_tier_are_bounded_in_parallelism(tmp_path, slots):
+    store = DiskStore([str(tmp_path)])
+    ts = TieredStore([Tier("only", store, write_parallelism=slots)])
+    real, now, peak, guard = store.put, [0], [0], threading.Lock()
+
+    def counting_put(*a, **k):
+        with guard:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        try:
+            threading.Event().wait(0.02)
+            return real(*a, **k)
+        finally:
+            with guard:
+                now[0] -= 1
+
+    store.put = counting_put
+    threads = [threading.Thread(target=put, args=(ts, i)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == slots and len(ts.items()) == 6

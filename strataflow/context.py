@@ -86,7 +86,9 @@ class Context:
         serializer: ``auto`` (default: pickle5 for batches, pickle for records),
             ``pickle``, ``pickle5``, ``arrow``, ``arrow:lz4``, ``arrow:zstd``.
         disk_capacity: the most bytes the cache may write to its directories (default:
-            no limit but the device's); a block that does not fit is not cached.
+            no limit but the device's); a block that does not fit is not cached. With
+            ``tiers`` it bounds only the mapped levels' region store (each tier has its
+            own ``capacity``).
         mmap_memory: the most page cache the mapped levels' recently read blocks may hold
             (default: no bound but the kernel's); older blocks' pages are released.
         gc_free_cache: keep cached Python records out of the garbage collector's walks

@@ -67,13 +67,14 @@ class Harness:
             assert self.mm.storage_used + self.mm.execution_used <= self.mm.total
 
     def settle(self, timeout=10.0):
-        """Waits until the writer has nothing in flight and use is under the high watermark."""
+        """Waits until the writer has nothing to write (idle twice in a row, 20 ms apart)."""
         deadline = time.monotonic() + timeout
         w = self.bm.writer
         while time.monotonic() < deadline:
-            used = self.mm.storage_used + self.mm.execution_used
-            if not w.inflight() and (used <= w.high * self.mm.total or w.failed):
-                return
+            if w.idle():
+                time.sleep(0.02)
+                if w.idle():
+                    return
             time.sleep(0.01)
         raise AssertionError("the writer did not settle")
 
@@ -280,7 +281,6 @@ def test_context_with_async_eviction_gives_the_same_answers_and_stops_cleanly(tm
         m = c.metrics()
         assert m["async_evictions"] > 0 and m["storage_memory_used"] <= 2 * MB
         assert all(t.capacity is None or t.used <= t.capacity for t in c.disk_store.tiers)
-        assert c.block_manager.writer.running
     finally:
         c.stop()
     assert not c.block_manager.writer.running
@@ -329,3 +329,19 @@ def test_prefetch_fills_free_memory_without_evicting(tmp_path, async_eviction):
         assert h.m()["memory_hits"] == hits + 10 and h.m()["disk_hits"] == 0
     finally:
         h.close()
+
+
+def test_an_idle_writer_thread_ends_and_work_starts_another(h):
+    fill(h)
+    assert h.bm.writer.running
+    deadline = time.monotonic() + 5
+    while h.bm.writer.running and time.monotonic() < deadline:  # half a second without work: it ends
+        time.sleep(0.05)
+    assert not h.bm.writer.running
+    before = h.m()["async_evictions"]
+    h.persist(3)
+    for s in range(10):  # a new dataset's puts past the high watermark: a new thread writes again
+        h.read(3, s)
+    h.settle()
+    assert h.m()["async_evictions"] > before and h.m()["sync_evictions"] == 0
+    assert h.mm.storage_used <= 0.7 * MB

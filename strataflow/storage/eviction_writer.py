@@ -37,6 +37,7 @@ the writer never takes the memory lock while holding its own, and never a block'
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -47,13 +48,17 @@ __all__ = ["EvictionWriter", "DEFAULT_WATERMARKS"]
 
 DEFAULT_WATERMARKS = (0.85, 0.95)
 _IDLE_S = 0.2  # how often an idle writer looks at the watermarks without being kicked
+_EXIT_S = 0.5  # an idle thread exits after this long; the next kick, request or prefetch starts another
 
 
 class EvictionWriter:
-    """One background thread per block manager, started on first use, joined by ``stop``.
+    """One background thread per block manager, started when there is work (a put past
+    the high watermark, a put waiting for room, a prefetch), ended after half a second
+    with none, and joined by ``stop``: an application that never comes near its memory
+    limit never has the thread, and none lingers between bursts of work.
 
     ``evicting`` says whether it evicts (asynchronous eviction on); with it off the
-    thread only prefetches, and only exists once a policy asked for a prefetch.
+    thread only prefetches.
     """
 
     def __init__(self, bm: "BlockManager", evicting: bool = False,
@@ -168,6 +173,7 @@ class EvictionWriter:
 
     # -- the thread ---------------------------------------------------------------------------
     def _run(self) -> None:
+        last_work = time.monotonic()
         while True:
             with self._lock:
                 if self._stopping:
@@ -175,13 +181,18 @@ class EvictionWriter:
                 job = self._prefetch.popleft() if self._prefetch else None
             if job is not None:
                 self.bm._prefetch(job)
+                last_work = time.monotonic()
                 continue
             if self.helping(started=False) and self._evict_some(self._needed()):
+                last_work = time.monotonic()
                 continue
             with self._lock:
                 if self._stopping:
                     return
                 if not self._kicked and not self._prefetch:
+                    if time.monotonic() - last_work > _EXIT_S and not self._demand and not self._inflight:
+                        self._thread = None  # nothing to do for a while: end; work starts a new thread
+                        return
                     self._waiting = True
                     self._wake.wait(_IDLE_S)
                     self._waiting = False

@@ -266,7 +266,10 @@ class Context:
 
     def _tier_hits(self) -> dict[str, int]:
         got = self.block_manager.metrics.tier_hits()
-        return {name: got.get(name, 0) for name in ["memory", *self.block_manager.disk.names]}
+        out = {name: got.get(name, 0) for name in ["memory", *self.block_manager.disk.names]}
+        if got.get("mapped"):
+            out["mapped"] = got["mapped"]  # mapped levels' region store, outside the tiers
+        return out
 
     def measure_tiers(self, size: int | str = "64MB") -> dict[str, dict]:
         """Measures each disk tier's sequential bandwidth, cold and warm (the probe of
@@ -277,7 +280,16 @@ class Context:
 
     def metrics(self) -> dict:
         """Totals for the application: cache hits, misses, drops, re-caches, disk bytes,
-        (de)serialization and GC seconds (the same per job and stage are in the events)."""
+        (de)serialization and GC seconds (the same per job and stage are in the events).
+
+        Tiers: ``tier_bytes`` and ``tier_hits`` map ``memory`` and each disk tier (and
+        ``mapped`` for the region store's hits) to bytes held and blocks served;
+        ``bytes_moved_between_tiers``, ``blocks_moved_down``/``_up`` count moves between
+        disk tiers (memory to disk is ``bytes_dropped``, disk to memory
+        ``bytes_recached`` and ``bytes_prefetched``). Eviction: ``sync_evictions`` (blocks
+        dropped on a task's thread), ``async_evictions`` (by the background writer),
+        ``eviction_failures``, ``eviction_wait_s`` (time puts waited for the writer);
+        prefetch: ``blocks_prefetched``, ``bytes_prefetched``."""
         out = self.block_manager.metrics.snapshot()
         gc_s, gc_n = gc_timer.snapshot()
         out.update(gc_s=gc_s - self._gc0[0], gc_collections=gc_n - self._gc0[1],

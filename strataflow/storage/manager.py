@@ -339,6 +339,7 @@ class BlockManager:
         entry = regions.entry(bid)
         size = entry.length if entry is not None else 0
         self.metrics.add(disk_hits=1, deserialize_s=regions.stats()["decode_s"] - decode0)
+        self.metrics.hit("mapped")  # the region store: outside the tiers
         self.policy.record_access(bid, "disk")
         self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
                          result="disk", bytes=size, mapped=True)

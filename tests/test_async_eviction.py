@@ -345,3 +345,23 @@ def test_an_idle_writer_thread_ends_and_work_starts_another(h):
     h.settle()
     assert h.m()["async_evictions"] > before and h.m()["sync_evictions"] == 0
     assert h.mm.storage_used <= 0.7 * MB
+
+
+def test_adaptive_does_not_promote_into_the_writers_headroom(tmp_path):
+    """A block promoted into the headroom the writer keeps free would be written out again
+    at once: under the writer, promotion uses only the room below the high watermark."""
+    h = Harness(tmp_path, policy="adaptive", watermarks=(0.5, 0.7))
+    try:
+        blocks = fill(h)
+        h.settle()
+        for _ in range(3):  # loops over everything: disk blocks are read again and again
+            for b in blocks:
+                h.read(b.dataset_id, b.split)
+            h.settle()
+        m = h.m()
+        assert h.mm.storage_used <= 0.7 * MB
+        # each promotion that lands in the headroom would be dropped again by the writer
+        assert m["bytes_recached"] <= 0.3 * MB, m
+        assert m["bytes_dropped"] <= 0.8 * MB, m
+    finally:
+        h.close()

@@ -379,7 +379,7 @@ class BlockManager:
 
     def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str,
                  evict: bool = True) -> None:
-        if not evict and self.memory.free < payload.nbytes:
+        if not evict and self._room() < payload.nbytes:
             return  # no room without evicting: stay on disk (checked before copying anything)
         entry = self._memory_entry(info, value, payload, ser_name)
         if self._store_in_memory(bid, entry, evict=evict):
@@ -531,6 +531,16 @@ class BlockManager:
             self.events.post("BlockDropped", block=str(bid), dataset_id=bid.dataset_id, bytes=entry.size,
                              to="disk", mode="async")
 
+    def _room(self) -> int:
+        """Free memory a promotion or prefetch may take without evicting: with asynchronous
+        eviction on, the headroom the writer keeps free is not room (a block promoted into
+        it would be written out again at once: promotion thrash under the writer)."""
+        writer = getattr(self, "writer", None)
+        headroom = 0
+        if writer is not None and writer.evicting and writer.failed is None:
+            headroom = int(self.memory.total * (1 - writer.high))
+        return self.memory.free - headroom
+
     def _maybe_prefetch(self) -> None:
         """Asks the policy which disk blocks to load into free memory, and queues them for
         the background thread (the task goes on at once)."""
@@ -561,7 +571,7 @@ class BlockManager:
             return False
         try:
             entry = self.disk.entry(bid)
-            if bid in self.memory_store or entry is None or self.memory.free < entry.size:
+            if bid in self.memory_store or entry is None or self._room() < entry.size:
                 return False
             try:
                 payload, ser_name, tier = self.disk.read(bid)

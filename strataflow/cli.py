@@ -106,9 +106,41 @@ def _cache_summary(report: dict) -> Table:
         ("GC s (collections)", f"{m['gc_s']:.2f} ({m['gc_collections']:.0f})"),
         ("peak storage / execution MB", f"{mb(m['peak_storage_memory'])} / {mb(m['peak_execution_memory'])}"),
         ("cached in memory / on disk MB", f"{mb(report['cached_memory_bytes'])} / {mb(report['cached_disk_bytes'])}"),
+        ("blocks prefetched (MB)", f"{m.get('blocks_prefetched', 0):.0f} ({mb(m.get('bytes_prefetched', 0))})"),
     ]:
         t.add_row(what, value)
+    tiers = [k for k in m.get("tier_hits", {}) if k != "memory"]
+    if len(tiers) > 1 or m.get("bytes_moved_between_tiers"):
+        t.add_row("hits by tier", " / ".join(f"{k} {m['tier_hits'][k]:.0f}" for k in m["tier_hits"]))
+        t.add_row("MB by tier", " / ".join(f"{k} {mb(v)}" for k, v in m.get("tier_bytes", {}).items()))
+        t.add_row("blocks moved down / up (MB moved)", f"{m.get('blocks_moved_down', 0):.0f} / "
+                  f"{m.get('blocks_moved_up', 0):.0f} ({mb(m.get('bytes_moved_between_tiers', 0))})")
     return t
+
+
+def parse_tier(text: str) -> dict:
+    """``NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]]`` -> a ``Context(tiers=[...])`` entry, e.g.
+    ``shm:/dev/shm/sf:2GB`` or ``hdd:/mnt/a,/mnt/b``. Sizes are checked by the Context."""
+    parts = text.split(":")
+    if len(parts) < 2 or not parts[0] or not parts[1]:
+        raise argparse.ArgumentTypeError(f"--tier: expected NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]], got {text!r}")
+    tier: dict = {"name": parts[0], "dirs": [d for d in parts[1].split(",") if d]}
+    if len(parts) > 2 and parts[2]:
+        tier["capacity"] = parts[2]
+    if len(parts) > 3 and parts[3]:
+        tier["bandwidth"] = parts[3]
+    if len(parts) > 4:
+        raise argparse.ArgumentTypeError(f"--tier: too many ':' fields in {text!r}")
+    return tier
+
+
+def _context_options(args: argparse.Namespace) -> dict:
+    opts: dict = {}
+    if getattr(args, "tier", None):
+        opts["tiers"] = args.tier
+    if getattr(args, "async_eviction", False):
+        opts["async_eviction"] = True
+    return opts
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -126,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = run_workload(args.workload, data, api=args.api, level=level.name, policy=args.policy, memory=memory,
                           parallelism=args.parallelism, serializer=args.serializer, iterations=args.iterations,
                           seed=args.seed, event_log=args.event_log, progress=False if args.quiet else None,
-                          check=not args.no_check, json_out=args.json,
+                          check=not args.no_check, json_out=args.json, context_options=_context_options(args),
                           **({"num_partitions": args.partitions} if args.partitions else {}))
     out = Console()
     table = Table(title=f"{args.workload} ({args.api}) on {data}: {(manifest.get('bytes') or 0) / MB:,.0f} MiB, "
@@ -236,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", default=None, help="write the run's report as JSON here")
     r.add_argument("--no-check", action="store_true", help="skip checking the result independently")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="NAME:DIRS[:CAPACITY[:BW]]",
+                   help="a storage tier below memory, fastest first (repeat for more), e.g. shm:/dev/shm/sf:1GB")
+    r.add_argument("--async-eviction", action="store_true",
+                   help="evict to disk from a background writer (watermarks 0.85/0.95)")
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure")

@@ -19,7 +19,10 @@ def run_workload(name: str, data_dir: str, *, api: str = "batches", level: str =
                  policy: str | None = None, memory: int | str = "1GB", parallelism: int | None = None,
                  serializer: str | None = None, iterations: int | None = None, seed: int = 0,
                  event_log: str | None = None, local_dirs: list[str] | None = None, progress: bool | None = False,
-                 check: bool = True, json_out: str | None = None, **options: Any) -> dict:
+                 check: bool = True, json_out: str | None = None, context_options: dict | None = None,
+                 **options: Any) -> dict:
+    """``context_options``: further ``Context`` arguments (``tiers``, ``async_eviction``,
+    ``eviction_watermarks``, ``mmap_memory``, ...); ``options`` go to the workload."""
     if api not in APIS:
         raise ValueError(f"api must be one of {', '.join(APIS)}, got {api!r}")
     module = workload_module(name)
@@ -31,7 +34,8 @@ def run_workload(name: str, data_dir: str, *, api: str = "batches", level: str =
     if iterations is not None:
         kwargs["iterations"] = iterations
     with PeakRss() as rss, Context(memory=memory, parallelism=parallelism, policy=policy, event_log=event_log,
-                                   local_dirs=local_dirs, progress=progress, app_name=name) as ctx:
+                                   local_dirs=local_dirs, progress=progress, app_name=name,
+                                   **(context_options or {})) as ctx:
         ctx.events.subscribe(lambda ev: stages.append(ev) if ev["event"] == "StageEnd" else None)
         t0 = time.perf_counter()
         outcome = module.run(ctx, data_dir, manifest, **kwargs)

@@ -19,7 +19,6 @@ in memory (no device reads are involved).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import statistics
@@ -33,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from strataflow import Context  # noqa: E402
 from strataflow.workloads.kmeans import init_centres, kmeans_partition  # noqa: E402
+from strataflow.bench.report import emit_json  # noqa: E402
 
 PAIR = np.dtype([("k", np.int64), ("v", np.float64)])
 
@@ -148,11 +148,7 @@ def main() -> None:
             "kmeans": kmeans_vs_floor(ctx, args.kmeans_points, max(args.repeat, 5), 2 * args.parallelism),
             "shuffle": shuffle_throughput(ctx, args.shuffle_mb, args.repeat, 16),
         }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    emit_json(result, args.out)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ from strataflow.workloads import kmeans_job, rddtest_job  # noqa: E402
 from strataflow.workloads.api import read_manifest  # noqa: E402
 from strataflow.workloads.kmeans import kmeans, kmeans_numpy, kmeans_partition, sample_centres  # noqa: E402
 from strataflow.workloads.runner import run_workload  # noqa: E402
+from strataflow.bench.report import emit_json  # noqa: E402
 
 MB = 2**20
 med = statistics.median
@@ -533,11 +534,7 @@ def main() -> None:
     print_table(result)
     for tg in result["targets"]:
         log(f"{'PASS' if tg['ok'] else 'FAIL'} {tg['target']}: {tg['text']}")
-    text = json.dumps(result, indent=1, default=float)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    emit_json(result, args.out)
 
 
 if __name__ == "__main__":

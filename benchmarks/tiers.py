@@ -20,7 +20,6 @@ small; the placement is the point.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -32,6 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from strataflow import Context, StorageLevel  # noqa: E402
+from strataflow.bench.report import emit_json  # noqa: E402
 
 MB = 1 << 20
 
@@ -97,11 +97,7 @@ def main() -> int:
     result = {"mb": args.mb, "median_pass_s": med, "tiered_over_disk": med["tiered"] / med["disk"],
               "hot_fraction_in_shm": (last["hot_tier_mb"].get("shm", 0) / on_disk_tiers) if on_disk_tiers else None,
               "runs": runs}
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    emit_json(result, args.out)
     return 0
 
 

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from strataflow.bench.peers.pyspark_peer import run_pyspark  # noqa: E402
 from strataflow.workloads.api import read_manifest  # noqa: E402
+from strataflow.bench.report import emit_json  # noqa: E402
 
 
 def ours(data: str, memory: int, policy: str) -> dict:
@@ -79,11 +80,7 @@ def main() -> int:
               "per_repeat_ratio": {v: [s["total_s"] / o["total_s"] for s, o in zip(runs[v], runs["ours"])]
                                    for v in variants if v != "ours"},
               "runs": runs}
-    text = json.dumps(result, indent=1, default=str)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    emit_json(result, args.out)
     return 0
 
 

@@ -142,7 +142,8 @@ def test_memory_only_blocks_are_never_evicted_by_the_writer(h):
     assert not h.disk.items()
 
 
-def test_a_block_being_written_stays_readable_from_memory(h):
+def hold_writes(h) -> tuple[threading.Event, threading.Event]:
+    """Makes the writer's disk writes wait for ``gate``; ``writing`` is set when one starts."""
     gate, writing = threading.Event(), threading.Event()
     real = h.bm._write_for_eviction
 
@@ -152,6 +153,11 @@ def test_a_block_being_written_stays_readable_from_memory(h):
         real(bid, entry)
 
     h.bm._write_for_eviction = slow
+    return gate, writing
+
+
+def test_a_block_being_written_stays_readable_from_memory(h):
+    gate, writing = hold_writes(h)
     fill(h, 8, 7)  # 750 KB: past the 0.7 high watermark
     try:
         assert writing.wait(5)
@@ -228,15 +234,7 @@ def test_a_full_disk_under_the_writer_loses_nothing_silently(tmp_path):
 
 
 def test_unpersist_while_writing_leaves_no_file(h):
-    gate, writing = threading.Event(), threading.Event()
-    real = h.bm._write_for_eviction
-
-    def slow(bid, entry):
-        writing.set()
-        assert gate.wait(10)
-        real(bid, entry)
-
-    h.bm._write_for_eviction = slow
+    gate, writing = hold_writes(h)
     fill(h, 8, 7)
     try:
         assert writing.wait(5)

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-__all__ = ["write_report", "markdown_table", "COLUMNS"]
+__all__ = ["write_report", "markdown_table", "COLUMNS", "emit_json"]
 
 COLUMNS = {
     "levels": ["workload", "peer", "api", "level", "total_s", "iteration_s", "cached_mb", "serialize_s",
@@ -124,3 +124,14 @@ def write_report(out_dir: str, experiment: str, rows: list[dict], summary: list[
     charts = _charts(summary, experiment, out_dir)
     return {"results": os.path.join(out_dir, "results.json"), "table": os.path.join(out_dir, "table.md"),
             "charts": charts, "markdown": table}
+
+
+def emit_json(result: dict, out: str | None = None) -> str:
+    """A benchmark's result: JSON on stdout (progress goes to stderr) and, with ``out``, to
+    that file too. Values JSON cannot hold (numpy scalars, paths) are written as text."""
+    text = json.dumps(result, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+    print(text)
+    if out:
+        with open(out, "w") as fh:
+            fh.write(text + "\n")
+    return text

@@ -444,3 +444,36 @@ def test_plans_skipped_for_policies_that_ignore_them(tmp_path, monkeypatch):
     with _ctx(tmp_path, "no-recache", memory="8MB") as c:
         c.from_numpy(np.arange(100.0), 2).persist(MD).count()
     assert called == []
+
+
+def test_no_prefetch_into_memory_the_stages_own_puts_will_need():
+    """Blocks the running stage will compute and put (planned, stored nowhere) take the
+    free memory before any prefetch: a block prefetched there would be evicted again."""
+    p = LineagePolicy()
+    pts = [B(1, s) for s in range(4)]
+    norms = [B(2, s) for s in range(4)]
+    on_disk = {b: 100 for b in pts}
+    p.plan([x for pair in zip(pts, norms) for x in pair])  # each task reads a point block, puts a norms block
+    assert p.prefetch_candidates(1000, on_disk) == []  # the norms' size is not known yet: wait
+    p.record_access(pts[0], "disk")
+    assert p.admit(norms[0], 60)
+    p.record_access(norms[0], "put")
+    # 3 norms blocks of ~60 bytes are still to come: 180 of the 300 free bytes are theirs
+    got = p.prefetch_candidates(300, on_disk)
+    assert got == [pts[1]]
+    assert p.prefetch_candidates(400, on_disk) == [pts[1], pts[2]]
+
+
+def test_no_promotion_into_memory_the_stages_own_puts_will_need():
+    p = LineagePolicy()
+    pts, norms = [B(1, s) for s in range(4)], [B(2, s) for s in range(4)]
+    for b in pts:  # a first pass: every point block known, none in memory
+        p.record_access(b, "disk")
+    p.plan([x for pair in zip(pts, norms) for x in pair])
+    assert not p.promote(pts[0], 100)  # norms are still to be computed and put
+    for b in norms:
+        p.record_access(pts[norms.index(b)], "disk")
+        p.admit(b, 10)
+        p.record_access(b, "put")
+    p.plan([x for pair in zip(pts, norms) for x in pair])
+    assert p.promote(pts[0], 100) and not p.evict_to_promote  # nothing pending: free memory may be used

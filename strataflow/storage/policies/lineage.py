@@ -210,7 +210,10 @@ class LineagePolicy(AdaptivePolicy):
         victim of the next eviction (a background writer's, or execution memory's), and
         when its turn comes ``prefetch_candidates`` loads it into whatever is free. Nor,
         when a background writer keeps headroom (``reserve``), a block nothing is known
-        about: the free memory it would take is the headroom, and it would bounce."""
+        about: the free memory it would take is the headroom, and it would bounce. Nor into
+        free memory while the stage still has blocks to compute and put: they will need it
+        (K-means at 8x: a points block promoted beside the first norms was dropped again
+        by the next norms put)."""
         with self._mu:
             self._size[block_id] = int(size)
             now = self._clock
@@ -228,6 +231,8 @@ class LineagePolicy(AdaptivePolicy):
                         room += self._size.get(bid, 0)
                 grant = not self._lru or latest > t
                 evict = grant and room >= size
+            if grant and not evict and self._pending_puts() > 0:
+                grant = False  # the free memory is the stage's own puts' (see _pending_puts)
             if evict:
                 self._promoting.add(block_id)
             else:
@@ -286,6 +291,29 @@ class LineagePolicy(AdaptivePolicy):
             return INF
         return last + gap * (1 + (now - last) // gap)
 
+    def _pending_puts(self) -> float:
+        """Bytes the rest of the current plan will put into memory: planned blocks neither
+        accessed yet nor stored anywhere are still to be computed (K-means' norms, in its first iteration),
+        each the mean size of its dataset's known blocks; ``inf`` when a dataset's size is
+        unknown. Prefetching into memory those puts will need only makes them evict the
+        prefetched block again: measured, one extra block dropped per run (2.8x the bytes
+        moved of ``no-recache`` on K-means at 4x and 8x)."""
+        pending = [bid for bid in self._plan_pos if bid not in self._last and bid not in self._size]
+        if not pending:
+            return 0
+        sums: dict[Any, list] = {}
+        for bid, size in self._size.items():
+            acc = sums.setdefault(getattr(bid, "dataset_id", None), [0, 0])
+            acc[0] += size
+            acc[1] += 1
+        total = 0.0
+        for bid in pending:
+            acc = sums.get(getattr(bid, "dataset_id", None))
+            if not acc:
+                return INF
+            total += acc[0] / acc[1]
+        return total
+
     def prefetch_candidates(self, free: int, on_disk: Mapping[Any, int]) -> list:
         """The disk blocks with the nearest predicted use that fit in ``free`` bytes,
         nearest first. Blocks with no prediction are never prefetched, nor is a block that
@@ -298,6 +326,9 @@ class LineagePolicy(AdaptivePolicy):
         with self._mu:
             now = self._clock
             self._size.update(on_disk)
+            free -= self._pending_puts()
+            if free <= 0:
+                return []
             horizon = self._next_exec(now)
             ranked = sorted((e, i, bid) for i, (bid, e) in enumerate(
                 (bid, self._next(bid, now)) for bid in on_disk

@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .config import ConfigError, parse_size
+from .storage.policies import DEFAULT_POLICY
 
 __all__ = ["main"]
 
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     data_options(r, "320MB")
     r.add_argument("--api", default="batches", choices=list(APIS))
     r.add_argument("--level", default="MEMORY_AND_DISK", help="storage level of the persisted datasets")
-    r.add_argument("--policy", default=None, help="cache policy (default: the best one, no-recache)")
+    r.add_argument("--policy", default=None, help=f"cache policy (default: the best measured one, {DEFAULT_POLICY})")
     r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd")
     r.add_argument("--memory", type=_size, default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")

@@ -81,8 +81,11 @@ class Context:
             ``parallelism``, so task threads times BLAS threads never oversubscribe).
         storage_fraction: the part of ``memory`` that execution cannot take back from
             cached blocks (Spark's ``spark.memory.storageFraction``).
-        policy: the cache policy by name (``no-recache``, the default; ``spark`` to
-            reproduce Spark's re-caching; ``adaptive``: promotes into free memory only).
+        policy: the cache policy by name (default ``lineage``, the best measured; see the
+            README): ``spark`` (Spark's LRU with re-caching, the baseline), ``no-recache`` (Zhang et al.'s fix),
+            ``adaptive`` (no-recache, but promotes into free memory) or ``lineage``
+            (future-aware eviction, admission and prefetch from the scheduler's plan and
+            the loop's access distances; ``adaptive`` without knowledge).
         serializer: ``auto`` (default: pickle5 for batches, pickle for records),
             ``pickle``, ``pickle5``, ``arrow``, ``arrow:lz4``, ``arrow:zstd``.
         disk_capacity: the most bytes the cache may write to its directories (default:

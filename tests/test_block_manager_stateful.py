@@ -70,7 +70,7 @@ class BlockManagerMachine(RuleBasedStateMachine):
         self.corrupted: set[BlockId] = set()
         self.task_ids = iter(range(10**6, 2 * 10**6))
 
-    @initialize(policy=st.sampled_from(["spark", "no-recache", "adaptive"]), fraction=st.sampled_from([0.0, 0.5, 1.0]),
+    @initialize(policy=st.sampled_from(["spark", "no-recache", "adaptive", "lineage"]), fraction=st.sampled_from([0.0, 0.5, 1.0]),
                 tiered=st.booleans(), async_eviction=st.booleans())
     def setup(self, policy, fraction, tiered, async_eviction):
         self.memory = MemoryManager(TOTAL, fraction)

@@ -31,7 +31,7 @@ from strataflow.storage.level import StorageLevel
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 LEVELS = StorageLevel.all()
-POLICIES = ["spark", "no-recache", "adaptive"]
+POLICIES = ["spark", "no-recache", "adaptive", "lineage"]
 DISK_AND_MEMORY = {"MEMORY_AND_DISK", "MEMORY_AND_DISK_SER"}
 MEMORY_ONLY = {"MEMORY_ONLY", "MEMORY_ONLY_SER", "OFF_HEAP"}
 

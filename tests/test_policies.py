@@ -34,6 +34,7 @@ from strataflow.storage.disk_store import _HEAD, DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import DEFAULT_POLICY, POLICIES, Policy, make_policy
+from strataflow.storage.policies.lineage import LineagePolicy
 from strataflow.storage.policies.no_recache import NoRecachePolicy
 from strataflow.storage.policies.spark import SparkPolicy
 from strataflow.storage.sizing import estimate_size
@@ -553,8 +554,8 @@ def test_make_policy_names_the_choices_for_an_unknown_name():
 
 
 def test_make_policy_default_and_lookup():
-    assert DEFAULT_POLICY == "no-recache"
-    assert isinstance(make_policy(None), NoRecachePolicy)
+    assert DEFAULT_POLICY == "lineage"
+    assert isinstance(make_policy(None), LineagePolicy)
     assert type(make_policy("spark")) is SparkPolicy
     assert type(make_policy("SPARK")) is SparkPolicy
     assert type(make_policy("no-recache")) is NoRecachePolicy
@@ -574,6 +575,8 @@ def _ctx(tmp_path, **kw) -> Context:
 
 def test_context_selects_the_policy(tmp_path):
     with _ctx(tmp_path) as c:
+        assert c.policy == "lineage" and isinstance(c.block_manager.policy, LineagePolicy)
+    with _ctx(tmp_path, policy="no-recache") as c:
         assert c.policy == "no-recache" and isinstance(c.block_manager.policy, NoRecachePolicy)
     with _ctx(tmp_path, policy="spark") as c:
         assert c.policy == "spark" and isinstance(c.block_manager.policy, SparkPolicy)

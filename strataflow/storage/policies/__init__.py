@@ -11,7 +11,7 @@ from .spark import SparkPolicy
 __all__ = ["Policy", "POLICIES", "make_policy", "DEFAULT_POLICY"]
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SparkPolicy, NoRecachePolicy, AdaptivePolicy, LineagePolicy)}
-DEFAULT_POLICY = "no-recache"
+DEFAULT_POLICY = "lineage"
 
 
 def make_policy(name: "str | Policy | None") -> Policy:

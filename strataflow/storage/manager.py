@@ -195,6 +195,7 @@ class BlockManager:
         self.disk.count = self.metrics.add
         self.writer = EvictionWriter(self, evicting=async_eviction, watermarks=watermarks)
         self._prefetching = type(policy).prefetch_candidates is not Policy.prefetch_candidates
+        self._smallest_on_disk = 0  # the smallest disk block at the last prefetch scan
         memory.set_evictor(self._evict)
         if async_eviction:
             memory.set_reclaimer(self.writer, async_wait_s)
@@ -477,6 +478,7 @@ class BlockManager:
             warnings.warn(f"strataflow: block {bid} not cached: {reason}", RuntimeWarning, stacklevel=2)
             return False
         self.metrics.add(disk_bytes_written=entry.size)
+        self._smallest_on_disk = 0  # a smaller block may be on disk now: the next prefetch scan looks
         return True
 
     # -- eviction (called by the memory manager, under its lock) -----------------------------
@@ -513,6 +515,7 @@ class BlockManager:
         else:
             frames, size, ser_name = [entry.data()], entry.size, entry.serializer
         written = self.disk.put(bid, frames, size, ser_name)
+        self._smallest_on_disk = 0
         self.metrics.add(disk_bytes_written=written.size)
 
     def _finish_async_drop(self, bid: BlockId, entry: MemoryEntry) -> None:
@@ -546,8 +549,8 @@ class BlockManager:
         the background thread (the task goes on at once)."""
         with self.memory.lock:
             free = self.memory.free
-            if free <= 0:
-                return
+            if free <= 0 or free < self._smallest_on_disk:
+                return  # no disk block fits: skip the scan (one per served block otherwise)
             on_disk = {}
             for bid, e in self.disk.items():
                 info = self._datasets.get(bid.dataset_id)
@@ -556,6 +559,7 @@ class BlockManager:
                     on_disk[bid] = e.size
             if not on_disk:
                 return
+            self._smallest_on_disk = min(on_disk.values())
             wanted = [b for b in self.policy.prefetch_candidates(free, on_disk) or [] if b in on_disk]
         if wanted:
             self.writer.prefetch(wanted)

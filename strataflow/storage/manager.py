@@ -41,7 +41,7 @@ import time
 import warnings
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -70,15 +70,20 @@ METRIC_KEYS = (
 )
 
 
-@dataclass(frozen=True, order=True)
-class BlockId:
-    """One partition of one dataset: Spark's ``rdd_<dataset>_<split>``."""
+class BlockId(NamedTuple):
+    """One partition of one dataset: Spark's ``rdd_<dataset>_<split>``. A named tuple, so
+    hashing and comparing (every store and policy keys dicts by it, on every access) run
+    in C: a frozen dataclass's generated ``__hash__`` was a quarter of the ``lineage``
+    policy's time."""
 
     dataset_id: int
     split: int
 
     def __str__(self) -> str:
         return f"rdd_{self.dataset_id}_{self.split}"
+
+    def __repr__(self) -> str:
+        return f"BlockId(dataset_id={self.dataset_id}, split={self.split})"
 
 
 class BlockStoreError(RuntimeError):

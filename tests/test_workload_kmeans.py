@@ -9,6 +9,7 @@ import pytest
 
 from strataflow.storage.level import StorageLevel
 from strataflow.workloads import kmeans_job
+from strataflow.workloads.kmeans import kmeans_partition
 from strataflow.workloads.runner import run_workload
 
 
@@ -99,3 +100,40 @@ def test_total_time_leaves_the_independent_check_out(text_data, monkeypatch):
     unchecked = run_workload("kmeans", text_data, api="batches", level="MEMORY_ONLY", memory="64MB",
                              iterations=2, check=False)
     assert unchecked["check_s"] == 0.0
+
+
+def _textbook_step(x, centres):
+    """Lloyd's assignment step written the obvious way: a full distance matrix, argmin
+    (ties to the lower index), ``np.add.at``."""
+    d2 = ((x[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+    label = d2.argmin(axis=1)
+    sums = np.zeros_like(centres)
+    np.add.at(sums, label, x)
+    return sums, np.bincount(label, minlength=len(centres)).astype(float), float(d2.min(axis=1).sum())
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("rows", [1, 37, 20_000])  # 20,000 rows span several chunks, the last one short
+def test_kernel_equals_the_textbook_step(rows, order):
+    rng = np.random.default_rng(rows)
+    x = np.asarray(rng.integers(0, 50, (rows, 3)).astype(float), order=order)
+    centres = x[rng.choice(rows, 4)].copy() + 0.25
+    got = kmeans_partition(x, centres)
+    want = _textbook_step(x, centres)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2] == pytest.approx(want[2], rel=1e-9)
+
+
+def test_kernel_gives_a_tie_to_the_lower_centre():
+    """Two equal centres (a seeded sample can draw a duplicated point twice): each point
+    counts once, for the first of them, as argmin decides; integer points on a grid also
+    fall exactly halfway between other centres."""
+    x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
+    centres = np.array([[2.0, 0.0], [0.0, 0.0], [2.0, 0.0]])
+    sums, counts, cost = kmeans_partition(x, centres)
+    want = _textbook_step(x, centres)
+    np.testing.assert_array_equal(counts, want[1])
+    np.testing.assert_array_equal(sums, want[0])
+    assert counts.tolist() == [3.0, 1.0, 0.0]  # [1,0] is halfway between 0 and 2: centre 0 (lower) wins
+    assert cost == want[2]

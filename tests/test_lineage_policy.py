@@ -436,6 +436,57 @@ def test_scheduler_plans_the_persisted_blocks_each_stage_reads(tmp_path):
         assert spy.plans[-1] == []
 
 
+class AccessLog(SpyPolicy):
+    """Also records every access the block manager reports (reads and puts of computed
+    blocks), per thread, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: dict = {}
+
+    def record_access(self, block_id, where):
+        if where in ("memory", "disk"):
+            self.seen.setdefault(threading.get_ident(), []).append(block_id)
+        super().record_access(block_id, where)
+
+    def admit(self, block_id, size):
+        self.seen.setdefault(threading.get_ident(), []).append(block_id)
+        return super().admit(block_id, size)
+
+
+@pytest.mark.parametrize("memory", ["64MB", "1MB"])  # all in memory; 4 MB of points under pressure
+def test_a_tasks_second_read_of_a_block_is_served_by_the_task(tmp_path, memory):
+    """K-means' shape: points, norms derived from them, both zipped. The task reads its
+    points block, computes the norms from it: the second read is served from the value the
+    task holds, not from the cache (counted as ``task_rereads``), and the plan leaves it
+    out, so that it matches the accesses the cache sees."""
+    spy = AccessLog()
+    with _ctx(tmp_path, spy, memory=memory, parallelism=1) as c:
+        pts = c.from_numpy(np.arange(524_288.0).reshape(-1, 2), 4).map_partitions(lambda x: x * 1.0).persist(MD)
+        pts.count()
+        norms = pts.map_partitions(lambda x: np.sqrt((x * x).sum(axis=1))).persist(MD)
+        zipped = pts.zip_partitions(norms, f=lambda x, n: [float((x.sum(axis=1) * n).sum())])
+        before = c.block_manager.metrics.snapshot()
+        spy.seen.clear()
+        got = sum(zipped.collect())
+        after = c.block_manager.metrics.snapshot()
+        x = np.arange(524_288.0).reshape(-1, 2)
+        assert got == pytest.approx(float((x.sum(axis=1) * np.sqrt((x * x).sum(axis=1))).sum()))
+        plan = spy.plans[-1]
+        assert plan == [b for s in range(4) for b in (B(pts.id, s), B(norms.id, s))]
+        (accessed,) = spy.seen.values()  # one task thread
+        assert accessed == plan
+        assert after["task_rereads"] - before["task_rereads"] == 4
+        assert (after["memory_hits"] + after["disk_hits"] + after["misses"]
+                - before["memory_hits"] - before["disk_hits"] - before["misses"]) == 8  # not 12
+        if memory == "1MB":
+            assert after["disk_hits"] > before["disk_hits"]  # the points came back from disk
+        spy.seen.clear()
+        assert sum(zipped.collect()) == pytest.approx(got)  # norms stored now: no reread
+        assert spy.seen and list(spy.seen.values())[0] == spy.plans[-1]
+        assert c.block_manager.metrics.snapshot()["task_rereads"] == after["task_rereads"]
+
+
 def test_plans_skipped_for_policies_that_ignore_them(tmp_path, monkeypatch):
     from strataflow.scheduler import dag
 

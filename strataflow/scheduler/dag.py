@@ -104,22 +104,30 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
 
     out: list[BlockId] = []
     stored: dict[int, set] = {}
+    held: list = [None]  # the block the task read last (``Dataset.iterator`` serves it again)
 
     def visit(ds: "Dataset", split: int, depth: int) -> None:
         if depth > 200:  # a pathological lineage: a plan is advice, not worth a deep walk
             return
         if ds.storage_level.is_valid:
-            out.append(BlockId(ds.id, split))
+            bid = BlockId(ds.id, split)
+            if bid == held[0]:
+                return  # read again within the task: served by the task, not the cache
+            out.append(bid)
             if ds.id not in stored:
                 stored[ds.id] = present(ds.id)
             if split in stored[ds.id]:
+                held[0] = bid
                 return
         for dep in ds.node.deps:
             if isinstance(dep, NarrowDependency):
                 for s in dep.parents_of(split):
                     visit(dep.parent, s, depth + 1)
+        if ds.storage_level.is_valid:
+            held[0] = BlockId(ds.id, split)  # computed, then handed to the task
 
     for p in partitions:
+        held[0] = None
         visit(dataset, p, 0)
     return out
 

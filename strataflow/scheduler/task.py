@@ -43,6 +43,9 @@ class TaskContext:
     attempt: int
     task_id: int = field(default_factory=lambda: next(_task_ids))
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
+    #: The persisted block this task read last and the value it was handed (see
+    #: ``Dataset.iterator``): a second read of it is served from here.
+    held: tuple | None = None
 
     def read_shuffle(self, shuffle_id: int, reduce_id: int, num_maps: int) -> Iterator[Any]:
         def count(n: int) -> None:

@@ -31,6 +31,7 @@ from strataflow.storage.policies.lineage import LineagePolicy
 
 MD = StorageLevel.MEMORY_AND_DISK
 KB = 1024
+MB = 1 << 20
 
 
 def B(d: int, s: int) -> BlockId:
@@ -528,3 +529,27 @@ def test_no_promotion_into_memory_the_stages_own_puts_will_need():
         p.record_access(b, "put")
     p.plan([x for pair in zip(pts, norms) for x in pair])
     assert p.promote(pts[0], 100) and not p.evict_to_promote  # nothing pending: free memory may be used
+
+
+def test_a_dataset_joining_the_loop_does_not_make_resident_blocks_look_finished():
+    """K-means' shape at 4x, in the order two task threads produced it: the first pass puts
+    the points (partition 1 finishing before 0), the first iteration reads them and puts
+    the small norms, which double the loop's period. The points kept in memory must still
+    count as due next iteration when the last norms block is put: it goes to disk, and
+    nothing is dropped (a prediction dropped after one overdue distance evicted points
+    block 0 here, then prefetched another back: 82 MB moved for none)."""
+    pts = [B(1, s) for s in range(8)]
+    nrm = [B(3, s) for s in range(8)]
+    ops: list = [("plan", tuple(pts))]
+    ops += [("read", b, 41 * MB) for b in [pts[1], pts[0], *pts[2:]]]
+    it1 = [b for s in range(8) for b in (pts[s], nrm[s])]
+    ops.append(("plan", tuple(it1)))
+    ops += [("read", b, (41 if b.dataset_id == 1 else 2) * MB) for b in it1]
+    for _ in range(4):
+        ops.append(("plan", tuple(it1)))
+        ops += [("read", b, (41 if b.dataset_id == 1 else 2) * MB) for b in it1]
+    trace = Trace("kmeans-4x", ops, 86 * MB)
+    tally = CacheModel(make_policy("lineage"), trace.capacity, trace.storage_fraction).run(trace)
+    assert tally.dropped_bytes == 0 and tally.prefetch_bytes == 0
+    nr = CacheModel(make_policy("no-recache"), trace.capacity, trace.storage_fraction).run(trace)
+    assert tally.memory_hit_bytes >= nr.memory_hit_bytes

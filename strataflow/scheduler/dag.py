@@ -316,6 +316,7 @@ class DAGScheduler:
             except Exception as exc:  # noqa: BLE001 - user code may raise anything
                 error = exc
             finally:
+                tc.held = None  # the block the task held for a reread goes with the task
                 ctx.memory.task_finished(tc.task_id)
                 gc1 = gc_timer.snapshot()
                 ctx.events.post("TaskEnd", task_id=tc.task_id, stage_id=stage.id, job_id=job_id,

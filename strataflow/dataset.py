@@ -160,17 +160,13 @@ class Dataset(PairOps, ActionOps):
         looked like a block worth keeping in memory for one more hit. Only the last block
         is held, and only until the task ends: a task already holds the blocks it is
         working on, so the memory a running task can pin beyond the budget is unchanged."""
+        bid = BlockId(self.id, split)
         persisted = self.storage_level.is_valid and tc is not None
-        if persisted:
-            bid = BlockId(self.id, split)
-            held = tc.held
-            if held is not None and held[0] == bid:
-                self.ctx.block_manager.metrics.add(task_rereads=1)
-                return held[1]
+        if persisted and tc.held is not None and tc.held[0] == bid:
+            self.ctx.block_manager.metrics.add(task_rereads=1)
+            return tc.held[1]
         try:
-            value = self.ctx.block_manager.get_or_compute(
-                BlockId(self.id, split), self.storage_level, lambda: self.compute(split, tc)
-            )
+            value = self.ctx.block_manager.get_or_compute(bid, self.storage_level, lambda: self.compute(split, tc))
             if persisted:
                 tc.held = (bid, value)
             return value

@@ -109,8 +109,8 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
     def visit(ds: "Dataset", split: int, depth: int) -> None:
         if depth > 200:  # a pathological lineage: a plan is advice, not worth a deep walk
             return
-        if ds.storage_level.is_valid:
-            bid = BlockId(ds.id, split)
+        bid = BlockId(ds.id, split) if ds.storage_level.is_valid else None
+        if bid is not None:
             if bid == held[0]:
                 return  # read again within the task: served by the task, not the cache
             out.append(bid)
@@ -123,8 +123,8 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
             if isinstance(dep, NarrowDependency):
                 for s in dep.parents_of(split):
                     visit(dep.parent, s, depth + 1)
-        if ds.storage_level.is_valid:
-            held[0] = BlockId(ds.id, split)  # computed, then handed to the task
+        if bid is not None:
+            held[0] = bid  # computed, then handed to the task
 
     for p in partitions:
         held[0] = None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Any
 
 from ..storage.policies import Policy
@@ -197,7 +198,7 @@ class CacheModel:
         return False
 
     def _evict(self, space: int, for_block: Any) -> int:
-        victims = self.policy.select_victims(space, for_block, dict(self.mem)) or []
+        victims = self.policy.select_victims(space, for_block, MappingProxyType(self.mem)) or []
         freed = 0
         for v in victims:
             size = self.mem.pop(v, None)

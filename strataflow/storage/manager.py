@@ -491,7 +491,7 @@ class BlockManager:
     # -- eviction (called by the memory manager, under its lock) -----------------------------
     def _evict(self, space: int, for_block: Any) -> int:
         busy = self.writer.inflight()  # being written by the background writer: not ours to drop
-        sizes = {bid: e.size for bid, e in self.memory_store.items() if bid not in busy}
+        sizes = self.memory_store.sizes(busy)
         victims = [v for v in self.policy.select_victims(space, for_block, sizes) or [] if v in sizes]
         freed = sum(self._drop(bid) for bid in victims)
         if victims:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 __all__ = ["MemoryEntry", "MemoryStore", "off_heap_buffer"]
@@ -72,6 +73,31 @@ class MemoryStore:
     def items(self) -> Iterator[tuple[Any, MemoryEntry]]:
         return iter(list(self._entries.items()))
 
+    def sizes(self, exclude: "set | frozenset" = frozenset()) -> "Mapping[Any, int]":
+        """Each block's size, but for ``exclude``: a live view, not a copy. Eviction asks
+        about the few blocks it drops, and copying every entry's size for it was linear in
+        the blocks in memory on every eviction."""
+        return _Sizes(self._entries, exclude)
+
     @property
     def used(self) -> int:
         return sum(e.size for e in self._entries.values())
+
+
+class _Sizes(Mapping):
+    def __init__(self, entries: dict, exclude: "set | frozenset") -> None:
+        self._entries, self._exclude = entries, exclude
+
+    def __getitem__(self, block_id: Any) -> int:
+        if block_id in self._exclude:
+            raise KeyError(block_id)
+        return self._entries[block_id].size
+
+    def __contains__(self, block_id: object) -> bool:
+        return block_id in self._entries and block_id not in self._exclude
+
+    def __iter__(self) -> Iterator[Any]:
+        return (b for b in list(self._entries) if b not in self._exclude)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

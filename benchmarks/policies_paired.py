@@ -3,7 +3,10 @@ on every ``bench pressure`` workload and pressure, in one process, the order rot
 every repeat, without the result checks (``bench pressure`` runs them). Issue 6 asks
 for ``adaptive`` and ``lineage`` to be at least as fast as ``no-recache``; at about a
 second per run the differences are within noise, so the ratios of medians and their
-geometric mean over all points are what to read.
+geometric mean over all points are what to read, with each repeat's paired ratio (the
+same repeat's ``no-recache`` time over the policy's; median and range), of the whole run
+and of its iterations alone (where the policies' decisions differ; the load stage is
+the same for all).
 
     python benchmarks/policies_paired.py --data-dir DIR [--repeat 5] [--out FILE]
 
@@ -51,6 +54,7 @@ def main() -> int:
         cached = rep["cached_memory_bytes"]
         for pressure in (float(x) for x in args.pressures.split(",")):
             times: dict = {x: [] for x in POLICIES}
+            iters: dict = {x: [] for x in POLICIES}
             moved: dict = {x: [] for x in POLICIES}
             for r in range(args.repeat):
                 for policy in POLICIES[r % 3:] + POLICIES[:r % 3]:
@@ -60,10 +64,17 @@ def main() -> int:
                                            check=False)
                     m = rep["metrics"]
                     times[policy].append(rep["total_s"])
+                    iters[policy].append(sum(rep["iteration_s"]))
                     moved[policy].append((m["bytes_dropped"] + m["bytes_recached"] + m["bytes_prefetched"]) / MB)
             med = {x: statistics.median(v) for x, v in times.items()}
             key = f"{w} {pressure:g}x"
+            paired = {x: sorted(b / t for b, t in zip(times["no-recache"], times[x])) for x in POLICIES}
+            paired_iters = {x: sorted(b / t for b, t in zip(iters["no-recache"], iters[x]) if t > 0) for x in POLICIES}
             points[key] = {"median_s": med, "speed_vs_no_recache": {x: med["no-recache"] / med[x] for x in POLICIES},
+                           # the same repeat's no-recache time over this policy's: median, min, max
+                           "paired_speed": {x: [statistics.median(v), v[0], v[-1]] for x, v in paired.items()},
+                           "paired_iteration_speed": {x: [statistics.median(v), v[0], v[-1]]
+                                                      for x, v in paired_iters.items() if v},
                            "mb_moved": {x: statistics.median(v) for x, v in moved.items()}}
             print(key, {x: round(v, 3) for x, v in points[key]["speed_vs_no_recache"].items()}, file=sys.stderr,
                   flush=True)

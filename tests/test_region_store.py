@@ -471,6 +471,7 @@ def test_concurrent_puts_and_gets(dirs):
                 with lock:
                     expected[bid] = (bid.split, n)
                     pick = r.choice(list(expected))
+                    want = expected[pick]  # read under the lock: its owner may remove it after our get
                 try:
                     got = s.get(pick)
                 except BlockUnavailable:  # its owner removed it meanwhile
@@ -478,7 +479,7 @@ def test_concurrent_puts_and_gets(dirs):
                         assert pick not in expected
                     continue
                 arr = got if isinstance(got, np.ndarray) else got[0]
-                assert arr.shape == (expected[pick][1],) and (arr == expected[pick][0]).all()
+                assert arr.shape == (want[1],) and (arr == want[0]).all()
                 if i % 10 == 9 and pick.split // 1000 == t:
                     with lock:
                         expected.pop(pick, None)

@@ -292,7 +292,8 @@ class Context:
         ``bytes_recached`` and ``bytes_prefetched``). Eviction: ``sync_evictions`` (blocks
         dropped on a task's thread), ``async_evictions`` (by the background writer),
         ``eviction_failures``, ``eviction_wait_s`` (time puts waited for the writer);
-        prefetch: ``blocks_prefetched``, ``bytes_prefetched``."""
+        prefetch: ``blocks_prefetched``, ``bytes_prefetched``, ``prefetch_scans`` (scans of the
+        disk blocks for candidates; after an empty one they back off until memory is freed)."""
         out = self.block_manager.metrics.snapshot()
         gc_s, gc_n = gc_timer.snapshot()
         out.update(gc_s=gc_s - self._gc0[0], gc_collections=gc_n - self._gc0[1],

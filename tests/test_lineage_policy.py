@@ -553,3 +553,56 @@ def test_a_dataset_joining_the_loop_does_not_make_resident_blocks_look_finished(
     assert tally.dropped_bytes == 0 and tally.prefetch_bytes == 0
     nr = CacheModel(make_policy("no-recache"), trace.capacity, trace.storage_fraction).run(trace)
     assert tally.memory_hit_bytes >= nr.memory_hit_bytes
+
+
+class NothingToPrefetch(LineagePolicy):
+    """Never promotes nor prefetches (a policy holding free memory for the stage's puts
+    answers so on every served block), and counts the scans it is asked for."""
+
+    def __init__(self):
+        super().__init__()
+        self.scans = 0
+
+    def promote(self, block_id, size):
+        return False
+
+    def prefetch_candidates(self, free, on_disk):
+        self.scans += 1
+        super().prefetch_candidates(free, on_disk)
+        return []
+
+
+def _free_by_execution(c, n):
+    """Execution memory takes ``n`` bytes (evicting blocks) and gives them back."""
+    task = 10 ** 9
+    c.memory.task_started(task)
+    assert c.memory.acquire_execution(n, task) > 0
+    c.memory.task_finished(task)
+
+
+def test_empty_prefetch_scans_back_off_until_memory_is_freed(tmp_path):
+    """A scan is linear in the blocks on disk. After one finds nothing, the next wait
+    1, 2, 4 ... served blocks, unless memory is freed (then at once) or a stage starts."""
+    policy = NothingToPrefetch()
+    with _ctx(tmp_path, policy, memory="8MB", parallelism=1) as c:
+        data = c.from_numpy(np.arange(64 * 50_000.0), 64).persist(MD)  # 64 blocks of 0.4 MB
+        want = float(np.arange(64 * 50_000.0).sum())
+        assert data.map_partitions(lambda a: [a.sum()]).sum() == want
+        _free_by_execution(c, 2 << 20)
+        assert c.memory.free >= 2 << 20
+        stages = []
+        for _ in range(2):  # each stage: 64 reads
+            before = policy.scans
+            assert data.map_partitions(lambda a: [a.sum()]).sum() == want
+            stages.append(policy.scans - before)
+        assert all(1 <= n <= 8 for n in stages), stages  # 1 + log2(64) at most, not one per read
+        assert c.metrics()["prefetch_scans"] == policy.scans
+        bm = c.block_manager  # between stages, as after served blocks: backed off
+        before = policy.scans
+        for _ in range(4):
+            bm._maybe_prefetch()
+        assert policy.scans - before <= 1
+        before = policy.scans
+        _free_by_execution(c, 3 << 20)  # more memory freed: the next served block scans
+        bm._maybe_prefetch()
+        assert policy.scans == before + 1

@@ -291,6 +291,7 @@ class DAGScheduler:
                 policy.reserve = int(self.ctx.memory.total * (1 - writer.high)) if evicting else 0
             blocks = planned_reads(stage.dataset, partitions, present)
             policy.plan(blocks)
+            bm.rescan_prefetch()
         except Exception as exc:  # noqa: BLE001 - advice only
             self.ctx.events.post("PlanFailed", stage_id=stage.id, reason=f"{type(exc).__name__}: {exc}")
 

@@ -66,7 +66,7 @@ METRIC_KEYS = (
     "blocks_discarded", "blocks_not_stored", "blocks_lost", "mmap_released_bytes", "gc_frozen_puts",
     # tiers, asynchronous eviction and prefetch
     "bytes_moved_between_tiers", "blocks_moved_down", "blocks_moved_up", "sync_evictions", "async_evictions",
-    "eviction_failures", "blocks_prefetched", "bytes_prefetched",
+    "eviction_failures", "blocks_prefetched", "bytes_prefetched", "prefetch_scans",
     # a task's second read of the block it read last, served from the value it holds
     "task_rereads",
 )
@@ -203,6 +203,13 @@ class BlockManager:
         self.writer = EvictionWriter(self, evicting=async_eviction, watermarks=watermarks)
         self._prefetching = type(policy).prefetch_candidates is not Policy.prefetch_candidates
         self._smallest_on_disk = 0  # the smallest disk block at the last prefetch scan
+        # After a scan that found nothing to prefetch, the next ones wait (1, 2, 4 ... 64
+        # served blocks) unless free memory grows or a stage is planned: a scan is linear in
+        # the blocks on disk, and a policy holding free memory for a stage's own puts says
+        # "nothing" on every served block of that stage.
+        self._scan_skip = 0
+        self._scan_backoff = 1
+        self._scan_free = 0
         memory.set_evictor(self._evict)
         if async_eviction:
             memory.set_reclaimer(self.writer, async_wait_s)
@@ -551,6 +558,10 @@ class BlockManager:
             headroom = int(self.memory.total * (1 - writer.high))
         return self.memory.free - headroom
 
+    def rescan_prefetch(self) -> None:
+        """A new stage is planned: the next served block may prefetch again at once."""
+        self._scan_skip, self._scan_backoff, self._scan_free = 0, 1, 0
+
     def _maybe_prefetch(self) -> None:
         """Asks the policy which disk blocks to load into free memory, and queues them for
         the background thread (the task goes on at once)."""
@@ -558,6 +569,9 @@ class BlockManager:
             free = self.memory.free
             if free <= 0 or free < self._smallest_on_disk:
                 return  # no disk block fits: skip the scan (one per served block otherwise)
+            if self._scan_skip > 0 and free <= self._scan_free:
+                self._scan_skip -= 1  # the last scan found nothing and no memory was freed since
+                return
             on_disk = {}
             for bid, e in self.disk.items():
                 info = self._datasets.get(bid.dataset_id)
@@ -568,6 +582,12 @@ class BlockManager:
                 return
             self._smallest_on_disk = min(on_disk.values())
             wanted = [b for b in self.policy.prefetch_candidates(free, on_disk) or [] if b in on_disk]
+            self.metrics.add(prefetch_scans=1)
+            if wanted:
+                self._scan_skip, self._scan_backoff, self._scan_free = 0, 1, 0
+            else:
+                self._scan_skip, self._scan_free = self._scan_backoff, free
+                self._scan_backoff = min(64, self._scan_backoff * 2)
         if wanted:
             self.writer.prefetch(wanted)
 

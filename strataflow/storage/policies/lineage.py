@@ -46,9 +46,10 @@ prefetch. The simulator (``strataflow simulate``) measures it against Belady's `
 
 Cost: evictions and disk hits ask about every block in memory. From 64 blocks they ask
 the ``NextUseTable`` (the same predictions as columns, one numpy pass); below that,
-``_next`` block by block. ``benchmarks/policy_cost.py``: per read, 30 us at 32 blocks,
-78 us at 2,048 and 0.2 ms at 16,384, where the loop over Python objects took 19 us, 0.48
-ms and 3.9 ms. It stays linear in the blocks in memory, with numpy's constant.
+``_next`` block by block. ``benchmarks/policy_cost.py`` (a loop at 4x): per read, 29 us
+at 32 blocks, 58 us at 2,048 and 0.16 ms at 16,384, where the loop over Python objects
+took 19 us, 0.51 ms and 2.9 ms. It stays linear in the blocks in memory, with numpy's
+constant.
 
 Thread safety: the block manager calls ``select_victims``, ``record_remove`` and memory
 hits under the memory manager's lock, but disk hits, ``admit``, ``promote``, ``plan`` and
@@ -135,7 +136,7 @@ class LineagePolicy(AdaptivePolicy):
                              and (b not in t.row or t.size[t.row[b]] < 0)}
             self._pending_n = {}
             for b in self._pending:
-                j = t._dataset(getattr(b, "dataset_id", None))
+                j = t.dataset_row(getattr(b, "dataset_id", None))
                 self._pending_n[j] = self._pending_n.get(j, 0) + 1
 
     def _row(self, bid: Any) -> int:
@@ -340,7 +341,7 @@ class LineagePolicy(AdaptivePolicy):
                 keep = est == INF
                 dataset_id = getattr(for_block, "dataset_id", None)
                 if dataset_id is not None:  # Spark's rule: not a block of the dataset being put
-                    keep &= t_.ds[rows] != t_._dataset(dataset_id)
+                    keep &= t_.ds[rows] != t_.dataset_row(dataset_id)
                 return self._take(space, rows[keep], est[keep], entries)  # all inf: LRU order
             keep = est > t + self._margin(for_block)
             return self._take(space, rows[keep], est[keep], entries)

@@ -3,8 +3,8 @@ next use of *all* blocks in memory is one vectorized pass instead of a Python lo
 
 Why: ``lineage`` asks "which block in memory is due last?" on every eviction and "is any
 block in memory due after this one, and how many bytes are?" on every disk hit. Asked one
-block at a time that was linear in the blocks in memory with a large constant: 0.23 ms per
-access at 1,000 blocks and 3.9 ms at 16,000 (the default policy, on a Spark-sized job of a
+block at a time that was linear in the blocks in memory with a large constant: 0.5 ms per
+read at 2,048 blocks and 2.9 ms at 16,384 (the default policy, on a Spark-sized job of a
 few thousand partitions, paid more per block than the task itself). Each block's state is
 a row here (last access, reuse distance, planned position, size, LRU stamp), kept up to
 date in O(1) per event; a question about many blocks is then numpy over the rows.
@@ -53,11 +53,11 @@ class NextUseTable:
             self._grow()
         self.keys.append(bid)
         self.row[bid] = i
-        self.ds[i] = self._dataset(getattr(bid, "dataset_id", None))
+        self.ds[i] = self.dataset_row(getattr(bid, "dataset_id", None))
         self.pos0[i] = pos0
         return i
 
-    def _dataset(self, dataset_id: Any) -> int:
+    def dataset_row(self, dataset_id: Any) -> int:
         j = self._ds_row.get(dataset_id)
         if j is None:
             j = self._ds_row[dataset_id] = len(self._ds_row)

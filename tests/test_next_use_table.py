@@ -104,7 +104,7 @@ def test_many_blocks_take_the_vectorized_path_and_decide_as_few_do():
                 if b in memory:
                     p.record_access(b, "memory")
                     continue
-                if b in p._last:
+                if b in p._t.row:
                     p.record_access(b, "disk")
                     decisions.append(("promote", b.split, p.promote(b, 1)))
                     continue

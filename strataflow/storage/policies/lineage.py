@@ -97,10 +97,9 @@ class LineagePolicy(AdaptivePolicy):
         self._mu = threading.RLock()
         self._tl = threading.local()
         self._clock = 0
-        self._last: dict[Any, int] = {}      # block -> clock of its last access
-        self._dist: dict[Any, int] = {}      # block -> distance between its last two accesses
-        self._ds_dist: dict[Any, int] = {}   # dataset id -> last distance seen for its blocks
-        self._t = NextUseTable()             # the same knowledge as columns, plus sizes and LRU stamps
+        # per block: last access, distance between its last two, first planned position,
+        # size, LRU stamp; per dataset: the last distance seen for its blocks
+        self._t = NextUseTable()
         self._plan_pos: dict[Any, deque] = {}
         self._plan_len = 0
         self._consumed = 0
@@ -132,8 +131,8 @@ class LineagePolicy(AdaptivePolicy):
             self._consumed = 0
             self._t.set_plan(pos)
             t = self._t
-            self._pending = {b for b in pos if b not in self._last
-                             and (b not in t.row or t.size[t.row[b]] < 0)}
+            self._pending = {b for b in pos if b not in t.row
+                             or (t.last[t.row[b]] < 0 and t.size[t.row[b]] < 0)}
             self._pending_n = {}
             for b in self._pending:
                 j = t.dataset_row(getattr(b, "dataset_id", None))
@@ -159,12 +158,6 @@ class LineagePolicy(AdaptivePolicy):
         """One access of ``bid`` now: tick the clock, learn its distance, consume the plan."""
         self._clock += 1
         now = self._clock
-        last = self._last.get(bid)
-        if last is not None:
-            d = now - last
-            self._dist[bid] = d
-            self._ds_dist[getattr(bid, "dataset_id", None)] = d
-        self._last[bid] = now
         i = self._row(bid)
         self._t.touch(i, now)
         q = self._plan_pos.get(bid)
@@ -180,9 +173,18 @@ class LineagePolicy(AdaptivePolicy):
         self._unused.discard(bid)
         self._wasted.discard(bid)
 
+    def _own_distance(self, bid: Any) -> int | None:
+        """The distance between ``bid``'s last two accesses, if it has had two."""
+        i = self._t.row.get(bid)
+        d = -1 if i is None else int(self._t.dist[i])
+        return None if d < 0 else d
+
     def _distance(self, bid: Any) -> int | None:
-        d = self._dist.get(bid)
-        return d if d is not None else self._ds_dist.get(getattr(bid, "dataset_id", None))
+        """Its own distance, else the last one seen for its dataset's blocks."""
+        d = self._own_distance(bid)
+        if d is None:
+            d = int(self._t.ds_dist[self._t.dataset_row(getattr(bid, "dataset_id", None))])
+        return None if d < 0 else d
 
     def next_use(self, bid: Any) -> float:
         """The predicted clock of ``bid``'s next access; ``inf`` when nothing is known."""
@@ -199,9 +201,10 @@ class LineagePolicy(AdaptivePolicy):
                 self._t.pos0[i] = q[0] if q else -1
         if q:
             return now + max(0, q[0] - self._consumed)
-        last = self._last.get(bid)
+        i = self._t.row.get(bid)
+        last = -1 if i is None else int(self._t.last[i])
         d = self._distance(bid)
-        if last is None or d is None:
+        if last < 0 or d is None:
             return INF
         est = last + d
         if now - est > _OVERDUE * d:
@@ -212,18 +215,6 @@ class LineagePolicy(AdaptivePolicy):
         """How much sooner a block must be needed to displace another: tasks running in
         parallel reorder accesses by a few positions, which must not look like a gain."""
         return 2 + (self._distance(bid) or 0) // 16
-
-    def _displaces(self, promoted: Any, bar: float, victim: Any, victim_next: float) -> bool:
-        """May a block read from disk take ``victim``'s place? Only if the victim is due
-        later (by the margin: ``bar``) *and* is reused less often. Sooner alone is not
-        enough: a block read twice in a row (K-means reads a partition, then derives a
-        persisted dataset from it) would evict one due next iteration to win one hit now
-        and lose one then, moving bytes for nothing; a block reused more often keeps
-        winning after its next use (a hot set against a scan)."""
-        if not bar < victim_next < INF:
-            return False
-        d_new, d_victim = self._dist.get(promoted), self._distance(victim)
-        return d_new is not None and d_victim is not None and d_new < d_victim
 
     # -- the interface ------------------------------------------------------------------------------------
     def record_access(self, block_id: Any, where: str) -> None:
@@ -304,9 +295,13 @@ class LineagePolicy(AdaptivePolicy):
         return self._t.next_uses(rows, now, self._consumed, self._plan_len, _OVERDUE)
 
     def _displaceable(self, promoted: Any, t: float, rows: np.ndarray, est: np.ndarray) -> np.ndarray:
-        """``_displaces`` for many victims: due later than ``promoted`` by the margin, and
-        reused less often."""
-        d_new = self._dist.get(promoted)
+        """May a block read from disk take these victims' places? Only where the victim is
+        due later (by the margin) *and* is reused less often. Sooner alone is not enough:
+        a block read twice in a row (K-means reads a partition, then derives a persisted
+        dataset from it) would evict one due next iteration to win one hit now and lose
+        one then, moving bytes for nothing; a block reused more often keeps winning after
+        its next use (a hot set against a scan)."""
+        d_new = self._own_distance(promoted)
         if d_new is None:
             return np.zeros(len(rows), dtype=bool)
         d_victim = self._t.distance(rows)

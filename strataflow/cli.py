@@ -207,16 +207,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         memory = parse_size(args.memory, "--memory") if args.memory else None
         trace = from_event_log(args.event_log, memory=memory)
-    marks = None
-    if args.async_eviction is not None:
-        try:
-            low, high = (float(x) for x in args.async_eviction.split(","))
-        except ValueError:
-            raise ValueError(f"--async-eviction: expected LOW,HIGH fractions such as 0.85,0.95, "
-                             f"got {args.async_eviction!r}") from None
-        if not 0 < low <= high <= 1:
-            raise ValueError(f"--async-eviction: need 0 < low <= high <= 1, got {args.async_eviction!r}")
-        marks = (low, high)
+    marks = None if args.async_eviction is None else tuple(args.async_eviction.split(","))  # checked by simulate
     report = simulate(trace, args.policies.split(",") if args.policies else None, parse_bandwidth(args.bandwidth),
                       watermarks=marks)
     Console().print(table(report))
@@ -306,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--bandwidth", default=None,
                     help="tier bandwidths per second, e.g. mem=10GB,disk=1GB (the defaults) or disk=probe:DIR")
     sm.add_argument("--async-eviction", nargs="?", const="0.85,0.95", default=None, metavar="LOW,HIGH",
-                    help="model the background eviction writer with these watermarks (default 0.85,0.95)")
+                    help="model the background eviction writer with these watermarks, the Context's "
+                         "eviction_watermarks (default 0.85,0.95)")
     sm.add_argument("--json", default=None, help="write the report as JSON here")
     sm.set_defaults(func=cmd_simulate)
     return p

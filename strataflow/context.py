@@ -1,9 +1,9 @@
 """Context: the user's entry point, and the wiring of one application.
 
-It validates the configuration (a bad one fails here, before any work), makes the
-per-application cache and shuffle directories, and owns the services every task uses:
-the memory manager, the block manager, the shuffle manager, the scheduler with its
-thread pool, and the event bus with its log and progress bar.
+It has the configuration validated (by :meth:`Config.build`: a bad one fails here, before
+any work), makes the per-application cache and shuffle directories, and owns the services
+every task uses: the memory manager, the block manager, the shuffle manager, the scheduler
+with its thread pool, and the event bus with its log and progress bar.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .config import Config, ConfigError, check_num_partitions, parse_size
+from .config import Config, check_num_partitions, parse_size
 from .dataset import Dataset
 from .io.npy import NpySource
 from .io.parquet import ParquetSource
@@ -29,16 +29,16 @@ from .io.sources import RangeSource, collection_source, numpy_source
 from .io.text import CsvSource, TextSource
 from .memory import MemoryManager
 from .metrics import EventBus, JsonLinesLog, gc_timer
+from .options import DEFAULT_WATERMARKS
 from .scheduler import DAGScheduler
 from .shuffle import ShuffleManager
 from .storage.disk_store import DiskStore
-from .storage.eviction_writer import DEFAULT_WATERMARKS
-from .storage.manager import BlockManager, gc_unfreeze
+from .storage.gc_free import gc_unfreeze
+from .storage.manager import BlockManager
 from .storage.region_store import RegionStore
 from .storage.policies import make_policy
-from .storage.serde import get_serializer
-from .storage.status import DatasetStorage, StorageStatus
-from .storage.tiers import Tier, TieredStore, parse_tiers
+from .storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
+from .storage.tiers import Tier, TieredStore
 from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
@@ -50,16 +50,6 @@ _live: "weakref.WeakSet[Context]" = weakref.WeakSet()
 def _stop_all() -> None:
     for ctx in list(_live):
         ctx.stop()
-
-
-def _check_watermarks(marks: Any) -> tuple[float, float]:
-    try:
-        low, high = (float(m) for m in marks)
-    except (TypeError, ValueError):
-        raise ConfigError(f"eviction_watermarks: expected (low, high) fractions of memory, got {marks!r}") from None
-    if not 0.0 < low <= high <= 1.0:
-        raise ConfigError(f"eviction_watermarks: need 0 < low <= high <= 1, got {marks!r}")
-    return low, high
 
 
 class Context:
@@ -138,30 +128,24 @@ class Context:
         eviction_watermarks: tuple[float, float] = DEFAULT_WATERMARKS,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
-        self.config = Config.build(memory, parallelism, local_dirs, shuffle_dirs, event_log, shuffle_sync,
-                                   max_task_attempts, max_stage_attempts, progress, app_name)
-        cfg = self.config
-        if not 0.0 <= float(storage_fraction) <= 1.0:
-            raise ConfigError(f"storage_fraction: must be between 0 and 1, got {storage_fraction!r}")
-        cache_policy = make_policy(policy)
-        default_serializer = get_serializer(serializer)
-        capacity = None if disk_capacity is None else parse_size(disk_capacity, "disk_capacity")
-        mapped_budget = None if mmap_memory is None else parse_size(mmap_memory, "mmap_memory")
-        tier_specs = None if tiers is None else parse_tiers(tiers)
-        watermarks = _check_watermarks(eviction_watermarks)
-        n_blas = (check_num_partitions(blas_threads, "blas_threads") if blas_threads is not None
-                  else max(1, (os.cpu_count() or 1) // cfg.parallelism))
+        self.config = cfg = Config.build(
+            memory=memory, parallelism=parallelism, local_dirs=local_dirs, shuffle_dirs=shuffle_dirs,
+            event_log=event_log, shuffle_sync=shuffle_sync, max_task_attempts=max_task_attempts,
+            max_stage_attempts=max_stage_attempts, progress=progress, app_name=app_name,
+            blas_threads=blas_threads, storage_fraction=storage_fraction, policy=policy, serializer=serializer,
+            disk_capacity=disk_capacity, mmap_memory=mmap_memory, gc_free_cache=gc_free_cache, tiers=tiers,
+            async_eviction=async_eviction, eviction_watermarks=eviction_watermarks)
         self.app_id = new_app_id()
-        tier_bases = [d for spec in tier_specs or [] for d in spec.dirs]
+        tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
         self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
         self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
         self.tier_dirs: list[str] = []
-        if tier_specs is None:
-            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, capacity))
+        if cfg.tiers is None:
+            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, cfg.disk_capacity))
         else:
             made = []
-            for spec in tier_specs:
+            for spec in cfg.tiers:
                 dirs = create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}")
                 self.tier_dirs += dirs
                 made.append(Tier(spec.name, DiskStore(dirs, spec.capacity), spec.bandwidth, spec.write_parallelism))
@@ -177,17 +161,18 @@ class Context:
 
             self._progress = StageProgress()
             self.events.subscribe(self._progress)
-        self.memory = MemoryManager(cfg.memory, float(storage_fraction))
-        self.regions = RegionStore(self.local_dirs, capacity=capacity)
-        self.block_manager = BlockManager(self.memory, self.disk_store, cache_policy, default_serializer, self.events,
-                                          regions=self.regions, mmap_memory=mapped_budget, gc_free=gc_free_cache,
-                                          async_eviction=bool(async_eviction), watermarks=watermarks)
+        self.memory = MemoryManager(cfg.memory, cfg.storage_fraction)
+        self.regions = RegionStore(self.local_dirs, capacity=cfg.disk_capacity)
+        self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
+                                          self.events, regions=self.regions, mmap_memory=cfg.mmap_memory,
+                                          gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
+                                          watermarks=cfg.eviction_watermarks)
         self.shuffle = ShuffleManager(self.shuffle_dirs, cfg.shuffle_sync)
         self.scheduler = DAGScheduler(self)
         self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
         self._ids = itertools.count()
         self._lock = threading.Lock()
-        self._blas_limits = threadpool_limits(limits=n_blas, user_api="blas")
+        self._blas_limits = threadpool_limits(limits=cfg.blas_threads, user_api="blas")
         gc_timer.acquire()
         self._gc0 = gc_timer.snapshot()
         self._majflt0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
@@ -252,27 +237,7 @@ class Context:
         on disk (``tier_bytes``: per disk tier); the list's ``tiers`` describes each tier
         (capacity, bytes used, blocks, hits, bandwidth), ``tier_bytes`` and ``tier_hits``
         give memory and every tier. ``str()`` of the list is a readable table."""
-        bm = self.block_manager
-        out = StorageStatus()
-        for info in bm.datasets():
-            mem, disk = bm.blocks_of(info.dataset_id)
-            out.append(DatasetStorage(info.label(), info.level.name, info.num_partitions, len(mem), len(disk),
-                                      sum(mem.values()), sum(disk.values()),
-                                      info.serializer.name,
-                                      bm.layout_of(info.dataset_id) if info.level.mmap else "",
-                                      bm.tier_bytes_of(info.dataset_id)))
-        hits = self._tier_hits()
-        out.tiers = [{**t, "hits": hits.get(t["name"], 0)} for t in bm.disk.describe()]
-        out.tier_bytes = bm.tier_bytes()
-        out.tier_hits = hits
-        return out
-
-    def _tier_hits(self) -> dict[str, int]:
-        got = self.block_manager.metrics.tier_hits()
-        out = {name: got.get(name, 0) for name in ["memory", *self.block_manager.disk.names]}
-        if got.get("mapped"):
-            out["mapped"] = got["mapped"]  # mapped levels' region store, outside the tiers
-        return out
+        return storage_status(self.block_manager)
 
     def measure_tiers(self, size: int | str = "64MB") -> dict[str, dict]:
         """Measures each disk tier's sequential bandwidth, cold and warm (the probe of
@@ -301,7 +266,7 @@ class Context:
                    major_page_faults=resource.getrusage(resource.RUSAGE_SELF).ru_majflt - self._majflt0,
                    storage_memory_used=self.memory.storage_used, peak_storage_memory=self.memory.peak_storage,
                    peak_execution_memory=self.memory.peak_execution,
-                   tier_bytes=self.block_manager.tier_bytes(), tier_hits=self._tier_hits(),
+                   tier_bytes=tier_bytes(self.block_manager), tier_hits=tier_hits(self.block_manager),
                    eviction_wait_s=self.memory.reclaim_waited_s)
         return out
 

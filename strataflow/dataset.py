@@ -150,26 +150,12 @@ class Dataset(PairOps, ActionOps):
 
     def iterator(self, split: int, tc: "TaskContext") -> Any:
         """This dataset's partition ``split``: through the block manager, which serves it
-        from the cache (once there is one) or computes it from lineage.
-
-        A task that reads the same persisted block twice in a row gets the value it was
-        handed the first time (read-only, so sharing it is safe). K-means reads each
-        points block, then derives the persisted norms from it in the same task: the
-        second read mapped and checksummed the block again (or, under Spark's policy,
-        counted a hit on the copy it had just re-cached), and to a future-aware policy it
-        looked like a block worth keeping in memory for one more hit. Only the last block
-        is held, and only until the task ends: a task already holds the blocks it is
-        working on, so the memory a running task can pin beyond the budget is unchanged."""
-        bid = BlockId(self.id, split)
-        persisted = self.storage_level.is_valid and tc is not None
-        if persisted and tc.held is not None and tc.held[0] == bid:
-            self.ctx.block_manager.metrics.add(task_rereads=1)
-            return tc.held[1]
+        from the task's last read (``storage/task_reads.py``), from the cache (once there
+        is one) or computes it from lineage."""
+        held = tc.held if tc is not None else None
         try:
-            value = self.ctx.block_manager.get_or_compute(bid, self.storage_level, lambda: self.compute(split, tc))
-            if persisted:
-                tc.held = (bid, value)
-            return value
+            return self.ctx.block_manager.get_or_compute(BlockId(self.id, split), self.storage_level,
+                                                         lambda: self.compute(split, tc), held)
         except Exception as exc:
             if not hasattr(exc, "_strataflow_origin"):
                 try:

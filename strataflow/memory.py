@@ -15,8 +15,16 @@ with ``S + E <= total`` always):
   has less than 1/(2N), so spill files do not become tiny.
 
 One re-entrant lock guards every change of these figures; the block manager takes the
-same lock for its memory store, as Spark synchronizes on its memory manager, so an
-eviction and the accounting it frees are one atomic step.
+same lock for its memory store, as Spark synchronizes on its memory manager.
+
+Eviction runs in two phases, so that no disk I/O happens under that lock (every memory
+hit takes it; Spark's drop, which writes under it, makes a hit wait for a disk write):
+the *evictor* (the block manager) ``select``s victims under the lock, which marks them
+(they stay in memory, readable, and accounted), then this manager releases the lock and
+the evictor ``drop``s them: serializes and writes each one, and takes the lock again
+only to release a victim that is still the entry it chose. The bytes of a victim are
+free only once it is gone, so the budget holds at every instant; a caller whose freed
+bytes were taken by another thread meanwhile selects again, a bounded number of times.
 
 Asynchronous eviction (a *reclaimer*, the block manager's background writer) changes one
 thing: a block put that finds no room first asks the reclaimer for the missing bytes and
@@ -31,11 +39,22 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol, Sequence
 
-__all__ = ["MemoryManager", "Reclaimer"]
+__all__ = ["MemoryManager", "Reclaimer", "Evictor"]
 
-Evictor = Callable[[int, Any], int]  # (bytes wanted, block being added or None) -> bytes freed
+_EVICTION_ROUNDS = 4  # select-then-drop rounds one request may make before it takes what is free
+
+
+class Evictor(Protocol):
+    """Frees storage memory by dropping blocks (the block manager)."""
+
+    def select(self, space: int, for_block: Any) -> Sequence:
+        """Under the lock: chooses and marks victims freeing ``space`` bytes for
+        ``for_block`` (None: execution memory asks); empty when none may go."""
+
+    def drop(self, victims: Sequence) -> int:
+        """Without the lock: writes and releases the victims; returns the bytes freed."""
 
 
 class Reclaimer(Protocol):
@@ -79,7 +98,7 @@ class MemoryManager:
             self._cond.notify_all()
 
     def set_evictor(self, evictor: Evictor) -> None:
-        """The block manager's callback that drops blocks to free storage memory."""
+        """The block manager, which drops blocks to free storage memory."""
         self._evictor = evictor
 
     # -- task lifecycle -------------------------------------------------------------
@@ -114,22 +133,27 @@ class MemoryManager:
     def acquire_storage(self, num_bytes: int, block_id: Any = None, evict: bool = True) -> bool:
         """Reserves ``num_bytes`` for a block, evicting other blocks if needed and allowed
         (never execution memory). False when it cannot fit; then nothing was evicted by
-        Spark's rule (the policy returns no victims unless they free enough)."""
+        Spark's rule (the policy returns no victims unless they free enough). Must be
+        called without this manager's lock held: victims are written with it released."""
         num_bytes = max(0, int(num_bytes))
-        with self.lock:
-            execution = sum(self._held.values())
-            if num_bytes > self.total - execution:
-                return False
-            short = num_bytes - (self.total - self.storage_used - execution)
-            if short > 0 and evict and block_id is not None and self._reclaimer is not None:
-                short = self._wait_for_reclaimer(num_bytes, short, block_id)
-            if short > 0 and evict and self._evictor is not None:
-                self._evictor(short, block_id)
-            if num_bytes <= self.total - self.storage_used - sum(self._held.values()):
-                self.storage_used += num_bytes
-                self.peak_storage = max(self.peak_storage, self.storage_used)
-                return True
-            return False
+        for _ in range(_EVICTION_ROUNDS):
+            with self.lock:
+                if num_bytes > self.total - sum(self._held.values()):
+                    return False
+                short = num_bytes - self.free
+                if short > 0 and evict and block_id is not None and self._reclaimer is not None:
+                    short = self._wait_for_reclaimer(num_bytes, short, block_id)
+                if short <= 0 and num_bytes <= self.free:
+                    self.storage_used += num_bytes
+                    self.peak_storage = max(self.peak_storage, self.storage_used)
+                    return True
+                if not evict or self._evictor is None:
+                    return False
+                victims = self._evictor.select(short, block_id)
+                if not victims:
+                    return False
+            self._evictor.drop(victims)  # lock released: memory hits go on meanwhile
+        return False
 
     def _wait_for_reclaimer(self, num_bytes: int, short: int, block_id: Any) -> int:
         """Waits (lock released) until ``num_bytes`` are free, the reclaimer stops helping or
@@ -160,29 +184,43 @@ class MemoryManager:
         """Grants up to ``num_bytes`` to the task; returns what was granted (maybe 0)."""
         if num_bytes <= 0:
             return 0
-        with self.lock:
-            self._active.add(task_id)
-            self._held.setdefault(task_id, 0)
-            while True:
+        rounds = 0
+        while True:
+            victims: Sequence = ()
+            with self.lock:
+                self._active.add(task_id)
+                self._held.setdefault(task_id, 0)
                 execution = sum(self._held.values())
                 free = self.total - self.storage_used - execution
                 reclaimable = self.storage_used - self.storage_region
-                if free < num_bytes and reclaimable > 0 and self._evictor is not None:
-                    self._evictor(min(num_bytes - free, reclaimable), None)
-                    free = self.total - self.storage_used - execution
-                n = max(1, len(self._active))
-                reachable = self.total - min(self.storage_used, self.storage_region)
-                held = self._held[task_id]
-                max_share = reachable // n
-                min_share = reachable // (2 * n)
-                grant = max(0, min(num_bytes, max_share - held, free))
-                if grant < num_bytes and held + grant < min_share and free < num_bytes:
-                    if self._cond.wait(timeout=0.5):
-                        continue  # someone released memory: try again
-                    grant = max(0, min(num_bytes, free))  # waited long enough: take what there is
-                self._held[task_id] = held + grant
-                self.peak_execution = max(self.peak_execution, execution + grant)
-                return grant
+                if (free < num_bytes and reclaimable > 0 and self._evictor is not None
+                        and rounds < _EVICTION_ROUNDS):
+                    rounds += 1
+                    victims = self._evictor.select(min(num_bytes - free, reclaimable), None)
+                if not victims:
+                    grant = self._grant(num_bytes, task_id, execution, free)
+                    if grant is not None:
+                        return grant
+                    continue  # someone released memory: try again
+            self._evictor.drop(victims)  # lock released: memory hits go on meanwhile
+
+    def _grant(self, num_bytes: int, task_id: int, execution: int, free: int) -> int | None:
+        """Spark's fair share (under the lock): at most 1/N of the reachable memory each,
+        and a task under 1/(2N) waits for a release rather than take a sliver (None: it
+        was woken by one, look again)."""
+        n = max(1, len(self._active))
+        reachable = self.total - min(self.storage_used, self.storage_region)
+        held = self._held[task_id]
+        max_share = reachable // n
+        min_share = reachable // (2 * n)
+        grant = max(0, min(num_bytes, max_share - held, free))
+        if grant < num_bytes and held + grant < min_share and free < num_bytes:
+            if self._cond.wait(timeout=0.5):
+                return None
+            grant = max(0, min(num_bytes, free))  # waited long enough: take what there is
+        self._held[task_id] = held + grant
+        self.peak_execution = max(self.peak_execution, execution + grant)
+        return grant
 
     def release_execution(self, num_bytes: int, task_id: int) -> None:
         with self.lock:

@@ -67,16 +67,9 @@ class Harness:
             assert self.mm.storage_used + self.mm.execution_used <= self.mm.total
 
     def settle(self, timeout=10.0):
-        """Waits until the writer has nothing to write (idle twice in a row, 20 ms apart)."""
-        deadline = time.monotonic() + timeout
-        w = self.bm.writer
-        while time.monotonic() < deadline:
-            if w.idle():
-                time.sleep(0.02)
-                if w.idle():
-                    return
-            time.sleep(0.01)
-        raise AssertionError("the writer did not settle")
+        """Waits for the writer's idle signal: it looked at everything asked of it and
+        has nothing left to write, read or wait for."""
+        assert self.bm.writer.wait_idle(timeout), "the writer did not settle"
 
     def m(self):
         return self.bm.metrics.snapshot()
@@ -127,7 +120,8 @@ def test_one_dataset_larger_than_memory_is_not_thrashed_by_the_writer(h):
     h.persist(1)
     for s in range(30):  # the writer asks for the block put last: never evicts its own dataset
         h.read(1, s)
-    time.sleep(0.3)
+    h.settle()
+    assert h.bm.writer.passes > 0  # it was woken past the high watermark and looked
     m = h.m()
     assert m["async_evictions"] == 0 and m["sync_evictions"] == 0
     assert {b.split for b, _ in h.bm.memory_store.items()} == set(range(len(h.bm.memory_store)))
@@ -137,22 +131,25 @@ def test_memory_only_blocks_are_never_evicted_by_the_writer(h):
     h.persist(1, ML)
     for s in range(16):  # 800 KB of memory-only blocks: past the high watermark
         h.read(1, s)
-    time.sleep(0.3)
+    h.settle()
+    assert h.bm.writer.passes > 0  # it was woken and looked
     assert h.m()["async_evictions"] == 0 and len(h.bm.memory_store) == 16
     assert not h.disk.items()
 
 
 def hold_writes(h) -> tuple[threading.Event, threading.Event]:
-    """Makes the writer's disk writes wait for ``gate``; ``writing`` is set when one starts."""
+    """Makes the writer's disk writes (the strict ones: synchronous drops are not held)
+    wait for ``gate``; ``writing`` is set when one starts."""
     gate, writing = threading.Event(), threading.Event()
-    real = h.bm._write_for_eviction
+    real = h.bm.eviction.write_victim
 
-    def slow(bid, entry):
-        writing.set()
-        assert gate.wait(10)
-        real(bid, entry)
+    def slow(victim, strict=False):
+        if strict:
+            writing.set()
+            assert gate.wait(10)
+        return real(victim, strict)
 
-    h.bm._write_for_eviction = slow
+    h.bm.eviction.write_victim = slow
     return gate, writing
 
 
@@ -177,29 +174,26 @@ def test_a_block_being_written_stays_readable_from_memory(h):
 
 def test_a_put_short_of_room_waits_a_bounded_time_then_evicts_synchronously(tmp_path):
     h = Harness(tmp_path, wait_s=0.2, watermarks=(0.9, 1.0))
+    gate, writing = hold_writes(h)  # the writer starts a write and never finishes it
     try:
-        real = h.bm._write_for_eviction
-
-        def very_slow(bid, entry):
-            time.sleep(1.0)
-            real(bid, entry)
-
-        h.bm._write_for_eviction = very_slow
-        t0 = time.monotonic()
-        fill(h, 16, 10)  # 1.3 MB into 1 MB
-        elapsed = time.monotonic() - t0
-        assert h.m()["sync_evictions"] > 0  # the writer could not keep up: puts went synchronous
-        assert h.mm.reclaim_waited_s > 0
-        assert elapsed < 10
+        fill(h, 16, 10)  # 1.3 MB into 1 MB: every put returned while the writer was stuck
+        assert writing.is_set() and h.bm.writer.failed is None  # still stuck, not failed
+        assert h.m()["sync_evictions"] > 0 and h.m()["async_evictions"] == 0  # puts went synchronous
+        assert h.mm.reclaim_waited_s > 0  # after waiting for it
     finally:
+        gate.set()
         h.close()
 
 
 def test_a_failing_writer_keeps_the_block_and_falls_back_to_synchronous_eviction(h):
-    def boom(bid, entry):
-        raise DiskFull(28, "no space left on the test device")
+    real = h.bm.eviction.write_victim
 
-    h.bm._write_for_eviction = boom
+    def boom(victim, strict=False):
+        if strict:  # the writer's writes fail; synchronous drops write as usual
+            raise DiskFull(28, "no space left on the test device")
+        return real(victim, strict)
+
+    h.bm.eviction.write_victim = boom
     blocks = fill(h, 14, 16)  # 1.5 MB into 1 MB
     (failed,) = h.named("EvictionFailed")
     assert "no space left" in failed["reason"] and failed["fallback"] == "synchronous eviction"
@@ -242,10 +236,8 @@ def test_unpersist_while_writing_leaves_no_file(h):
         h.bm.unregister(2)
     finally:
         gate.set()
-    deadline = time.monotonic() + 5
-    while h.bm.writer.inflight() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
+    h.settle()
+    assert not h.bm.writer.inflight()
     assert not h.disk.items() and h.mm.storage_used == 0
 
 
@@ -291,6 +283,7 @@ class PrefetchAll(NoRecachePolicy):
     """Names every disk block that fits in free memory, smallest split first."""
 
     name = "test-prefetch"
+    prefetches = True  # the contract's capability flag: without it the manager never asks
 
     def prefetch_candidates(self, free, on_disk):
         out = []
@@ -316,9 +309,7 @@ def test_prefetch_fills_free_memory_without_evicting(tmp_path, async_eviction):
         h.mm.task_finished(task)  # memory is free again
         dropped = h.m()["blocks_dropped"]
         h.read(1, 0)  # any access runs the prefetch hook
-        deadline = time.monotonic() + 5
-        while h.m()["blocks_prefetched"] < len(on_disk) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        h.settle()  # the queued prefetches are done
         m = h.m()
         assert m["blocks_prefetched"] == len(on_disk) and m["bytes_prefetched"] > 0
         assert m["blocks_dropped"] == dropped  # nothing was evicted to make room

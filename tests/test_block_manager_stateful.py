@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
 from hypothesis import settings
@@ -103,10 +102,7 @@ class BlockManagerMachine(RuleBasedStateMachine):
     def _settle(self) -> None:
         """Waits for the background writer to be idle (a write in progress has a temporary
         file and moves blocks between stores)."""
-        deadline = time.monotonic() + 10
-        while not self.bm.writer.idle():
-            assert time.monotonic() < deadline, "the eviction writer never went idle"
-            time.sleep(0.002)
+        assert self.bm.writer.wait_idle(10), "the eviction writer never went idle"
 
     # -- rules ---------------------------------------------------------------------------
     @rule(target=datasets, level=st.sampled_from(LEVELS), kind=st.sampled_from(["batch", "records"]),
@@ -198,16 +194,16 @@ class BlockManagerMachine(RuleBasedStateMachine):
         itself off and the cache goes on synchronously), or every write to the top store
         ("disk": EIO, as a failing device does)."""
         if how == "async":
-            real = self.bm._write_for_eviction
+            real = self.bm.eviction.write_victim
             left = [n]
 
-            def failing(bid, entry, real=real, left=left):
-                if left[0] > 0:
+            def failing(victim, strict=False, real=real, left=left):
+                if strict and left[0] > 0:  # strict: the writer's writes
                     left[0] -= 1
                     raise OSError(5, "injected write failure (async writer)")
-                return real(bid, entry)
+                return real(victim, strict)
 
-            self.bm._write_for_eviction = failing
+            self.bm.eviction.write_victim = failing
         else:
             store = self.stores[0]
             real_put = store.put

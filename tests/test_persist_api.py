@@ -11,6 +11,7 @@ import pytest
 
 from strataflow import Context, TaskFailedError
 from strataflow.storage.level import StorageLevel
+from strataflow.storage.status import blocks_of
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -92,7 +93,7 @@ def test_unpersist_removes_blocks_from_memory_and_disk(cx, level):
     assert [s.name.split("#")[0] for s in cx.storage_status()] == ["keep"]
     assert block_files(cx) == [f"rdd_{keep.id}_{i}.blk" for i in range(2)]
     assert cx.memory.storage_used == 0
-    assert cx.block_manager.blocks_of(ds.id) == ({}, {})
+    assert blocks_of(cx.block_manager, ds.id) == ({}, {})
     before = cx.metrics()
     assert ds.count() == 1000  # recomputed, not cached again
     after = cx.metrics()

@@ -33,7 +33,7 @@ from strataflow.memory import MemoryManager
 from strataflow.storage.disk_store import _HEAD, DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
-from strataflow.storage.policies import DEFAULT_POLICY, POLICIES, Policy, make_policy
+from strataflow.storage.policies import DEFAULT_POLICY, POLICIES, Policy, Promotion, make_policy
 from strataflow.storage.policies.lineage import LineagePolicy
 from strataflow.storage.policies.no_recache import NoRecachePolicy
 from strataflow.storage.policies.spark import SparkPolicy
@@ -151,8 +151,14 @@ def test_promotion_and_recache_after_spill_flags(policy):
     p = make_policy(policy)
     assert isinstance(p, Policy) and p.name == policy
     assert p.admit(BlockId(0, 0), 10)
-    assert p.promote(BlockId(0, 0), 10) is (policy == "spark")
+    # a block nothing is known about: spark re-caches evicting, no-recache never,
+    # adaptive and lineage (without knowledge) only into free memory
+    expected = {"spark": Promotion.MAY_EVICT, "no-recache": Promotion.NO}.get(policy, Promotion.INTO_FREE)
+    assert p.promote(BlockId(0, 0), 10) is expected
+    assert bool(p.promote(BlockId(0, 0), 10)) is (expected is not Promotion.NO)
     assert p.recache_after_spill is (policy == "spark")
+    # capabilities are flags of the contract, not guessed from overridden methods
+    assert (p.plans, p.prefetches) == ((True, True) if policy == "lineage" else (False, False))
 
 
 # -- LRU in access order ------------------------------------------------------------------------

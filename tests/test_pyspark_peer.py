@@ -1,5 +1,6 @@
 """The PySpark peer (strataflow.bench.peers.pyspark_peer): K-means on both of its paths in
-real PySpark local-mode runs, plus the heap formula and the event-log replay on their own.
+real PySpark local-mode runs. (The heap formula and the event-log replay need neither
+Spark nor Java: they are tested in test_pyspark_peer_plan.py, which always runs.)
 
 Skipped as a whole when pyspark (the ``peers`` extra) or Java 17 is missing. With them,
 ``make test`` runs it: two Spark runs of ~25 s each on an idle machine (twice that on a
@@ -26,8 +27,7 @@ import math
 
 import pytest
 
-from strataflow.bench.peers import pyspark_peer
-from strataflow.bench.peers.pyspark_peer import MiB, RESERVED, available, block_metrics, heap_plan, run_pyspark
+from strataflow.bench.peers.pyspark_peer import available, run_pyspark
 
 _OK, _WHY = available()
 pytestmark = pytest.mark.skipif(not _OK, reason=f"PySpark peer unavailable: {_WHY}")
@@ -102,45 +102,3 @@ def test_work_dir_cleaned(report):
     _, rep, work = report
     assert rep["work_dir"] is None
     assert not any(work.iterdir())
-
-
-# -- no Spark needed: the formula and the event-log replay -------------------------------------
-@pytest.mark.parametrize("budget", [160_000_000, 1_000_000_000, 5_000_000, 1])
-def test_heap_plan_makes_the_unified_region_the_budget(budget):
-    plan = heap_plan(budget)
-    heap = plan["heap_bytes"]
-    assert heap % MiB == 0 and heap >= pyspark_peer.MIN_HEAP
-    assert int((heap - RESERVED) * plan["memory_fraction"]) == budget  # Spark truncates to a long
-    assert plan["memory_fraction"] <= pyspark_peer.MEMORY_FRACTION + 1e-9
-    assert plan["storage_protected_bytes"] == int(budget * 0.5)
-    assert plan["heap_raised"] == (RESERVED + budget / 0.6 < pyspark_peer.MIN_HEAP)
-    if not plan["heap_raised"]:
-        assert plan["memory_fraction"] == pytest.approx(0.6, rel=0.01)
-
-
-def _update(block, mem, disk, use_mem, use_disk):
-    return {"Event": "SparkListenerBlockUpdated",
-            "Block Updated Info": {"Block ID": block, "Memory Size": mem, "Disk Size": disk,
-                                   "Storage Level": {"Use Memory": use_mem, "Use Disk": use_disk}}}
-
-
-def test_block_metrics_replay():
-    events = [
-        _update("rdd_1_0", 100, 0, True, False),  # stored in memory
-        _update("rdd_1_1", 0, 80, False, True),  # straight to disk
-        _update("broadcast_0_piece0", 10, 0, True, False),  # not an rdd block: ignored
-        _update("rdd_1_0", 100, 90, False, True),  # dropped to disk (reports the dropped size)
-        _update("rdd_1_0", 100, 90, False, True),  # re-cached unreported, dropped again
-        _update("rdd_2_0", 50, 0, True, False),
-        _update("rdd_2_0", 50, 0, False, False),  # memory-only: discarded
-        {"Event": "SparkListenerUnpersistRDD", "RDD ID": 1},
-        _update("rdd_1_1", 0, 80, False, True),  # after unpersist: a fresh block, stored on disk
-    ]
-    m = block_metrics(events)
-    assert m["blocks_stored_memory"] == 2 and m["blocks_stored_disk"] == 2
-    assert m["blocks_dropped"] == 3 and m["bytes_dropped"] == 250
-    assert m["blocks_dropped_to_disk"] == 2 and m["blocks_discarded"] == 1
-    assert m["blocks_recached"] == 1 and m["bytes_recached"] == 100
-    assert m["disk_bytes_written"] == 80 + 90 + 80
-    assert m["block_updates"] == 7
-

@@ -20,7 +20,8 @@ from strataflow.memory import MemoryManager
 from strataflow.storage.disk_store import BlockUnavailable, DiskFull, DiskStore, file_size
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import POLICIES, make_policy
-from strataflow.storage.tiers import Tier, TieredStore, parse_bandwidth, parse_tiers
+from strataflow.storage.tier_spec import parse_bandwidth, parse_tiers
+from strataflow.storage.tiers import Tier, TieredStore
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 

@@ -17,14 +17,16 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..metrics import gc_timer
 from ..shuffle import FetchFailed
-from ..storage.manager import BlockId, CacheMetrics
-from ..storage.policies import Policy
+from ..storage.block import BlockId
+from ..storage.cache_metrics import CacheMetrics
+from ..storage.status import blocks_of
+from ..storage.task_reads import HeldBlock
 from .task import ResultTask, ShuffleMapTask, TaskContext
 
 if TYPE_CHECKING:
@@ -104,30 +106,30 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
 
     out: list[BlockId] = []
     stored: dict[int, set] = {}
-    held: list = [None]  # the block the task read last (``Dataset.iterator`` serves it again)
+    held = HeldBlock()  # the rule the block manager applies to the task's reads, replayed
 
     def visit(ds: "Dataset", split: int, depth: int) -> None:
         if depth > 200:  # a pathological lineage: a plan is advice, not worth a deep walk
             return
         bid = BlockId(ds.id, split) if ds.storage_level.is_valid else None
         if bid is not None:
-            if bid == held[0]:
+            if held.serves(bid):
                 return  # read again within the task: served by the task, not the cache
             out.append(bid)
             if ds.id not in stored:
                 stored[ds.id] = present(ds.id)
             if split in stored[ds.id]:
-                held[0] = bid
+                held.hold(bid)
                 return
         for dep in ds.node.deps:
             if isinstance(dep, NarrowDependency):
                 for s in dep.parents_of(split):
                     visit(dep.parent, s, depth + 1)
         if bid is not None:
-            held[0] = bid  # computed, then handed to the task
+            held.hold(bid)  # computed, then handed to the task
 
     for p in partitions:
-        held[0] = None
+        held.release()
         visit(dataset, p, 0)
     return out
 
@@ -273,25 +275,17 @@ class DAGScheduler:
         order (``Policy.plan``). Skipped for policies that ignore plans; a plan is advice,
         so a failure to make one never fails the job."""
         bm = self.ctx.block_manager
-        policy = bm.policy
-        if type(policy).plan is Policy.plan:
+        if not bm.policy.plans:
             return
 
         def present(dataset_id: int) -> set:
             stored: set = set()
-            for where in bm.blocks_of(dataset_id):
+            for where in blocks_of(bm, dataset_id):
                 stored.update(where)
             return stored
 
         try:
-            writer = getattr(bm, "writer", None)
-            if hasattr(policy, "reserve") and writer is not None:
-                # the headroom an asynchronous eviction writer keeps is not free memory
-                evicting = getattr(writer, "evicting", False) and not getattr(writer, "failed", None)
-                policy.reserve = int(self.ctx.memory.total * (1 - writer.high)) if evicting else 0
-            blocks = planned_reads(stage.dataset, partitions, present)
-            policy.plan(blocks)
-            bm.rescan_prefetch()
+            bm.plan(planned_reads(stage.dataset, partitions, present))
         except Exception as exc:  # noqa: BLE001 - advice only
             self.ctx.events.post("PlanFailed", stage_id=stage.id, reason=f"{type(exc).__name__}: {exc}")
 
@@ -317,7 +311,7 @@ class DAGScheduler:
             except Exception as exc:  # noqa: BLE001 - user code may raise anything
                 error = exc
             finally:
-                tc.held = None  # the block the task held for a reread goes with the task
+                tc.held.release()  # the value held for a re-read goes with the task
                 ctx.memory.task_finished(tc.task_id)
                 gc1 = gc_timer.snapshot()
                 ctx.events.post("TaskEnd", task_id=tc.task_id, stage_id=stage.id, job_id=job_id,

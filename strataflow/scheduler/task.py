@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..batch import num_rows
+from ..storage.task_reads import HeldBlock
 from ..shuffle import Aggregator, ExternalAggregator, split_into_buckets
 
 if TYPE_CHECKING:
@@ -43,9 +44,9 @@ class TaskContext:
     attempt: int
     task_id: int = field(default_factory=lambda: next(_task_ids))
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
-    #: The persisted block this task read last and the value it was handed (see
-    #: ``Dataset.iterator``): a second read of it is served from here.
-    held: tuple | None = None
+    #: The persisted block this task read last and the value it was handed: a second
+    #: read of it is served from here (``storage/task_reads.py``).
+    held: HeldBlock = field(default_factory=HeldBlock)
 
     def read_shuffle(self, shuffle_id: int, reduce_id: int, num_maps: int) -> Iterator[Any]:
         def count(n: int) -> None:

@@ -1,13 +1,14 @@
 """A cache model that drives a real policy object through the block manager's semantics.
 
 The point of the simulator is to judge the policies we ship, so it runs the *same* policy
-classes (``strataflow.storage.policies``) and reproduces, call for call, what
-``BlockManager`` and ``MemoryManager`` ask them, with bytes instead of values:
+classes (``strataflow.storage.policies``) through the same contract (``policies/base.py``:
+the calls, the ``Promotion`` answers, the capability flags, the ``reserve`` the block
+manager owns, set here from the writer's own ``headroom`` rule), with bytes instead of
+values:
 
 - a memory hit: ``record_access(b, "memory")``;
-- a disk hit: ``record_access(b, "disk")``, then ``promote(b, size)``; if granted, a memory
-  put that may evict only if the policy's ``evict_to_promote`` says so (read right after
-  ``promote``, as the manager does);
+- a disk hit: ``record_access(b, "disk")``, then ``promote(b, size)``; a memory put that
+  may evict on ``Promotion.MAY_EVICT``, into free memory only on ``INTO_FREE``;
 - a miss: the block is computed; ``admit(b, size)`` and a memory put that may evict, else a
   write to disk; with ``recache_after_spill`` the spilled block is read back and put in
   memory again, evicting (Spark's ``getOrElseUpdate``);
@@ -16,9 +17,10 @@ classes (``strataflow.storage.policies``) and reproduces, call for call, what
   (blocks stay on disk once written: MEMORY_AND_DISK), then ``record_remove``;
 - execution memory: a request evicts ``select_victims(min(short, reclaimable), None, ...)``
   down to the protected storage region, and takes what is free;
-- after every operation, ``prefetch_candidates(free, on_disk)`` blocks are read into free
-  memory without evicting (what the block manager does off the critical path);
-- a plan: ``plan(blocks)``.
+- after every operation, for a policy that ``prefetches``, ``prefetch_candidates(free -
+  reserve, on_disk)`` blocks are read into free memory without evicting (what the block
+  manager's writer does off the critical path);
+- a plan: ``plan(blocks)`` (for a policy that ``plans``).
 
 Counted (``Tally``): bytes of reads served from memory, from disk, and computed; bytes
 written to disk on drops and by puts that went to disk; bytes re-cached (promotions) and
@@ -33,7 +35,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any
 
-from ..storage.policies import Policy
+from ..storage.eviction_writer import headroom
+from ..storage.policies import Policy, Promotion
 from .trace import Trace
 
 __all__ = ["CacheModel", "Tally"]
@@ -100,10 +103,8 @@ class CacheModel:
                  watermarks: tuple[float, float] | None = None) -> None:
         self.policy = policy
         self.watermarks = watermarks  # (low, high): a background writer keeps use under high
-        # The headroom the writer keeps is not free for prefetches: the scheduler tells a
-        # policy that has a ``reserve`` (``DAGScheduler._plan``), as here.
-        if watermarks is not None and hasattr(policy, "reserve"):
-            policy.reserve = int(capacity * (1 - watermarks[1]))
+        self.reserve = 0 if watermarks is None else headroom(capacity, watermarks)
+        policy.reserve = self.reserve  # as the block manager does: the writer's headroom is not free
         self.total = int(capacity)
         self.storage_region = int(capacity * storage_fraction)
         self.prefetch = prefetch
@@ -115,7 +116,7 @@ class CacheModel:
         self.grants: deque = deque()  # execution memory granted, oldest first
         self.last_put: Any = None     # the writer evicts as if for the block put last
         self.t = Tally()
-        self._prefetching = prefetch and type(policy).prefetch_candidates is not Policy.prefetch_candidates
+        self._prefetching = prefetch and policy.prefetches
 
     @property
     def free(self) -> int:
@@ -128,7 +129,8 @@ class CacheModel:
             if kind == "read":
                 self.read(op[1], op[2])
             elif kind == "plan":
-                self.policy.plan(list(op[1]))
+                if self.policy.plans:
+                    self.policy.plan(list(op[1]))
             elif kind == "exec":
                 self.acquire_execution(op[1])
             elif kind == "free":
@@ -169,7 +171,10 @@ class CacheModel:
         if bid in self.disk:
             t.disk_hit_bytes += size
             p.record_access(bid, "disk")
-            if p.promote(bid, size) and self._store(bid, size, evict=p.evict_to_promote):
+            decision = p.promote(bid, size)
+            if decision is Promotion.INTO_FREE and size > self.free - self.reserve:
+                return  # into free memory only, and the writer's headroom is not free
+            if decision and self._store(bid, size, evict=decision is Promotion.MAY_EVICT):
                 t.recache_bytes += size
             return
         t.computed_bytes += size
@@ -237,7 +242,7 @@ class CacheModel:
             del self.disk[bid]
 
     def _prefetch(self) -> None:
-        free = self.free  # the policy subtracts its ``reserve``
+        free = self.free - self.reserve
         if free <= 0:
             return
         on_disk = {b: s for b, s in self.disk.items() if b not in self.mem}

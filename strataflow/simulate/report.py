@@ -16,8 +16,9 @@ from typing import Sequence
 
 from rich.table import Table
 
-from ..config import ConfigError, parse_size
+from ..options import ConfigError, check_watermarks, parse_size
 from ..storage.policies import POLICIES, NoRecachePolicy
+from ..storage.probe import probe_bandwidth
 from .model import CacheModel
 from .opt import BeladyModel
 from .trace import Trace
@@ -41,8 +42,6 @@ def parse_bandwidth(text: str | None) -> dict[str, float]:
         if tier not in bw:
             raise ConfigError(f"--bandwidth: unknown tier {tier!r}; the simulator models {', '.join(bw)}")
         if value.startswith("probe:"):
-            from ..bench.devices import probe_bandwidth
-
             r = probe_bandwidth(value[len("probe:"):], 64 << 20, cold=True)
             bw[tier] = float(r["read_mb_per_s"]) * (1 << 20)
         else:
@@ -56,7 +55,9 @@ def simulate(trace: Trace, policies: Sequence[str] | None = None,
              bandwidth: dict[str, float] | None = None, watermarks: tuple[float, float] | None = None) -> dict:
     """Replays ``trace`` against each policy (default: all of ``POLICIES``), ``opt`` and
     ``unbounded``; returns the report dict. ``watermarks`` (low, high) model the
-    asynchronous eviction writer for the policies (``opt`` and ``unbounded`` have none)."""
+    asynchronous eviction writer for the policies (``opt`` and ``unbounded`` have none);
+    they are checked as the Context's ``eviction_watermarks`` are."""
+    watermarks = None if watermarks is None else check_watermarks(watermarks)
     bw = bandwidth or dict(DEFAULT_BANDWIDTH)
     names = list(policies) if policies else list(POLICIES)
     out: dict[str, dict] = {}

@@ -27,11 +27,24 @@ free headroom instead:
   rest of the application: the cache falls back to synchronous eviction, which has its
   own, tested, failure paths. Nothing is lost.
 - Prefetch. Blocks the policy names in ``prefetch_candidates`` are read from disk into
-  free memory here, never evicting (the block manager does the read; see ``_prefetch``).
+  free memory here, never evicting (the block manager does the read). The writer also
+  decides when to ask: after a scan that found nothing, the next ones wait (1, 2, 4 ...
+  64 served blocks) unless free memory grows, a block is written to disk, or a stage is
+  planned: a scan is linear in the blocks on disk, and a policy holding free memory for
+  a stage's own puts says "nothing" on every served block of that stage.
+
+The writer reaches the cache only through two small protocols: :class:`EvictionHandler`
+(after Spark's ``BlockEvictionHandler``; ``eviction.Eviction`` implements it) and
+:class:`PrefetchHandler` (the block manager), and the memory manager through its public
+figures and lock. Victims are chosen and marked by the handler under the memory
+lock, written with no lock held, and released by the handler with an identity check:
+the same two phases as synchronous eviction, and the same marks, so the two never pick
+the same block.
 
 Lock order, to stay deadlock-free: the memory manager's lock, then this writer's lock;
-the writer never takes the memory lock while holding its own, and never a block's lock
-(a task holding a block's lock may be waiting for the writer).
+the writer never takes the memory lock while holding its own, and never waits for a
+block's lock (a task holding a block's lock may be waiting for the writer; a prefetch
+of a block being read is skipped).
 """
 
 from __future__ import annotations
@@ -39,16 +52,52 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable, Protocol, Sequence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .manager import BlockManager
+from ..options import DEFAULT_WATERMARKS
 
-__all__ = ["EvictionWriter", "DEFAULT_WATERMARKS"]
+__all__ = ["EvictionWriter", "EvictionHandler", "PrefetchHandler", "DEFAULT_WATERMARKS", "headroom"]
 
-DEFAULT_WATERMARKS = (0.85, 0.95)
 _IDLE_S = 0.2  # how often an idle writer looks at the watermarks without being kicked
 _EXIT_S = 0.5  # an idle thread exits after this long; the next kick, request or prefetch starts another
+_MAX_BACKOFF = 64  # served blocks between prefetch scans at most, while scans find nothing
+
+
+def headroom(total: int, watermarks: tuple[float, float]) -> int:
+    """The memory a writer evicting between ``watermarks`` keeps free: ``(1 - high) x
+    total``. Free memory that is not free for promotions and prefetches (what is put
+    into it is written out again at once); the simulator models the writer with it too."""
+    return int(total * (1 - watermarks[1]))
+
+
+class EvictionHandler(Protocol):
+    """What the writer may ask of the cache's eviction (``eviction.Eviction``), and
+    nothing else."""
+
+    def select_for_writer(self, need: int, for_block: Any) -> Sequence:
+        """Under the memory lock: choose and mark victims (``Victim``) worth ``need`` bytes."""
+
+    def write_victim(self, victim: Any, strict: bool = ...) -> str:
+        """No lock held: write the victim's disk copy; raises on any failure if strict."""
+
+    def release(self, victim: Any, to: str, mode: str | None = ...) -> int:
+        """Remove the written victim from memory if it is still the entry chosen."""
+
+    def unmark(self, victims: Sequence) -> None:
+        """Victims left unwritten: evictable again."""
+
+    def eviction_failed(self, block_id: Any, reason: str) -> None:
+        """Report a write that failed (the block stayed in memory)."""
+
+
+class PrefetchHandler(Protocol):
+    """What the writer may ask of the block manager to prefetch, and nothing else."""
+
+    def prefetch_offer(self) -> tuple[list, int | None]:
+        """The policy's prefetch candidates now, and the smallest disk block's size."""
+
+    def prefetch(self, block_id: Any) -> bool:
+        """Load one disk block into free memory, never evicting."""
 
 
 class EvictionWriter:
@@ -58,21 +107,21 @@ class EvictionWriter:
     limit never has the thread, and none lingers between bursts of work.
 
     ``evicting`` says whether it evicts (asynchronous eviction on); with it off the
-    thread only prefetches.
+    thread only prefetches. ``watermarks`` are validated by the configuration.
     """
 
-    def __init__(self, bm: "BlockManager", evicting: bool = False,
+    def __init__(self, evictions: EvictionHandler, loader: PrefetchHandler, memory: Any, evicting: bool = False,
                  watermarks: tuple[float, float] = DEFAULT_WATERMARKS) -> None:
-        low, high = (float(w) for w in watermarks)
-        if not 0.0 < low <= high <= 1.0:
-            raise ValueError(f"eviction_watermarks: need 0 < low <= high <= 1, got {watermarks!r}")
-        self.bm = bm
-        self.memory = bm.memory
+        self.evictions = evictions
+        self.loader = loader
+        self.memory = memory
         self.evicting = evicting
-        self.low, self.high = low, high
+        self.low, self.high = (float(w) for w in watermarks)
         self.failed: str | None = None  # why asynchronous eviction was turned off
+        self.passes = 0  # times the thread looked at the watermarks (a test's proof that it looked)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
+        self._idle = threading.Condition(self._lock)  # notified whenever the writer has nothing to do
         self._kicked = False
         self._waiting = False  # the thread sleeps with nothing to do
         self._stopping = False
@@ -82,6 +131,16 @@ class EvictionWriter:
         self._for_block: Any = None  # the block put (or waiting to be put) last
         self._prefetch: deque = deque()
         self._thread: threading.Thread | None = None
+        # prefetch scheduling (see the module docstring)
+        self._scan_lock = threading.Lock()
+        self._smallest_on_disk = 0  # the smallest disk block at the last scan
+        self._scan_skip = 0
+        self._scan_backoff = 1
+        self._scan_free = 0
+
+    def headroom(self) -> int:
+        """Bytes kept free while evicting asynchronously; 0 when not (or no longer)."""
+        return headroom(self.memory.total, (self.low, self.high)) if self.helping(started=False) else 0
 
     # -- lifecycle ------------------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -111,14 +170,9 @@ class EvictionWriter:
         if not self.helping(started=False):
             return False
         with self._lock:
-            busy = dict(self._inflight)
-        inflight = sum(busy.values())
-        if inflight < num_bytes:
-            cands = self.bm._async_candidates(exclude=busy)
-            # A dry run of the policy's choice (it only reads its state): if it would name no
-            # victims for this put, waiting for the writer is waiting for nothing.
-            if not cands or not self.bm.policy.select_victims(num_bytes - inflight, block_id, cands):
-                return False
+            inflight = sum(self._inflight.values())
+        if inflight < num_bytes and not self._worth_waiting(num_bytes - inflight, block_id):
+            return False
         with self._lock:
             self._for_block = block_id
             self._demand += num_bytes
@@ -126,6 +180,13 @@ class EvictionWriter:
             self._ensure_started()
             self._wake.notify_all()
         return True
+
+    def _worth_waiting(self, num_bytes: int, block_id: Any) -> bool:
+        """A dry run of the policy's choice (under the memory lock, undone at once): if it
+        would name no victims for this put, waiting for the writer is waiting for nothing."""
+        victims = self.evictions.select_for_writer(num_bytes, block_id)
+        self.evictions.unmark(victims)
+        return bool(victims)
 
     def withdraw(self, num_bytes: int) -> None:
         with self._lock:
@@ -136,14 +197,29 @@ class EvictionWriter:
             return False
         return self.running if started else True
 
+    def _is_idle(self) -> bool:
+        if self._thread is None or not self._thread.is_alive():
+            return True
+        return (self._waiting and not self._kicked and not self._prefetch and not self._inflight
+                and not self._demand)
+
     def idle(self) -> bool:
         """Nothing written, queued or asked for right now (tests wait for this before
         looking at files: a write in progress has a temporary file)."""
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                return True
-            return (self._waiting and not self._kicked and not self._prefetch and not self._inflight
-                    and not self._demand)
+            return self._is_idle()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Blocks until the writer is idle (True) or ``timeout`` passes (False): the signal
+        to wait on, rather than sleeping and hoping the thread was quick."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not self._is_idle():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(min(left, _IDLE_S))
+            return True
 
     def inflight(self) -> set:
         with self._lock:
@@ -162,7 +238,9 @@ class EvictionWriter:
             self._ensure_started()
             self._wake.notify_all()
 
+    # -- prefetch ------------------------------------------------------------------------------
     def prefetch(self, blocks: Iterable[Any]) -> None:
+        """Queues blocks to load into free memory (the handler reads them, never evicting)."""
         with self._lock:
             if self._stopping:
                 return
@@ -171,16 +249,53 @@ class EvictionWriter:
             self._ensure_started()
             self._wake.notify_all()
 
+    def rescan(self) -> None:
+        """A new stage is planned: the next served block may scan again at once."""
+        with self._scan_lock:
+            self._scan_skip, self._scan_backoff, self._scan_free = 0, 1, 0
+
+    def disk_grew(self) -> None:
+        """A block was written to disk: a smaller one than the last scan saw may be there."""
+        self._smallest_on_disk = 0
+
+    def maybe_prefetch(self) -> None:
+        """After a served block: asks the handler for prefetch candidates unless no disk
+        block fits in free memory or the back-off says wait, and queues them (the task
+        goes on at once). One scan at a time: a scan already running answers for all."""
+        free = self.memory.free
+        if free <= 0 or free < self._smallest_on_disk:
+            return  # no disk block fits: skip the scan (one per served block otherwise)
+        if not self._scan_lock.acquire(blocking=False):
+            return
+        try:
+            if self._scan_skip > 0 and free <= self._scan_free:
+                self._scan_skip -= 1  # the last scan found nothing and no memory was freed since
+                return
+            wanted, smallest = self.loader.prefetch_offer()
+            if smallest is None:
+                return
+            self._smallest_on_disk = smallest
+            if wanted:
+                self._scan_skip, self._scan_backoff, self._scan_free = 0, 1, 0
+            else:
+                self._scan_skip, self._scan_free = self._scan_backoff, free
+                self._scan_backoff = min(_MAX_BACKOFF, self._scan_backoff * 2)
+        finally:
+            self._scan_lock.release()
+        if wanted:
+            self.prefetch(wanted)
+
     # -- the thread ---------------------------------------------------------------------------
     def _run(self) -> None:
         last_work = time.monotonic()
         while True:
             with self._lock:
                 if self._stopping:
+                    self._idle.notify_all()
                     return
                 job = self._prefetch.popleft() if self._prefetch else None
             if job is not None:
-                self.bm._prefetch(job)
+                self.loader.prefetch(job)
                 last_work = time.monotonic()
                 continue
             if self.helping(started=False) and self._evict_some(self._needed()):
@@ -188,12 +303,16 @@ class EvictionWriter:
                 continue
             with self._lock:
                 if self._stopping:
+                    self._idle.notify_all()
                     return
                 if not self._kicked and not self._prefetch:
                     if time.monotonic() - last_work > _EXIT_S and not self._demand and not self._inflight:
                         self._thread = None  # nothing to do for a while: end; work starts a new thread
+                        self._idle.notify_all()
                         return
                     self._waiting = True
+                    if self._is_idle():
+                        self._idle.notify_all()
                     self._wake.wait(_IDLE_S)
                     self._waiting = False
                 self._kicked = False
@@ -201,6 +320,7 @@ class EvictionWriter:
     def _needed(self) -> int:
         """Bytes to write now: down to the low watermark once past the high one, and at
         least what waiting puts asked for."""
+        self.passes += 1
         mm = self.memory
         with mm.lock:
             used = mm.storage_used + mm.execution_used
@@ -216,44 +336,34 @@ class EvictionWriter:
         """Writes one batch of victims; False if there was nothing to do."""
         if need <= 0:
             return False
-        bm = self.bm
         with self.memory.lock:
+            batch = list(self.evictions.select_for_writer(need, self._for_block))
             with self._lock:
-                busy = set(self._inflight)
-            cands = bm._async_candidates(exclude=busy)
-            if not cands:
-                return False
-            for_block = self._for_block
-            victims = bm.policy.select_victims(min(need, sum(cands.values())), for_block, cands)
-            if not victims:  # all or nothing could not free that much: at least one block
-                victims = bm.policy.select_victims(min(cands.values()), for_block, cands) or []
-            batch = [(v, bm.memory_store.get(v)) for v in victims if v in cands]
-            batch = [(v, e) for v, e in batch if e is not None]
-            with self._lock:
-                self._inflight.update((v, e.size) for v, e in batch)
+                self._inflight.update((v.block_id, v.entry.size) for v in batch)
         if not batch:
             return False
+        done = 0
         try:
-            for bid, entry in batch:
+            for victim in batch:
                 if self._stopping or self.failed is not None:
                     break
                 try:
-                    bm._write_for_eviction(bid, entry)
+                    to = self.evictions.write_victim(victim, strict=True)
                 except Exception as exc:  # noqa: BLE001 - any failure: keep the block, go synchronous
-                    self._fail(bid, exc)
+                    self._fail(victim.block_id, exc)
                     break
-                bm._finish_async_drop(bid, entry)
+                self.evictions.release(victim, to, "async")
+                done += 1
                 with self._lock:
-                    self._inflight.pop(bid, None)
+                    self._inflight.pop(victim.block_id, None)
         finally:
+            self.evictions.unmark(batch[done:])
             with self._lock:
-                for bid, _ in batch:
-                    self._inflight.pop(bid, None)
+                for victim in batch:
+                    self._inflight.pop(victim.block_id, None)
         return True
 
     def _fail(self, bid: Any, exc: BaseException) -> None:
         self.failed = f"{type(exc).__name__}: {exc}"
-        self.bm.metrics.add(eviction_failures=1)
-        self.bm.events.post("EvictionFailed", block=str(bid), dataset_id=getattr(bid, "dataset_id", None),
-                            reason=self.failed, kept="in memory", fallback="synchronous eviction")
+        self.evictions.eviction_failed(bid, self.failed)
         self.memory.wake()  # waiting puts stop waiting and evict synchronously

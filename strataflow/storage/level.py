@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..options import ConfigError
+
 __all__ = ["StorageLevel"]
 
 
@@ -65,8 +67,6 @@ class StorageLevel:
             return name
         level = getattr(cls, str(name).upper().replace("-", "_"), None)
         if not isinstance(level, _Level):
-            from ..config import ConfigError
-
             raise ConfigError(f"storage level: unknown level {name!r}; choose one of "
                               f"{', '.join(l.name for l in cls.all())}")
         return level

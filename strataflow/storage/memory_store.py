@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-__all__ = ["MemoryEntry", "MemoryStore", "off_heap_buffer"]
+import numpy as np
+import pyarrow as pa
+
+from .sizing import estimate_size
+
+__all__ = ["MemoryEntry", "MemoryStore", "off_heap_buffer", "join_frames", "readonly", "owned", "memory_form"]
 
 
 @dataclass
@@ -47,6 +52,40 @@ def join_frames(frames: list, size: int) -> bytearray:
     out = bytearray(size)
     _copy_frames(frames, out)
     return out
+
+
+def readonly(value: Any) -> Any:
+    """Batches handed out from the cache are read-only (a write raises numpy's usual
+    "assignment destination is read-only"): a task that wrote into a cached array would
+    otherwise change what later tasks read."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    return value
+
+
+def owned(value: Any) -> Any:
+    """A value that holds its own memory: an ndarray viewing a memory-mapped file is
+    copied, so that caching it in memory really moves it into RAM."""
+    if isinstance(value, np.ndarray):
+        base = value
+        while base is not None:
+            if isinstance(base, (mmap.mmap, np.memmap, pa.Buffer)):
+                return np.array(value)
+            base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return value
+
+
+def memory_form(level: Any, value: Any, payload: memoryview, ser_name: str) -> MemoryEntry:
+    """The memory form, at ``level``, of a block read from disk (``value`` loaded from
+    ``payload``, its serialized bytes)."""
+    if level.deserialized:
+        value = owned(value)  # a large block was loaded as views of its file's mapping
+        return MemoryEntry(value, estimate_size(value), True)
+    if level.off_heap:
+        return MemoryEntry(off_heap_buffer([payload], payload.nbytes), payload.nbytes, False, ser_name, True)
+    return MemoryEntry(bytearray(payload), payload.nbytes, False, ser_name)  # its own copy, in memory
 
 
 class MemoryStore:

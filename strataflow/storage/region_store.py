@@ -8,30 +8,20 @@ blocks to a few large segment files of its own (``segment_bytes``, 256 MiB by de
 soon). A block larger than a segment gets a segment of its own. ``unpersist`` frees a whole
 region: ``remove_dataset`` deletes the dataset's files at once.
 
-Maps. A segment is mapped once, lazily at its first read, read-only and shared by every
-read of it. The map is made by pyarrow (``pa.memory_map``, then ``close()``, which closes
-the descriptor at once; the map stays until the last buffer referencing it is gone):
-Python 3.11's ``mmap.mmap`` keeps a dup of the descriptor for the map's whole life
-(``trackfd=False`` came in 3.13), one open descriptor per mapped segment.
-
-Readahead. A cold block served by faulting its pages one readaround window at a time
-alternates I/O and compute in the task that reads it (0.55-0.63 of the device's sequential
-bandwidth on cold K-means). Instead, ``get`` of a cold extent (``mincore`` says under 90%
-resident) queues it and the next ``READAHEAD_BLOCKS`` splits of its dataset on one
-readahead thread, which populates the map in 32 MiB requests
-(``madvise(MADV_POPULATE_READ)``, Linux 5.14+; ``pread`` otherwise); the task waits for
-its own extent only, then computes on resident pages while the next ones are read (0.86 of
-the device's bandwidth, ``benchmarks/serdes_free.py`` part b). A warm read costs one
+Readahead. ``get`` of a cold extent has it and the next splits of its dataset read into the
+page cache in large requests on a background thread, and waits for its own extent only
+(:mod:`.page_cache`, which also holds the why and the figures). A warm read costs one
 ``mincore`` call. ``STRATAFLOW_READAHEAD=off`` (or ``readahead=False``) turns it off.
 
-Layout on disk. A new segment file is sized to its capacity at once (sparse: unwritten
-space costs no disk), so that the one map made while it is still being filled also covers
-the blocks appended later (writes and the map share the page cache). When the next block
-does not fit, the segment is sealed: truncated to the bytes written. An extent starts
+Segments (their file I/O and its reasons: :mod:`.segment_file`). A new segment file is
+sized to its capacity at once (sparse), so that the one map made while it is still being
+filled also covers the blocks appended later; when the next block does not fit, the segment
+is sealed (truncated to the bytes written). It is mapped once, lazily at its first read,
+read-only and shared by every read of it, with no descriptor left open. An extent starts
 64-byte aligned, page-aligned when it is a page or more, so the data inside it is aligned in
-memory too. Writes are ``os.pwrite`` at an offset reserved under the lock, so concurrent
-puts write in parallel. The index (block -> extent) lives in memory only: the files are
-useless without it, so ``close()`` deletes them.
+memory too. Writes go to an offset reserved under the lock, so concurrent puts write in
+parallel. The index (block -> extent) lives in memory only: the files are useless without
+it, so ``close()`` deletes them.
 
 Checksums, the cheap scheme: one XXH3-64 per extent, verified on the FIRST read of that
 extent in this process and trusted afterwards (a later read costs no hashing: the pages may
@@ -54,65 +44,28 @@ Thread-safe: one lock guards the index; hashing, writing and decoding run outsid
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import itertools
-import mmap
 import os
 import re
 import secrets
 import threading
-import time
 import weakref
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import xxhash
 
-from . import layout
+from . import layout, page_cache, segment_file
 from .disk_store import BlockUnavailable, DiskFull
+from .page_cache import PAGE as _PAGE
 
 __all__ = ["RegionStore", "RegionEntry", "DiskFull", "BlockUnavailable", "SEGMENT_BYTES"]
 
 SEGMENT_BYTES = 256 << 20
-_PAGE = mmap.PAGESIZE
-_JOIN_BELOW = 1 << 20  # frames of a smaller block are joined into one pwrite
-_CAN_FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
-
-
-def _libc_madvise():
-    """libc's madvise (the map is Arrow's, so ``mmap.mmap.madvise`` cannot reach it)."""
-    if not hasattr(mmap, "MADV_DONTNEED"):
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
-    return fn
-
-
-_MADVISE = _libc_madvise()
-
-
-def _libc_mincore():
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).mincore
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-    return fn
-
-
-_MINCORE = _libc_mincore()
-_READAHEAD_CHUNK = 32 << 20
-_READAHEAD_MIN = 1 << 20  # smaller extents: the kernel's own readahead is enough
-READAHEAD_BLOCKS = 2
-_READAHEAD_MODE = os.environ.get("STRATAFLOW_READAHEAD", "populate")
-_MADV_POPULATE_READ = 22  # Linux 5.14+
 
 
 def _round_up(n: int, align: int) -> int:
@@ -165,10 +118,9 @@ class RegionStore:
         self._token = secrets.token_hex(3)  # two stores sharing a directory never share a name
         self._used = 0
         self._closed = False
-        self._stats = {"checksum_s": 0.0, "checksum_bytes": 0, "decode_s": 0.0, "readahead_bytes": 0}
-        self.readahead = readahead and _READAHEAD_MODE != "off"
-        self._readahead_pool: ThreadPoolExecutor | None = None
-        self._reading_ahead: dict[Any, Future] = {}
+        self._stats = {"checksum_s": 0.0, "checksum_bytes": 0, "decode_s": 0.0}
+        self._ahead = page_cache.ReadAhead(readahead)
+        self.readahead = self._ahead.enabled
 
     # -- queries ---------------------------------------------------------------------------------
     def __contains__(self, block_id: Any) -> bool:
@@ -196,9 +148,15 @@ class RegionStore:
 
     def stats(self) -> dict:
         """Seconds spent in first-read checksums and in decoding, apart: ``get`` does both,
-        and only the decoding is the deserialization the block manager reports."""
+        and only the decoding is the deserialization the block manager reports. Sums over
+        all threads: one call's own decode time is :meth:`get_timed`'s. ``readahead_bytes``:
+        bytes read ahead (:meth:`wait_readahead` waits for the reads under way)."""
         with self._lock:
-            return dict(self._stats)
+            return {**self._stats, "readahead_bytes": self._ahead.bytes_read}
+
+    def wait_readahead(self, timeout: float | None = None) -> bool:
+        """Blocks until no readahead is queued or running; False if ``timeout`` passed first."""
+        return self._ahead.wait_idle(timeout)
 
     @property
     def bytes_on_disk(self) -> int:
@@ -241,7 +199,7 @@ class RegionStore:
             seg.pending += 1
         entry = RegionEntry(seg.path, offset, length, kind, meta, h.intdigest(), meta["zero_copy"])
         try:
-            self._write(seg.path, views, offset, length)
+            segment_file.write(seg.path, views, offset)
         except OSError as exc:
             with self._lock:
                 seg.pending -= 1
@@ -280,7 +238,8 @@ class RegionStore:
                                          f"({self._used} used, block needs {need})")
         if seg is None:
             if length <= self.segment_bytes and dataset_id in self._current:
-                self._seal(self._current.pop(dataset_id))
+                old = self._current.pop(dataset_id)
+                segment_file.seal(old.path, old.end)
             seg = self._new_segment(dataset_id, length)
         before = seg.end
         seg.end = offset + length
@@ -295,23 +254,10 @@ class RegionStore:
             n = next(self._names)
             path = os.path.join(self.dirs[n % len(self.dirs)], f"region-{tag}-{self._token}-{n}.seg")
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                segment_file.create(path, size)
                 break
             except FileExistsError:
                 continue
-            except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise DiskFull(exc.errno, f"cannot create segment {path}: {exc}") from exc
-                raise
-        try:
-            os.ftruncate(fd, size)  # sparse: only what is written takes disk space
-        except OSError as exc:
-            os.unlink(path)
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                raise DiskFull(exc.errno, f"cannot size segment {path}: {exc}") from exc
-            raise
-        finally:
-            os.close(fd)
         seg = _Segment(path, dataset_id, size)
         self._segments[path] = seg
         self._by_dataset.setdefault(dataset_id, []).append(seg)
@@ -319,33 +265,41 @@ class RegionStore:
             self._current[dataset_id] = seg
         return seg
 
-    def _seal(self, seg: _Segment) -> None:
-        """No more appends: the file is cut to the bytes reserved (a map made before still
-        covers them; nothing reads past them)."""
-        try:
-            os.truncate(seg.path, seg.end)
-        except OSError:
-            pass
-
-    @staticmethod
-    def _write(path: str, views: list, offset: int, length: int) -> None:
-        if length < _JOIN_BELOW and len(views) > 1:
-            views = [memoryview(b"".join(views))]
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            for v in views:
-                while v.nbytes:
-                    n = os.pwrite(fd, v, offset)
-                    offset += n
-                    v = v[n:]
-        finally:
-            os.close(fd)
-
     # -- get -------------------------------------------------------------------------------------
     def get(self, block_id: Any) -> Any:
         """The block's value, mapped: arrays are read-only views of the segment's map. The
         extent's checksum is verified on its first read in this process only. Raises
         BlockUnavailable (and forgets the block) if the extent is missing, short or corrupt."""
+        return self.get_timed(block_id)[0]
+
+    def get_timed(self, block_id: Any) -> tuple[Any, float]:
+        """``(value, seconds)``: :meth:`get`, and the seconds this call spent decoding (the
+        deserialization the block manager reports). The store-wide ``decode_s`` sums every
+        thread's decodes: a difference of it around one call would count the others' too."""
+        entry, view, verify, ahead = self._view(block_id)
+        if ahead is not None:
+            try:
+                ahead.result()  # its pages, read in large requests, instead of page by page
+            except (CancelledError, OSError):
+                pass  # the store closed, or the read failed: the view faults its pages itself
+        if verify:
+            self._verify(block_id, entry, view)
+        t0 = perf_counter()
+        try:
+            value = layout.decode(entry.kind, view, entry.meta)
+        except Exception as exc:  # a corruption after the first (verified) read
+            with self._lock:
+                if self._entries.get(block_id) is entry:
+                    self._remove_locked(block_id)
+            raise BlockUnavailable(f"block {block_id} cannot be decoded: {exc}") from exc
+        dt = perf_counter() - t0
+        with self._lock:
+            self._stats["decode_s"] += dt
+        return value, dt
+
+    def _view(self, block_id: Any) -> tuple[RegionEntry, memoryview, bool, Future | None]:
+        """The entry, a view of its extent in the segment's map (mapped now if need be),
+        whether its checksum is still to verify, and its readahead to wait for."""
         with self._lock:
             entry = self._entries.get(block_id)
             if entry is None:
@@ -357,7 +311,7 @@ class RegionStore:
                     raise BlockUnavailable(f"segment {seg.path} has {size} bytes, block {block_id} "
                                            f"ends at {entry.offset + entry.length}")
                 if seg.buf is None:
-                    seg.buf = self._map(seg.path)
+                    seg.buf = segment_file.map_file(seg.path)
             except (BlockUnavailable, OSError, pa.ArrowException) as exc:
                 self._remove_locked(block_id)
                 if isinstance(exc, BlockUnavailable):
@@ -366,158 +320,54 @@ class RegionStore:
             # The view references the map's buffer: the map lives as long as the view does.
             view = memoryview(seg.buf)[entry.offset : entry.offset + entry.length]
             verify = block_id not in self._verified
-            ahead = self._submit_read_ahead(block_id) if (
-                not verify and self.readahead and not self._closed) else None
-        if ahead is not None:
-            try:
-                ahead.result()  # its pages, read in large requests, instead of page by page
-            except (CancelledError, OSError):
-                pass  # the store closed, or the read failed: the view faults its pages itself
-        if verify:
-            t0 = time.perf_counter()
-            ok = xxhash.xxh3_64_intdigest(view) == entry.digest
-            dt = time.perf_counter() - t0
-            with self._lock:
-                self._stats["checksum_s"] += dt
-                self._stats["checksum_bytes"] += entry.length
-                if self._entries.get(block_id) is entry:
-                    if ok:
-                        self._verified.add(block_id)
-                    else:
-                        self._remove_locked(block_id)
-            if not ok:
-                raise BlockUnavailable(f"block {block_id} fails its checksum in {entry.segment}")
-        t0 = time.perf_counter()
-        try:
-            value = layout.decode(entry.kind, view, entry.meta)
-        except Exception as exc:  # a corruption after the first (verified) read
-            with self._lock:
-                if self._entries.get(block_id) is entry:
-                    self._remove_locked(block_id)
-            raise BlockUnavailable(f"block {block_id} cannot be decoded: {exc}") from exc
-        dt = time.perf_counter() - t0
-        with self._lock:
-            self._stats["decode_s"] += dt
-        return value
+            ahead = None if verify or self._closed else self._read_ahead(block_id)
+        return entry, view, verify, ahead
 
-    def _submit_read_ahead(self, block_id: Any) -> "Future | None":
+    def _verify(self, block_id: Any, entry: RegionEntry, view: memoryview) -> None:
+        """The first read's checksum; a mismatch forgets the block and raises BlockUnavailable."""
+        t0 = perf_counter()
+        ok = xxhash.xxh3_64_intdigest(view) == entry.digest
+        dt = perf_counter() - t0
+        with self._lock:
+            self._stats["checksum_s"] += dt
+            self._stats["checksum_bytes"] += entry.length
+            if self._entries.get(block_id) is entry:
+                if ok:
+                    self._verified.add(block_id)
+                else:
+                    self._remove_locked(block_id)
+        if not ok:
+            raise BlockUnavailable(f"block {block_id} fails its checksum in {entry.segment}")
+
+    def _read_ahead(self, block_id: Any) -> Future | None:
         """Under the lock: queues the block and the next ``READAHEAD_BLOCKS`` splits of its
         dataset (the scheduler hands splits out in order) for reading ahead, each once, in
-        order; returns the block's own read (None if it needs none)."""
+        order, unless resident; returns the block's own read (None if it needs none)."""
         split = getattr(block_id, "split", None)
         ids = [block_id] if split is None else [
-            type(block_id)(block_id.dataset_id, split + i) for i in range(READAHEAD_BLOCKS + 1)]
+            type(block_id)(block_id.dataset_id, split + i) for i in range(page_cache.READAHEAD_BLOCKS + 1)]
         own = None
         for bid in ids:
-            fut = self._reading_ahead.get(bid)
-            if fut is None:
-                entry = self._entries.get(bid)
-                if entry is None or entry.length < _READAHEAD_MIN:
-                    continue
-                seg = self._segments[entry.segment]
-                if seg.buf is None or self._resident(seg.buf, entry.offset, entry.length):
-                    continue
-                if self._readahead_pool is None:
-                    self._readahead_pool = ThreadPoolExecutor(1, thread_name_prefix="strataflow-readahead")
-                fut = self._readahead_pool.submit(self._read_ahead, bid, seg.path, seg.buf, entry.offset,
-                                                  entry.length)
-                self._reading_ahead[bid] = fut
-            if bid == block_id:
-                own = fut
+            entry = self._entries.get(bid)
+            seg = None if entry is None else self._segments[entry.segment]
+            if seg is not None and seg.buf is not None:
+                fut = self._ahead.request(bid, seg.path, seg.buf, entry.offset, entry.length)
+                own = fut if bid == block_id else own
         return own
-
-    @staticmethod
-    def _resident(buf: pa.Buffer, offset: int, length: int) -> bool:
-        """Whether 90% of the extent's pages are in the page cache (``mincore``: one cheap
-        syscall, so a warm read pays nothing for readahead)."""
-        if _MINCORE is None:
-            return False
-        start = offset - offset % _PAGE
-        end = min(_round_up(offset + length, _PAGE), buf.size)
-        pages = (end - start) // _PAGE
-        vec = (ctypes.c_ubyte * pages)()
-        if _MINCORE(buf.address + start, end - start, vec) != 0:
-            return False
-        return int((np.frombuffer(vec, dtype=np.uint8) & 1).sum()) >= 0.9 * pages
-
-    def _read_ahead(self, bid: Any, path: str, buf: pa.Buffer, offset: int, length: int) -> None:
-        try:
-            read = self._populate(path, buf, offset, length)
-            with self._lock:
-                self._stats["readahead_bytes"] += read
-        finally:
-            with self._lock:
-                self._reading_ahead.pop(bid, None)
-
-    @staticmethod
-    def _populate(path: str, buf: pa.Buffer, offset: int, length: int) -> int:
-        """Reads the extent into the page cache and this map's page tables, in large
-        sequential requests: ``madvise(MADV_POPULATE_READ)`` on the map (no copy, and the
-        task then touches no missing page), else ``pread`` into a scratch buffer."""
-        start = offset - offset % _PAGE
-        end = min(_round_up(offset + length, _PAGE), buf.size)
-        if _MADVISE is not None and _READAHEAD_MODE == "populate":
-            for pos in range(start, end, _READAHEAD_CHUNK):
-                if _MADVISE(buf.address + pos, min(_READAHEAD_CHUNK, end - pos), _MADV_POPULATE_READ) != 0:
-                    break  # an older kernel (EINVAL): read instead
-            else:
-                return end - start
-        scratch = bytearray(_READAHEAD_CHUNK)
-        read = 0
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return 0  # the segment went away (unpersisted): nothing to read ahead
-        try:
-            pos = start
-            while pos < end:
-                n = os.preadv(fd, [memoryview(scratch)[: min(_READAHEAD_CHUNK, end - pos)]], pos)
-                if n <= 0:
-                    break
-                pos += n
-                read += n
-        finally:
-            os.close(fd)
-        return read
-
-    @staticmethod
-    def _map(path: str) -> pa.Buffer:
-        """The whole file, mapped read-only; no descriptor is left open (the map keeps the
-        file's data, even once the file is unlinked)."""
-        mapped = pa.memory_map(path, "r")
-        try:
-            return mapped.read_buffer()
-        finally:
-            mapped.close()
 
     # -- page cache ------------------------------------------------------------------------------
     def release_pages(self, block_id: Any) -> int:
-        """Drops the extent's pages: ``madvise(MADV_DONTNEED)`` on the map (out of this
-        process's resident set) and ``posix_fadvise(DONTNEED)`` on the file range (out of the
-        page cache, if no one else maps them). Views stay valid: they fault the pages back
-        in from the file. Returns the bytes advised (the extent rounded out to pages; pages
-        shared with neighbouring extents are released too)."""
+        """Drops the extent's pages from this process's resident set and from the page cache
+        (:func:`.page_cache.release`). Views stay valid: they fault the pages back in from
+        the file. Returns the bytes advised (the extent rounded out to pages; pages shared
+        with neighbouring extents are released too); 0 for a block not in the store."""
         with self._lock:
             entry = self._entries.get(block_id)
             if entry is None:
                 return 0
             seg = self._segments[entry.segment]
-            start = entry.offset - entry.offset % _PAGE
-            length = _round_up(entry.offset + entry.length, _PAGE) - start
-            if seg.buf is not None and _MADVISE is not None and start < seg.buf.size:
-                # the map starts on a page, so the address of ``start`` is page-aligned
-                _MADVISE(seg.buf.address + start, min(length, seg.buf.size - start), mmap.MADV_DONTNEED)
-            path = seg.path
-        if _CAN_FADVISE:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError:
-                return length
-            try:
-                os.posix_fadvise(fd, start, length, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-        return length
+            buf, path = seg.buf, seg.path  # our reference keeps the map alive outside the lock
+        return page_cache.release(buf, path, entry.offset, entry.length)
 
     # -- removal ---------------------------------------------------------------------------------
     def remove(self, block_id: Any) -> RegionEntry | None:
@@ -542,9 +392,7 @@ class RegionStore:
         so the files could not be read again). Views handed out before stay valid."""
         with self._lock:
             self._closed = True
-            pool, self._readahead_pool = self._readahead_pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        self._ahead.close()  # queued reads cancelled, the thread joined
         with self._lock:
             self._entries.clear()
             self._verified.clear()

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..options import ConfigError
+
 __all__ = ["Serializer", "SerializationError", "get_serializer", "SERIALIZERS"]
 
 _ALIGN = 64
@@ -113,8 +115,6 @@ class ArrowSerializer(Serializer):
 
     def __init__(self, compression: str | None = None) -> None:
         if compression not in (None, "lz4", "zstd"):
-            from ..config import ConfigError
-
             raise ConfigError(f"serializer: arrow compression must be lz4 or zstd, got {compression!r}")
         self.compression = compression
         self.name = "arrow" if compression is None else f"arrow:{compression}"
@@ -197,7 +197,5 @@ def get_serializer(name: "str | Serializer | None") -> Serializer:
     try:
         return SERIALIZERS[str(name).lower()]
     except KeyError:
-        from ..config import ConfigError
-
         raise ConfigError(f"serializer: unknown serializer {name!r}; choose one of "
                           f"{', '.join(SERIALIZERS)}") from None

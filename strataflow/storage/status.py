@@ -1,10 +1,16 @@
-"""``Context.storage_status()``: what the cache holds, per persisted dataset."""
+"""What the cache holds, asked from outside: per persisted dataset and per tier
+(``Context.storage_status()``, ``Context.metrics()``, the scheduler's plan). Read-only
+queries over a block manager's stores; nothing here changes a store."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-__all__ = ["DatasetStorage", "StorageStatus"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .manager import BlockManager
+
+__all__ = ["DatasetStorage", "StorageStatus", "blocks_of", "tier_bytes", "tier_hits", "storage_status"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +63,58 @@ class StorageStatus(list):
         fmt = lambda r: "  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)  # noqa: E731
                                   for i, (c, w) in enumerate(zip(r, widths)))
         return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows), *notes, *self._tier_lines()])
+
+
+def blocks_of(bm: "BlockManager", dataset_id: int) -> tuple[dict, dict]:
+    """Sizes of the dataset's blocks in memory and on disk (tiers and mapped), by split."""
+    with bm.memory.lock:
+        mem = {b.split: e.size for b, e in bm.memory_store.items() if b.dataset_id == dataset_id}
+    disk = {b.split: e.size for b, e in bm.disk.items() if b.dataset_id == dataset_id}
+    if bm.regions is not None:
+        disk.update({b.split: e.length for b, e in bm.regions.entries() if b.dataset_id == dataset_id})
+    return mem, disk
+
+
+def tier_bytes(bm: "BlockManager") -> dict[str, int]:
+    """Bytes held in memory and on each disk tier, fastest first."""
+    return {"memory": bm.memory.storage_used, **{t.name: t.used for t in bm.disk.tiers}}
+
+
+def tier_hits(bm: "BlockManager") -> dict[str, int]:
+    """Blocks served from memory and each disk tier (and ``mapped``, the region store's,
+    outside the tiers, when it served any)."""
+    got = bm.metrics.tier_hits()
+    out = {name: got.get(name, 0) for name in ["memory", *bm.disk.names]}
+    if got.get("mapped"):
+        out["mapped"] = got["mapped"]
+    return out
+
+
+def _tier_bytes_of(bm: "BlockManager", dataset_id: int) -> dict[str, int]:
+    return {name: sum(e.size for b, e in items if b.dataset_id == dataset_id)
+            for name, items in bm.disk.items_by_tier().items()}
+
+
+def _layout_of(bm: "BlockManager", dataset_id: int) -> str:
+    """How a mapped dataset's blocks are laid out: zero-copy kinds, or the pickle
+    fallback (plain Python records are loaded, not mapped)."""
+    if bm.regions is None:
+        return ""
+    kinds = {(e.kind, e.zero_copy) for b, e in bm.regions.entries() if b.dataset_id == dataset_id}
+    return ", ".join(sorted(f"{k}{'' if z else ' (pickle fallback: loaded, not mapped)'}" for k, z in kinds))
+
+
+def storage_status(bm: "BlockManager") -> StorageStatus:
+    """One entry per persisted dataset, and the tiers (see ``Context.storage_status``)."""
+    out = StorageStatus()
+    for info in bm.datasets():
+        mem, disk = blocks_of(bm, info.dataset_id)
+        out.append(DatasetStorage(info.label(), info.level.name, info.num_partitions, len(mem), len(disk),
+                                  sum(mem.values()), sum(disk.values()), info.serializer.name,
+                                  _layout_of(bm, info.dataset_id) if info.level.mmap else "",
+                                  _tier_bytes_of(bm, info.dataset_id)))
+    hits = tier_hits(bm)
+    out.tiers = [{**t, "hits": hits.get(t["name"], 0)} for t in bm.disk.describe()]
+    out.tier_bytes = tier_bytes(bm)
+    out.tier_hits = hits
+    return out

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from .adaptive import AdaptivePolicy
-from .base import Policy
+from .base import Policy, Promotion
 from .lineage import LineagePolicy
 from .no_recache import NoRecachePolicy
 from .spark import SparkPolicy
+from ...options import ConfigError
 
-__all__ = ["Policy", "POLICIES", "make_policy", "DEFAULT_POLICY"]
+__all__ = ["Policy", "Promotion", "POLICIES", "make_policy", "DEFAULT_POLICY"]
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (SparkPolicy, NoRecachePolicy, AdaptivePolicy, LineagePolicy)}
 DEFAULT_POLICY = "lineage"
@@ -19,7 +20,5 @@ def make_policy(name: "str | Policy | None") -> Policy:
         return name
     key = DEFAULT_POLICY if name is None else str(name).lower()
     if key not in POLICIES:
-        from ...config import ConfigError
-
         raise ConfigError(f"policy: unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
     return POLICIES[key]()

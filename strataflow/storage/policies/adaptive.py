@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .base import Promotion
 from .no_recache import NoRecachePolicy
 
 __all__ = ["AdaptivePolicy"]
@@ -18,7 +19,6 @@ __all__ = ["AdaptivePolicy"]
 
 class AdaptivePolicy(NoRecachePolicy):
     name = "adaptive"
-    evict_to_promote = False
 
-    def promote(self, block_id: Any, size: int) -> bool:
-        return True
+    def promote(self, block_id: Any, size: int) -> Promotion:
+        return Promotion.INTO_FREE

@@ -35,7 +35,7 @@ Time is a logical clock that ticks once per access (memory hit, disk hit, or mis
   A block due after everything in memory is not promoted even into free memory (it would
   be the next victim; prefetch brings it when its turn comes), a prefetched block evicted
   before anyone read it is not prefetched again until read, and the headroom an
-  asynchronous eviction writer keeps free (``reserve``) is not used: with it, promoting
+  asynchronous eviction writer keeps free (``reserve``, the block manager's) is not used: with it, promoting
   into "free" memory is what makes ``adaptive`` bounce every block under that writer.
   When execution memory evicts periodically (a shuffle every few tasks), only blocks due
   before its next eviction are prefetched: the rest would be loaded to be evicted again.
@@ -51,12 +51,12 @@ at 32 blocks, 58 us at 2,048 and 0.16 ms at 16,384, where the loop over Python o
 took 19 us, 0.51 ms and 2.9 ms. It stays linear in the blocks in memory, with numpy's
 constant.
 
-Thread safety: the block manager calls ``select_victims``, ``record_remove`` and memory
-hits under the memory manager's lock, but disk hits, ``admit``, ``promote``, ``plan`` and
-``prefetch_candidates`` from task and scheduler threads without it; one re-entrant lock of
-the policy's own guards every state change. It never calls back into the block manager,
-so there is no lock-order cycle. Whether a promotion may evict is decided per call and
-read by the manager in the same thread (``evict_to_promote`` is thread-local).
+Thread safety: the calls the contract (``base.py``) makes under the memory manager's lock
+and those it makes without it all take one re-entrant lock of the policy's own; it never
+calls back into the block manager, so there is no lock-order cycle. Whether a promotion
+may evict is the answer itself (``Promotion.MAY_EVICT``), read by the caller in the same
+call: no state is shared between ``promote`` and the put that follows but
+``_promoting``, which ``select_victims`` consults to apply the promotion's rule.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .adaptive import AdaptivePolicy
+from .base import Promotion
 from .next_use import NextUseTable
 
 __all__ = ["LineagePolicy"]
@@ -85,17 +86,13 @@ _VECTOR_FROM = 64  # blocks from which a question about many is asked of the tab
 
 class LineagePolicy(AdaptivePolicy):
     name = "lineage"
+    plans = True
+    prefetches = True
     recache_after_spill = False
-    #: Bytes of free memory that are not really free: the headroom a background eviction
-    #: writer keeps (``(1 - high watermark) x total``). The scheduler sets it from the
-    #: block manager's writer when it plans a stage; prefetch uses only ``free - reserve``,
-    #: or the writer would evict what was just loaded.
-    reserve = 0
 
     def __init__(self) -> None:
         super().__init__()
         self._mu = threading.RLock()
-        self._tl = threading.local()
         self._clock = 0
         # per block: last access, distance between its last two, first planned position,
         # size, LRU stamp; per dataset: the last distance seen for its blocks
@@ -111,12 +108,6 @@ class LineagePolicy(AdaptivePolicy):
         self._pending_n: dict[int, int] = {}  # dataset row -> blocks of it in _pending
         self._exec_last: int | None = None   # clock of the last eviction for execution memory
         self._exec_gap: int | None = None    # clock distance between the last two
-
-    # -- the manager reads this right after promote(), in the same thread ------------------------
-    @property
-    def evict_to_promote(self) -> bool:  # type: ignore[override]
-        """May the promotion just granted by ``promote`` (in this thread) evict blocks?"""
-        return getattr(self._tl, "evict", False)
 
     # -- knowledge ------------------------------------------------------------------------------------
     def plan(self, accesses: Sequence[Any]) -> None:
@@ -249,7 +240,7 @@ class LineagePolicy(AdaptivePolicy):
             self._set_size(block_id, size)
         return True
 
-    def promote(self, block_id: Any, size: int) -> bool:
+    def promote(self, block_id: Any, size: int) -> Promotion:
         """Into free memory (``adaptive``), or by evicting when blocks with a later
         predicted use can make room (checked again in ``select_victims``). Not at all when
         the block is known to be used after every block in memory: it would be the first
@@ -281,8 +272,9 @@ class LineagePolicy(AdaptivePolicy):
                 self._promoting.add(block_id)
             else:
                 self._promoting.discard(block_id)
-        self._tl.evict = evict
-        return grant
+        if not grant:
+            return Promotion.NO
+        return Promotion.MAY_EVICT if evict else Promotion.INTO_FREE
 
     def _next_rows(self, rows: np.ndarray, now: int) -> np.ndarray:
         """``_next`` of many blocks at once: the table's vectorized form of it, or for a few
@@ -392,8 +384,8 @@ class LineagePolicy(AdaptivePolicy):
         nearest first. Blocks with no prediction are never prefetched, nor is a block that
         was prefetched and then evicted before anyone read it (until it is read): if
         something keeps evicting what we load (a background writer keeping headroom free,
-        a shuffle taking the memory back), loading it again would only move bytes."""
-        free -= self.reserve
+        a shuffle taking the memory back), loading it again would only move bytes. ``free``
+        is already less the block manager's ``reserve``."""
         if free <= 0 or not on_disk:
             return []
         with self._mu:

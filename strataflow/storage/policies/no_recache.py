@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .base import Promotion
 from .spark import SparkPolicy
 
 __all__ = ["NoRecachePolicy"]
@@ -21,5 +22,5 @@ class NoRecachePolicy(SparkPolicy):
     name = "no-recache"
     recache_after_spill = False
 
-    def promote(self, block_id: Any, size: int) -> bool:
-        return False
+    def promote(self, block_id: Any, size: int) -> Promotion:
+        return Promotion.NO

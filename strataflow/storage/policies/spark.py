@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Mapping
 
-from .base import Policy
+from .base import Policy, Promotion
 
 __all__ = ["SparkPolicy"]
 
@@ -47,8 +47,8 @@ class SparkPolicy(Policy):
     def record_remove(self, block_id: Any) -> None:
         self._lru.pop(block_id, None)
 
-    def promote(self, block_id: Any, size: int) -> bool:
-        return True
+    def promote(self, block_id: Any, size: int) -> Promotion:
+        return Promotion.MAY_EVICT
 
     def select_victims(self, space: int, for_block: Any, entries: Mapping[Any, int]) -> list | None:
         rdd_to_add = getattr(for_block, "dataset_id", None)

@@ -1,0 +1,50 @@
+"""The cache's counters: one thread-safe bag of named figures per block manager, read as
+totals (``Context.metrics()``) and as differences per stage and job (the events)."""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["CacheMetrics", "METRIC_KEYS"]
+
+METRIC_KEYS = (
+    "memory_hits", "disk_hits", "misses", "blocks_dropped", "bytes_dropped", "blocks_recached",
+    "bytes_recached", "disk_bytes_written", "disk_bytes_read", "serialize_s", "deserialize_s",
+    "blocks_discarded", "blocks_not_stored", "blocks_lost", "mmap_released_bytes", "gc_frozen_puts",
+    # tiers, asynchronous eviction and prefetch
+    "bytes_moved_between_tiers", "blocks_moved_down", "blocks_moved_up", "sync_evictions", "async_evictions",
+    "eviction_failures", "blocks_prefetched", "bytes_prefetched", "prefetch_scans",
+    # a task's second read of the block it read last, served from the value it holds
+    "task_rereads",
+)
+
+
+class CacheMetrics:
+    """Counters of the cache, thread-safe; ``snapshot()`` for totals and differences."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._c: dict[str, float] = dict.fromkeys(METRIC_KEYS, 0)
+        self._tier_hits: dict[str, int] = {}
+
+    def add(self, **deltas: float) -> None:
+        with self._lock:
+            for k, v in deltas.items():
+                self._c[k] += v
+
+    def hit(self, tier: str) -> None:
+        """A block served from ``tier`` (``memory`` or a disk tier's name)."""
+        with self._lock:
+            self._tier_hits[tier] = self._tier_hits.get(tier, 0) + 1
+
+    def tier_hits(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._tier_hits)
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._c)
+
+    @staticmethod
+    def diff(after: dict, before: dict) -> dict:
+        return {k: after[k] - before.get(k, 0) for k in after}

@@ -1,0 +1,97 @@
+"""Writing a block below memory: to the top disk tier, or once in the mapped layout (the
+region store), and what happens when that cannot be done.
+
+Every failure path states its guarantee: a write that fails (disk full, unwritable
+directory, a value the serializer refuses) is reported (``BlockNotStored``, a counted
+metric and a warning) and the caller keeps its value, uncached; with ``strict`` (the
+background eviction writer's writes) it raises instead, and the block stays in memory.
+A block no level can hold at all raises :class:`BlockStoreError` naming the dataset and
+the serializer."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Callable
+
+from ..metrics import EventBus
+from .block import BlockId, BlockStoreError, DatasetInfo
+from .block_codec import BlockCodec
+from .cache_metrics import CacheMetrics
+from .memory_store import MemoryEntry
+from .region_store import RegionStore
+from .serde import SerializationError
+from .tiers import TieredStore
+
+__all__ = ["DiskWriter"]
+
+
+class DiskWriter:
+    def __init__(self, disk: TieredStore, regions: "RegionStore | None", codec: BlockCodec, metrics: CacheMetrics,
+                 events: EventBus, on_write: Callable[[], None]) -> None:
+        self.disk, self.regions, self.codec = disk, regions, codec
+        self.metrics, self.events = metrics, events
+        self.on_write = on_write  # a block landed on disk (the prefetch scan may look again)
+
+    def not_stored(self, bid: BlockId, reason: str, warn: bool = True, **fields: Any) -> None:
+        self.metrics.add(blocks_not_stored=1)
+        self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id, reason=reason, **fields)
+        if warn:
+            warnings.warn(f"strataflow: block {bid} not cached: {reason}", RuntimeWarning, stacklevel=3)
+
+    def write_disk(self, bid: BlockId, frames: list, size: int, ser_name: str, strict: bool = False) -> bool:
+        """The block's frames to the top tier (full tiers push their LRU blocks down)."""
+        try:
+            entry = self.disk.put(bid, frames, size, ser_name)
+        except OSError as exc:
+            if strict:
+                raise
+            self.not_stored(bid, f"cannot write block to disk: {exc}")
+            return False
+        self.metrics.add(disk_bytes_written=entry.size)
+        self.on_write()
+        return True
+
+    def write_mapped(self, bid: BlockId, value: Any, info: DatasetInfo) -> bool:
+        """The block, once, in the zero-copy mapped layout."""
+        if self.regions is None:
+            raise BlockStoreError(f"dataset {info.label()}: level {info.level.name} needs a region store")
+        t0 = time.perf_counter()
+        try:
+            entry = self.regions.put(bid, value)
+        except SerializationError as exc:
+            if not info.level.use_memory:
+                raise BlockStoreError(self.codec.failure(bid, info, exc)) from exc
+            self.not_stored(bid, self.codec.failure(bid, info, exc), warn=False)
+            return False
+        except OSError as exc:  # DiskFull or an unwritable directory
+            self.not_stored(bid, f"cannot write block to its region: {exc}")
+            return False
+        self.metrics.add(disk_bytes_written=entry.length, serialize_s=time.perf_counter() - t0)
+        return True
+
+    def write_entry(self, bid: BlockId, entry: MemoryEntry, info: DatasetInfo, strict: bool = False) -> str:
+        """A memory block's disk copy at its level, unless it has one (Spark's
+        dropFromMemory): ``disk`` (written, or there already) or ``discarded`` (its level
+        has no disk, or the write failed and was reported). A serialized entry is written
+        as it is, without serializing again."""
+        if info.level.mmap:
+            ok = (self.regions is not None and bid in self.regions) or self.write_mapped(bid, entry.value, info)
+            return "disk" if ok else "discarded"
+        if not info.level.use_disk:
+            return "discarded"
+        if bid in self.disk:
+            return "disk"
+        try:
+            if entry.deserialized:
+                frames, size, ser = self.codec.encode(entry.value, info, bid)
+                ser_name = ser.name
+            else:
+                frames, size, ser_name = [entry.data()], entry.size, entry.serializer
+        except SerializationError as exc:
+            if strict:
+                raise
+            self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id,
+                             reason=self.codec.failure(bid, info, exc))
+            return "discarded"
+        return "disk" if self.write_disk(bid, frames, size, ser_name, strict=strict) else "discarded"

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 from .options import (DEFAULT_WATERMARKS, ConfigError, check_dirs, check_num_partitions, check_watermarks,
                       parse_size)
-from .storage.policies import DEFAULT_POLICY, POLICIES, Policy
+from .storage.policies import Policy, make_policy
 from .storage.serde import Serializer, get_serializer
 from .storage.tier_spec import TierSpec, parse_tiers
 
@@ -137,9 +137,6 @@ def _check_fraction(value: object) -> float:
 
 
 def _check_policy(policy: str | Policy | None) -> str | Policy:
-    if isinstance(policy, Policy):
-        return policy
-    name = DEFAULT_POLICY if policy is None else str(policy).lower()
-    if name not in POLICIES:
-        raise ConfigError(f"policy: unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-    return name
+    """The caller's instance, or the registered name (``make_policy`` checks it; the
+    instance it makes is dropped: each Context makes its own)."""
+    return policy if isinstance(policy, Policy) else make_policy(policy).name

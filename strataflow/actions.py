@@ -25,7 +25,18 @@ if TYPE_CHECKING:
 
 __all__ = ["ActionOps"]
 
-_EMPTY = object()
+class _Empty:
+    """The result of an empty partition's reduce: one object in every process, since it
+    comes back from executors pickled (``object()`` would not survive the trip)."""
+
+    def __reduce__(self):
+        return "_EMPTY"
+
+    def __repr__(self) -> str:
+        return "<empty partition>"
+
+
+_EMPTY = _Empty()
 
 
 def _fold_rows(value, zero, op):

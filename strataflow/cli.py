@@ -141,6 +141,10 @@ def _context_options(args: argparse.Namespace) -> dict:
         opts["tiers"] = args.tier
     if getattr(args, "async_eviction", False):
         opts["async_eviction"] = True
+    if getattr(args, "backend", None):
+        opts["backend"] = args.backend
+    if getattr(args, "executors", None):
+        opts["executors"] = args.executors
     return opts
 
 
@@ -255,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pressure", type=float, default=4.0, help="with --memory auto: data size / memory budget")
     r.add_argument("--iterations", type=int, default=None)
     r.add_argument("--parallelism", type=int, default=None)
+    r.add_argument("--backend", choices=["threads", "processes"], default=None,
+                   help="where tasks run (default: processes when parallelism > 1)")
+    r.add_argument("--executors", type=int, default=None, help="executor processes (default: parallelism)")
     r.add_argument("--partitions", type=int, default=None)
     r.add_argument("--event-log", default=None)
     r.add_argument("--json", default=None, help="write the run's report as JSON here")

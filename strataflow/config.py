@@ -55,6 +55,18 @@ class Config:
     tiers: list[TierSpec] | None
     async_eviction: bool
     eviction_watermarks: tuple[float, float]
+    #: how executors run: ``threads`` (one in-process executor) or ``processes``
+    backend: str
+    executors: int
+    cores_per_executor: int
+    #: each executor's share of ``memory`` (its memory manager's total)
+    executor_memory: int
+    locality_wait: float
+
+    @property
+    def task_slots(self) -> int:
+        """Tasks that can run at once: executors times their cores."""
+        return self.executors * self.cores_per_executor
 
     @classmethod
     def build(
@@ -80,6 +92,11 @@ class Config:
         tiers: Sequence[Mapping] | None = None,
         async_eviction: bool = False,
         eviction_watermarks: tuple[float, float] = DEFAULT_WATERMARKS,
+        backend: str | None = None,
+        executors: int | None = None,
+        cores_per_executor: int = 1,
+        executor_memory: int | str | None = None,
+        locality_wait: float = 3.0,
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -87,6 +104,12 @@ class Config:
             raise ConfigError(f"memory: {memory!r} is below the 1MB minimum")
         cores = max(1, os.cpu_count() or 1)
         par = check_num_partitions(cores if parallelism is None else parallelism, "parallelism")
+        kind, n_exec, per_exec = _check_executors(backend, executors, cores_per_executor, par)
+        exec_mem = mem // n_exec if executor_memory is None else parse_size(executor_memory, "executor_memory")
+        if exec_mem < 1 << 16:
+            raise ConfigError(f"executor_memory: {exec_mem} bytes per executor is below the 64KB minimum "
+                              f"(memory {memory!r} divided among {n_exec} executors)")
+        slots = n_exec * per_exec
         return cls(
             memory=mem,
             parallelism=par,
@@ -99,7 +122,7 @@ class Config:
             progress=None if progress is None else bool(progress),
             app_name=str(app_name),
             # default: task threads times BLAS threads never oversubscribe the cores
-            blas_threads=(max(1, cores // par) if blas_threads is None
+            blas_threads=(max(1, cores // slots) if blas_threads is None
                           else check_num_partitions(blas_threads, "blas_threads")),
             storage_fraction=_check_fraction(storage_fraction),
             policy=_check_policy(policy),
@@ -110,7 +133,45 @@ class Config:
             tiers=None if tiers is None else parse_tiers(tiers),
             async_eviction=bool(async_eviction),
             eviction_watermarks=check_watermarks(eviction_watermarks, "eviction_watermarks"),
+            backend=kind,
+            executors=n_exec,
+            cores_per_executor=per_exec,
+            executor_memory=exec_mem,
+            locality_wait=_check_seconds(locality_wait, "locality_wait"),
         )
+
+
+BACKENDS = ("threads", "processes")
+
+
+def _check_executors(backend: str | None, executors: int | None, cores_per_executor: int,
+                     parallelism: int) -> tuple[str, int, int]:
+    """(backend, executors, cores per executor). ``processes`` is the default whenever
+    ``parallelism`` > 1; ``threads`` is one in-process executor with ``parallelism`` task
+    threads (today's engine, for debugging), so it takes neither ``executors`` > 1 nor
+    ``cores_per_executor``."""
+    kind = ("processes" if parallelism > 1 else "threads") if backend is None else str(backend).lower()
+    if kind not in BACKENDS:
+        raise ConfigError(f"backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    per = check_num_partitions(cores_per_executor, "cores_per_executor")
+    if kind == "threads":
+        if executors not in (None, 1):
+            raise ConfigError(f"executors: the threads backend runs one in-process executor, got executors={executors!r} "
+                              f"(use backend='processes' for more)")
+        return kind, 1, parallelism
+    n = max(1, parallelism // per) if executors is None else check_num_partitions(executors, "executors")
+    return kind, n, per
+
+
+def _check_seconds(value: object, name: str) -> float:
+    try:
+        s = float(value)  # type: ignore[arg-type]
+        ok = s >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")
+    return s
 
 
 def _check_event_log(event_log: str | os.PathLike | None) -> str | None:

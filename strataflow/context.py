@@ -1,21 +1,21 @@
-"""Context: the user's entry point, and the wiring of one application.
+"""Context: the user's entry point, and the driver of one application.
 
 It has the configuration validated (by :meth:`Config.build`: a bad one fails here, before
-any work), makes the per-application cache and shuffle directories, and owns the services
-every task uses: the memory manager, the block manager, the shuffle manager, the scheduler
-with its thread pool, and the event bus with its log and progress bar.
+any work), makes the per-application cache and shuffle directories, starts the executors
+(``executor/``: each with its own memory share, block manager and task slots) and owns
+what the driver keeps: the DAG scheduler, the block-location master, the map-output
+tracker, the registry of persisted datasets, and the event bus with its log and progress
+bar (executors' events are re-posted on it).
 """
 
 from __future__ import annotations
 
 import atexit
-import resource
 import itertools
 import os
 import sys
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -27,18 +27,15 @@ from .io.npy import NpySource
 from .io.parquet import ParquetSource
 from .io.sources import RangeSource, collection_source, numpy_source
 from .io.text import CsvSource, TextSource
-from .memory import MemoryManager
+from .executor.fleet import Fleet
+from .executor.source_store import SourceStore
 from .metrics import EventBus, JsonLinesLog, gc_timer
 from .options import DEFAULT_WATERMARKS
 from .scheduler import DAGScheduler
-from .shuffle import ShuffleManager
-from .storage.disk_store import DiskStore
-from .storage.gc_free import gc_unfreeze
-from .storage.manager import BlockManager
-from .storage.region_store import RegionStore
+from .scheduler.block_master import BlockMaster
+from .shuffle import MapOutputTracker
 from .storage.policies import make_policy
-from .storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
-from .storage.tiers import Tier, TieredStore
+from .storage.status import StorageStatus, merge_metrics, merge_status
 from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
@@ -57,8 +54,10 @@ class Context:
 
     Args:
         memory: the unified budget for execution (shuffle and aggregation buffers) and,
-            from the cache on, storage; a size such as ``"1GB"`` (powers of 1024).
-        parallelism: task threads; also the default partition count of sources.
+            from the cache on, storage; a size such as ``"1GB"`` (powers of 1024). Divided
+            evenly among the executors (each has its own memory manager).
+        parallelism: the default partition count of sources, and the task slots: with
+            ``processes``, ``parallelism // cores_per_executor`` executors by default.
         local_dirs: base directories for cache files (default: the temp directory).
         shuffle_dirs: base directories for shuffle and spill files, kept apart from the
             cache (give another device here when there is one).
@@ -102,6 +101,16 @@ class Context:
             (0.96-1.05x of synchronous eviction, within run-to-run noise).
         eviction_watermarks: ``(low, high)`` fractions of ``memory``: past ``high`` in use
             the writer evicts down to ``low`` (default ``(0.85, 0.95)``).
+        backend: where tasks run. ``processes`` (the default when ``parallelism`` > 1):
+            executor processes on this machine, so numpy and Python record code use every
+            core; ``threads`` (the default for ``parallelism=1``): one executor inside this
+            process with ``parallelism`` task threads, nothing pickled, for debugging.
+        executors: how many executors (``processes``; default ``parallelism //
+            cores_per_executor``).
+        cores_per_executor: task slots (threads) of each executor.
+        executor_memory: each executor's memory instead of ``memory / executors``.
+        locality_wait: seconds a task waits for a slot on the executor that holds its
+            cached partition before it runs elsewhere (Spark's ``spark.locality.wait``).
     """
 
     def __init__(
@@ -126,6 +135,11 @@ class Context:
         tiers: Sequence[dict] | None = None,
         async_eviction: bool = False,
         eviction_watermarks: tuple[float, float] = DEFAULT_WATERMARKS,
+        backend: str | None = None,
+        executors: int | None = None,
+        cores_per_executor: int = 1,
+        executor_memory: int | str | None = None,
+        locality_wait: float = 3.0,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = cfg = Config.build(
@@ -134,22 +148,16 @@ class Context:
             max_stage_attempts=max_stage_attempts, progress=progress, app_name=app_name,
             blas_threads=blas_threads, storage_fraction=storage_fraction, policy=policy, serializer=serializer,
             disk_capacity=disk_capacity, mmap_memory=mmap_memory, gc_free_cache=gc_free_cache, tiers=tiers,
-            async_eviction=async_eviction, eviction_watermarks=eviction_watermarks)
+            async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
+            executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
+            locality_wait=locality_wait)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
         self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
         self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
-        self.tier_dirs: list[str] = []
-        if cfg.tiers is None:
-            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, cfg.disk_capacity))
-        else:
-            made = []
-            for spec in cfg.tiers:
-                dirs = create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}")
-                self.tier_dirs += dirs
-                made.append(Tier(spec.name, DiskStore(dirs, spec.capacity), spec.bandwidth, spec.write_parallelism))
-            self.disk_store = TieredStore(made)
+        tier_dirs = [create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}") for spec in cfg.tiers or []]
+        self.tier_dirs: list[str] = [d for dirs in tier_dirs for d in dirs]
         self.events = EventBus()
         self._log = JsonLinesLog(cfg.event_log) if cfg.event_log else None
         if self._log:
@@ -161,25 +169,36 @@ class Context:
 
             self._progress = StageProgress()
             self.events.subscribe(self._progress)
-        self.memory = MemoryManager(cfg.memory, cfg.storage_fraction)
-        self.regions = RegionStore(self.local_dirs, capacity=cfg.disk_capacity)
-        self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
-                                          self.events, regions=self.regions, mmap_memory=cfg.mmap_memory,
-                                          gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
-                                          watermarks=cfg.eviction_watermarks)
-        self.shuffle = ShuffleManager(self.shuffle_dirs, cfg.shuffle_sync)
-        self.scheduler = DAGScheduler(self)
-        self._pool = ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="strataflow-task")
+        #: the policy's flags (does it take plans?); each executor makes its own instance
+        self.policy_flags = make_policy(cfg.policy)
+        #: large driver collections, written once for the executors (processes backend)
+        self.sources = SourceStore(self.local_dirs[0])
+        self.block_master = BlockMaster()
+        self.map_outputs = MapOutputTracker()
+        self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
         self._ids = itertools.count()
         self._lock = threading.Lock()
-        self._blas_limits = threadpool_limits(limits=cfg.blas_threads, user_api="blas")
+        self._blas_limits = (threadpool_limits(limits=cfg.blas_threads, user_api="blas")
+                             if cfg.backend == "threads" else None)
         gc_timer.acquire()
-        self._gc0 = gc_timer.snapshot()
-        self._majflt0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+        self.fleet = Fleet(cfg, self.events, self.local_dirs, self.shuffle_dirs, tier_dirs, os.getpid())
+        self.fleet.on_lost(self.block_master.executor_lost)
+        self.fleet.on_lost(self.map_outputs.executor_lost)
+        self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
+                         parallelism=cfg.parallelism, local_dirs=self.local_dirs, shuffle_dirs=self.shuffle_dirs,
+                         backend=cfg.backend, executors=cfg.executors, cores_per_executor=cfg.cores_per_executor,
+                         executor_memory=cfg.executor_memory)
+        try:
+            #: seconds until every executor was ready
+            self.startup_s = self.fleet.start()
+        except BaseException:
+            self._release()
+            raise
+        live = self.fleet.live()
+        self._local_executor = live[0] if cfg.backend == "threads" else None
+        self.scheduler = DAGScheduler(self)
         self._closed = False
         _live.add(self)
-        self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
-                         parallelism=cfg.parallelism, local_dirs=self.local_dirs, shuffle_dirs=self.shuffle_dirs)
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> "Context":
@@ -189,28 +208,77 @@ class Context:
         self.stop()
 
     def stop(self) -> None:
-        """Waits for running tasks, removes this application's directories, closes logs."""
+        """Stops the executors (running tasks finish first), removes this application's
+        directories, closes logs."""
         if self._closed:
             return
         self._closed = True
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.fleet.stop()
         self.events.post("ApplicationEnd", app_id=self.app_id)
+        self._release()
+        _live.discard(self)
+
+    def _release(self) -> None:
         if self._progress:
             self._progress.close()
-        self.block_manager.close()  # the background writer, before its directories go
         if self._log:
             self._log.close()
-        self.regions.close()
-        if self.block_manager.gc_free:
-            gc_unfreeze()
         remove_dirs(self.local_dirs + self.shuffle_dirs + self.tier_dirs)
-        self._blas_limits.restore_original_limits()
+        if self._blas_limits is not None:
+            self._blas_limits.restore_original_limits()
         gc_timer.release()
-        _live.discard(self)
 
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this Context has been stopped")
+
+    def __reduce__(self):
+        raise TypeError("a Context cannot be sent to executors: it lives on the driver only (use it outside "
+                        "the functions given to transformations and actions)")
+
+    # -- executors ---------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return self.config.backend
+
+    def executors(self) -> list[str]:
+        """The ids of the live executors."""
+        return [h.executor_id for h in self.fleet.live()]
+
+    def _local(self, what: str):
+        if self._local_executor is None:
+            raise RuntimeError(f"Context.{what}: with the {self.config.backend} backend each executor has its own; "
+                               f"use storage_status() and metrics() (by_executor=True), or backend='threads'")
+        return self._local_executor.runtime
+
+    @property
+    def block_manager(self):
+        """The threads backend's one block manager (for tests and debugging)."""
+        return self._local("block_manager").block_manager
+
+    @property
+    def memory(self):
+        return self._local("memory").memory
+
+    @property
+    def regions(self):
+        return self._local("regions").regions
+
+    @property
+    def disk_store(self):
+        return self._local("disk_store").disk_store
+
+    # -- persisted datasets ---------------------------------------------------------------------
+    def _persisted(self, ds: Dataset) -> None:
+        """A dataset was persisted: executors register it when its first stage reaches them."""
+        self._registry[ds.id] = ds
+
+    def _unpersist(self, dataset_id: int) -> None:
+        """Removes the dataset's blocks from every executor (and waits for them)."""
+        self._registry.pop(dataset_id, None)
+        if not self._closed:
+            self.fleet.ask_all("unpersist", dataset_id)
+        self.block_master.remove_dataset(dataset_id)
 
     @property
     def default_parallelism(self) -> int:
@@ -220,35 +288,41 @@ class Context:
         with self._lock:
             return next(self._ids)
 
-    def spill_dir(self, task_id: int) -> str:
-        """Where a task spills aggregation runs: execution data, so the shuffle dirs."""
-        return self.shuffle_dirs[task_id % len(self.shuffle_dirs)]
-
     def _num(self, n: int | None) -> int:
         return self.default_parallelism if n is None else check_num_partitions(n)
 
     # -- the cache, seen from outside --------------------------------------------------------
     @property
     def policy(self) -> str:
-        return self.block_manager.policy.name
+        return self.policy_flags.name
 
-    def storage_status(self) -> StorageStatus:
+    def storage_status(self, by_executor: bool = False) -> "StorageStatus | dict[str, StorageStatus]":
         """One entry per persisted dataset: name, level, partitions and bytes in memory and
-        on disk (``tier_bytes``: per disk tier); the list's ``tiers`` describes each tier
-        (capacity, bytes used, blocks, hits, bandwidth), ``tier_bytes`` and ``tier_hits``
-        give memory and every tier. ``str()`` of the list is a readable table."""
-        return storage_status(self.block_manager)
+        on disk (``tier_bytes``: per disk tier), summed over the executors; the list's
+        ``tiers`` describes each tier (capacity, bytes used, blocks, hits, bandwidth),
+        ``tier_bytes`` and ``tier_hits`` give memory and every tier. ``str()`` of the list
+        is a readable table. ``by_executor=True``: executor id -> its own list."""
+        answers = self.fleet.ask_all("storage_status")
+        if by_executor:
+            return answers
+        registered = [(d.id, d.label, d.storage_level.name, d.num_partitions)
+                      for d in sorted(self._registry.values(), key=lambda d: d.id) if d.storage_level.is_valid]
+        return merge_status(list(answers.values()), registered)
 
     def measure_tiers(self, size: int | str = "64MB") -> dict[str, dict]:
         """Measures each disk tier's sequential bandwidth, cold and warm (the probe of
-        ``strataflow probe DIR``), writing ``size`` bytes to each; a tier without a
-        configured bandwidth takes the cold read figure. Returns name -> measurements."""
+        ``strataflow probe DIR``), writing ``size`` bytes to each (on the first executor:
+        they share the devices); a tier without a configured bandwidth takes the cold read
+        figure. Returns name -> measurements."""
         n = parse_size(size, "size")
-        return {t.name: t.measure(n) for t in self.block_manager.disk.tiers}
+        live = self.fleet.live()
+        return live[0].call("measure_tiers", n, timeout=None) if live else {}
 
-    def metrics(self) -> dict:
+    def metrics(self, by_executor: bool = False) -> dict:
         """Totals for the application: cache hits, misses, drops, re-caches, disk bytes,
-        (de)serialization and GC seconds (the same per job and stage are in the events).
+        (de)serialization and GC seconds (the same per job and stage are in the events),
+        summed over the executors (``by_executor=True``: executor id -> its own figures;
+        peaks are summed too, an upper bound of the peak of the sum).
 
         Tiers: ``tier_bytes`` and ``tier_hits`` map ``memory`` and each disk tier (and
         ``mapped`` for the region store's hits) to bytes held and blocks served;
@@ -258,16 +332,13 @@ class Context:
         dropped on a task's thread), ``async_evictions`` (by the background writer),
         ``eviction_failures``, ``eviction_wait_s`` (time puts waited for the writer);
         prefetch: ``blocks_prefetched``, ``bytes_prefetched``, ``prefetch_scans`` (scans of the
-        disk blocks for candidates; after an empty one they back off until memory is freed)."""
-        out = self.block_manager.metrics.snapshot()
-        gc_s, gc_n = gc_timer.snapshot()
-        out.update(gc_s=gc_s - self._gc0[0], gc_collections=gc_n - self._gc0[1],
-                   mmap_bytes_mapped=self.regions.mapped_bytes,
-                   major_page_faults=resource.getrusage(resource.RUSAGE_SELF).ru_majflt - self._majflt0,
-                   storage_memory_used=self.memory.storage_used, peak_storage_memory=self.memory.peak_storage,
-                   peak_execution_memory=self.memory.peak_execution,
-                   tier_bytes=tier_bytes(self.block_manager), tier_hits=tier_hits(self.block_manager),
-                   eviction_wait_s=self.memory.reclaim_waited_s)
+        disk blocks for candidates; after an empty one they back off until memory is freed).
+        Executors: ``executors`` (live), ``executors_lost``."""
+        answers = self.fleet.ask_all("metrics")
+        if by_executor:
+            return answers
+        out = merge_metrics(list(answers.values()), self.scheduler.totals.retired())
+        out.update(executors=len(answers), executors_lost=len(self.fleet.lost))
         return out
 
     # -- sources ----------------------------------------------------------------------------

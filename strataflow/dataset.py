@@ -24,8 +24,10 @@ from .batch import is_batch, iter_rows, num_rows
 from .config import check_num_partitions
 from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
 from .pairs import PairOps
+from .executor.work import TaskCancelled
+from .storage.block import BlockId
 from .storage.level import StorageLevel
-from .storage.manager import BlockId
+from .storage.serde import get_serializer
 
 if TYPE_CHECKING:
     from .context import Context
@@ -57,6 +59,16 @@ class Dataset(PairOps, ActionOps):
         self.op = f"{op} at {_call_site()}"
         self._name: str | None = None
         self.storage_level = StorageLevel.NONE
+        #: the serializer ``persist`` chose for this dataset (None: the context's)
+        self.serializer_name: str | None = None
+
+    def __getstate__(self) -> dict:
+        """A dataset travels to executors as its lineage, without its Context (which
+        lives on the driver only): there, partitions are obtained through the task's
+        executor (``iterator``), and the dataset cannot start jobs."""
+        state = self.__dict__.copy()
+        state["ctx"] = None
+        return state
 
     # -- identity and lineage ------------------------------------------------------------
     @property
@@ -124,9 +136,12 @@ class Dataset(PairOps, ActionOps):
         if self.storage_level not in (StorageLevel.NONE, level):
             raise ValueError(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
                              f"unpersist() it before choosing {level.name}")
-        if level.is_valid:  # register first: a bad serializer must leave the dataset unpersisted
-            self.ctx.block_manager.register(self.id, lambda: self.label, level, serializer, self.num_partitions)
-        self.storage_level = level
+        if level.is_valid:  # check first: a bad serializer must leave the dataset unpersisted
+            self.serializer_name = None if serializer is None else get_serializer(serializer).name
+            self.storage_level = level
+            self.ctx._persisted(self)
+        else:
+            self.storage_level = level
         return self
 
     def cache(self) -> "Dataset":
@@ -136,7 +151,7 @@ class Dataset(PairOps, ActionOps):
     def unpersist(self, blocking: bool = True) -> "Dataset":
         """Removes this dataset's blocks from every store (always synchronously here, so
         ``blocking`` is accepted for PySpark compatibility)."""
-        self.ctx.block_manager.unregister(self.id)
+        self.ctx._unpersist(self.id)
         self.storage_level = StorageLevel.NONE
         return self
 
@@ -152,14 +167,18 @@ class Dataset(PairOps, ActionOps):
         """This dataset's partition ``split``: through the block manager, which serves it
         from the task's last read (``storage/task_reads.py``), from the cache (once there
         is one) or computes it from lineage."""
-        held = tc.held if tc is not None else None
+        if tc.cancelled is not None and tc.cancelled.is_set():
+            raise TaskCancelled(f"stage {tc.stage_id} was cancelled")
+        bid = BlockId(self.id, split)
+        if self.storage_level.is_valid:
+            tc.touched.append(bid)
         try:
-            return self.ctx.block_manager.get_or_compute(BlockId(self.id, split), self.storage_level,
-                                                         lambda: self.compute(split, tc), held)
+            return tc.runtime.block_manager.get_or_compute(bid, self.storage_level,
+                                                           lambda: self.compute(split, tc), tc.held)
         except Exception as exc:
             if not hasattr(exc, "_strataflow_origin"):
-                try:
-                    exc._strataflow_origin = (self, split)  # the innermost dataset that failed
+                try:  # the innermost dataset that failed, by id (the error may travel to the driver)
+                    exc._strataflow_origin = (self.id, self.label, split)
                 except AttributeError:
                     pass
             raise

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Dependency", "NarrowDependency", "ShuffleDependency", "Node", "SourceNode",
-    "MapPartitionsNode", "ZippedPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode",
+    "MapPartitionsNode", "ZippedPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode", "narrow_ancestors",
 ]
 
 
@@ -55,6 +55,28 @@ class ShuffleDependency(Dependency):
     shuffle_id: int = -1
 
 
+def narrow_ancestors(dataset: "Dataset") -> tuple[list["Dataset"], list["ShuffleDependency"]]:
+    """Datasets reached through narrow dependencies (one stage) and the shuffle
+    dependencies at the stage's edge, in discovery order."""
+    seen: set[int] = set()
+    members: list = []
+    shuffles: list = []
+    stack = [dataset]
+    while stack:
+        ds = stack.pop()
+        if ds.id in seen:
+            continue
+        seen.add(ds.id)
+        members.append(ds)
+        for dep in ds.node.deps:
+            if isinstance(dep, ShuffleDependency):
+                if all(dep is not s for s in shuffles):
+                    shuffles.append(dep)
+            else:
+                stack.append(dep.parent)
+    return members, shuffles
+
+
 # -- nodes ----------------------------------------------------------------------------
 class Node:
     """How one dataset computes its partitions."""
@@ -82,10 +104,40 @@ class ListSource(SourceNode):
     def __init__(self, slices: list) -> None:
         self.slices = slices
         self.num_partitions = len(slices)
+        self.path: str | None = None  # where an executor reads the slices (source_store.py)
+        self._uid: str | None = None
+
+    def __getstate__(self) -> dict:
+        """Large slices travel as a path, written once (``executor/source_store.py``)."""
+        from .executor.source_store import INLINE_BYTES, current_store, new_uid
+
+        state = self.__dict__.copy()
+        store = current_store()
+        if store is None or self.slices is None or _approx_bytes(self.slices) < INLINE_BYTES:
+            return state
+        if self._uid is None:
+            self._uid = new_uid()
+        state["path"] = store.path_for(self._uid, self.slices)
+        state["slices"] = None
+        state["_uid"] = self._uid
+        return state
 
     def compute(self, split: int, tc: "TaskContext") -> Any:
-        value = self.slices[split]
+        if self.slices is None:
+            from .executor.source_store import load_slice
+
+            value = load_slice(self.path, split)
+        else:
+            value = self.slices[split]
         return list(value) if isinstance(value, list) else value
+
+
+def _approx_bytes(slices: list) -> int:
+    """Bytes of ndarray slices, or a rough 64 per record of lists (enough to choose)."""
+    total = 0
+    for s in slices:
+        total += s.nbytes if hasattr(s, "nbytes") else 64 * len(s) if hasattr(s, "__len__") else 64
+    return total
 
 
 class MapPartitionsNode(Node):

@@ -37,7 +37,7 @@ class PairOps:
     def _shuffle(self, partitioner, num_partitions: int, op: str, aggregator: Aggregator | None = None,
                  map_side_combine: bool = False, key_order=None) -> "Dataset":
         dep = ShuffleDependency(self, partitioner, num_partitions, aggregator, map_side_combine,
-                                self.ctx.shuffle.new_shuffle_id())
+                                self.ctx.map_outputs.new_shuffle_id())
         return self._derive(ShuffledNode(dep, key_order), op)
 
     # -- per-key narrow transformations ------------------------------------------------------

@@ -24,17 +24,33 @@ _FD_DIR = "/proc/self/fd"
 _MAPS = "/proc/self/maps"
 
 
-@pytest.fixture(scope="session")
-def ctx(tmp_path_factory):
-    base = tmp_path_factory.mktemp("strataflow")
+def _session_context(tmp_path_factory, backend: str):
+    base = tmp_path_factory.mktemp(f"strataflow-{backend}")
     local, shuffle = base / "local", base / "shuffle"
     local.mkdir()
     shuffle.mkdir()
-    c = strataflow.Context(memory="256MB", parallelism=2, progress=False,
+    c = strataflow.Context(memory="256MB", parallelism=2, progress=False, backend=backend,
                            local_dirs=[str(local)], shuffle_dirs=[str(shuffle)])
     # Start the task threads now (the pool creates them lazily), so that the leak check
     # of the first test does not see them as new.
     c.parallelize(range(8), 8).map_partitions(lambda v: (time.sleep(0.01), v)[1]).count()
+    return c, local, shuffle
+
+
+@pytest.fixture(scope="session", params=["threads", "processes"])
+def ctx(request, tmp_path_factory):
+    """The session's Context, once per backend: every test that takes it runs on both."""
+    c, local, shuffle = _session_context(tmp_path_factory, request.param)
+    yield c
+    c.stop()
+    assert not os.listdir(local) and not os.listdir(shuffle), "stop() left working directories behind"
+
+
+@pytest.fixture(scope="session")
+def local_ctx(tmp_path_factory):
+    """A threads-backend Context, for the tests whose functions share state with the test
+    itself (a lock, a list of calls): on executor processes they would see copies."""
+    c, local, shuffle = _session_context(tmp_path_factory, "threads")
     yield c
     c.stop()
     assert not os.listdir(local) and not os.listdir(shuffle), "stop() left working directories behind"
@@ -56,12 +72,14 @@ def _segment_maps() -> int | None:
         return None
 
 
-def _pool_threads(c) -> set:
-    return set(getattr(c._pool, "_threads", ()))
+def _pool_threads() -> set:
+    """A Context's long-lived threads: its executors' task threads (threads backend) and
+    receivers (processes backend)."""
+    return {t for t in threading.enumerate() if t.name.startswith(("strataflow-task", "strataflow-executor-"))}
 
 
 @pytest.fixture
-def no_leaks(ctx):
+def no_leaks():
     """Fails a test that leaves threads, file descriptors or segment maps behind. Cheap: a
     thread list, a directory listing and /proc/self/maps; ``gc.collect`` runs only when a
     count went up (a dataset that maps a file holds a descriptor until it is collected; a
@@ -72,7 +90,7 @@ def no_leaks(ctx):
     yield
 
     def leaked_threads() -> list:
-        allowed = threads_before | _pool_threads(ctx)
+        allowed = threads_before | _pool_threads()
         return [t for t in threading.enumerate() if t not in allowed and t.is_alive()]
 
     deadline = time.monotonic() + 2.0

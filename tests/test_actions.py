@@ -77,7 +77,8 @@ def test_take(ctx, parts, kind, data):
     assert [py(x) for x in ds.take(n + 100)] == flat(parts)
 
 
-def test_take_scans_only_the_partitions_it_needs(ctx):
+def test_take_scans_only_the_partitions_it_needs(local_ctx):
+    ctx = local_ctx
     seen, lock = [], threading.Lock()
 
     def record(i, v):
@@ -215,7 +216,8 @@ def test_count_by_value(ctx, parts):
 
 @SETTINGS
 @given(parts=layouts(ints), kind=record_kinds)
-def test_foreach_sees_every_record_once(ctx, parts, kind):
+def test_foreach_sees_every_record_once(local_ctx, parts, kind):
+    ctx = local_ctx
     seen, lock = [], threading.Lock()
 
     def f(x):
@@ -228,7 +230,8 @@ def test_foreach_sees_every_record_once(ctx, parts, kind):
 
 @SETTINGS
 @given(parts=layouts(ints), kind=record_kinds)
-def test_foreach_partition_gets_an_iterator_per_partition(ctx, parts, kind):
+def test_foreach_partition_gets_an_iterator_per_partition(local_ctx, parts, kind):
+    ctx = local_ctx
     seen, lock = [], threading.Lock()
 
     def f(it):

@@ -258,7 +258,7 @@ def test_context_with_async_eviction_gives_the_same_answers_and_stops_cleanly(tm
                        {"name": "hdd", "dirs": [str(tmp_path / "hdd")]}]
     # no-recache: the second dataset's puts evict the first's blocks (lineage would keep the
     # looped-over blocks, predicted sooner, and send the new ones to disk: no eviction)
-    c = Context(memory="2MB", parallelism=2, progress=False, local_dirs=[str(tmp_path)],
+    c = Context(backend="threads", memory="2MB", parallelism=2, progress=False, local_dirs=[str(tmp_path)],
                 shuffle_dirs=[str(tmp_path)], async_eviction=True, policy="no-recache", **kw)
     try:
         pts = c.from_numpy(np.arange(600_000, dtype=np.float64).reshape(-1, 3), 12).persist(MD)  # 4.8 MB

@@ -222,7 +222,7 @@ def make_ctx(tmp_path):
         shuffle.mkdir()
         kw.setdefault("memory", "64MB")
         kw.setdefault("parallelism", 2)
-        c = Context(progress=False, local_dirs=[str(local)], shuffle_dirs=[str(shuffle)], **kw)
+        c = Context(backend="threads", progress=False, local_dirs=[str(local)], shuffle_dirs=[str(shuffle)], **kw)
         made.append(c)
         return c
 
@@ -335,7 +335,7 @@ def test_cache_files_go_to_local_dirs_never_shuffle_dirs(tmp_path):
     shuffle = tmp_path / "s"
     for d in [*local, shuffle]:
         d.mkdir()
-    with Context(memory="64MB", parallelism=2, progress=False, local_dirs=[str(d) for d in local],
+    with Context(backend="threads", memory="64MB", parallelism=2, progress=False, local_dirs=[str(d) for d in local],
                  shuffle_dirs=[str(shuffle)]) as c:
         pairs = c.parallelize(range(2000), 4).map(lambda x: (x % 7, x)).persist(StorageLevel.DISK_ONLY)
         sums = pairs.reduce_by_key(lambda a, b: a + b, 3).persist(StorageLevel.DISK_ONLY)
@@ -453,7 +453,7 @@ def test_arrow_serializer_refuses_records_naming_itself(make_ctx):
 def _big_block_context(tmp_path, level, policy="spark"):
     from strataflow import Context
 
-    return Context(memory="6MB", parallelism=2, policy=policy, local_dirs=[str(tmp_path / "c")],
+    return Context(backend="threads", memory="6MB", parallelism=2, policy=policy, local_dirs=[str(tmp_path / "c")],
                    shuffle_dirs=[str(tmp_path / "s")], progress=False)
 
 

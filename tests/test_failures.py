@@ -12,15 +12,49 @@ import pytest
 from strataflow import ConfigError, Context, JobError, TaskFailedError
 
 
-@pytest.fixture
-def ctx(tmp_path):
+def _context(tmp_path, backend):
     (tmp_path / "cache").mkdir()
     (tmp_path / "shuffle").mkdir()
-    c = Context(memory="64MB", parallelism=2, local_dirs=[str(tmp_path / "cache")],
-                shuffle_dirs=[str(tmp_path / "shuffle")], max_task_attempts=3, progress=False,
-                event_log=str(tmp_path / "events.jsonl"))
+    return Context(memory="64MB", parallelism=2, local_dirs=[str(tmp_path / "cache")],
+                   shuffle_dirs=[str(tmp_path / "shuffle")], max_task_attempts=3, progress=False,
+                   event_log=str(tmp_path / "events.jsonl"), backend=backend)
+
+
+@pytest.fixture(params=["threads", "processes"])
+def ctx(tmp_path, request):
+    c = _context(tmp_path, request.param)
     yield c
     c.stop()
+
+
+@pytest.fixture
+def local_ctx(tmp_path):
+    """For tests that patch the engine's code in this process."""
+    c = _context(tmp_path, "threads")
+    yield c
+    c.stop()
+
+
+class Calls:
+    """Counts calls of a task's function in a file (O_APPEND: one line each), so that
+    calls made in executor processes count too."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def add(self, tag="") -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{tag}\n".encode())
+        finally:
+            os.close(fd)
+
+    def __len__(self) -> int:
+        try:
+            with open(self.path) as f:
+                return sum(1 for _ in f)
+        except FileNotFoundError:
+            return 0
 
 
 def _events(path):
@@ -31,15 +65,12 @@ def _events(path):
 
 
 def test_flaky_task_is_retried_and_succeeds(ctx, tmp_path):
-    failures = {"left": 2}
-    lock = threading.Lock()
+    failures = Calls(tmp_path / "failures")
 
     def flaky(x):
-        if x == 7:
-            with lock:
-                if failures["left"] > 0:
-                    failures["left"] -= 1
-                    raise IOError("transient")
+        if x == 7 and len(failures) < 2:
+            failures.add()
+            raise IOError("transient")
         return x * 2
 
     assert ctx.parallelize(range(10), 3).map(flaky).collect() == [x * 2 for x in range(10)]
@@ -78,20 +109,19 @@ def test_context_usable_after_failed_job(ctx):
     with pytest.raises(TaskFailedError):
         ctx.parallelize([1, 0], 2).map(lambda x: 1 // x).collect()
     assert ctx.parallelize(range(5), 2).sum() == 10
-    assert ctx.memory.execution_used == 0
+    assert all(m["execution_memory_used"] == 0 for m in ctx.metrics(by_executor=True).values())
 
 
 def _shuffle_files(ctx, kind):
-    return sorted(glob.glob(os.path.join(ctx.shuffle_dirs[0], f"shuffle_*.{kind}")))
+    """Map outputs, whichever executor wrote them (each has its own subdirectory)."""
+    return sorted(glob.glob(os.path.join(ctx.shuffle_dirs[0], "**", f"shuffle_*.{kind}"), recursive=True))
 
 
-def test_deleted_shuffle_file_reruns_its_map_task(ctx):
-    runs = []
-    lock = threading.Lock()
+def test_deleted_shuffle_file_reruns_its_map_task(ctx, tmp_path):
+    runs = Calls(tmp_path / "runs")
 
     def tag(x):
-        with lock:
-            runs.append(x)
+        runs.add(x)
         return (x % 5, x)
 
     pairs = ctx.parallelize(range(40), 4).map(tag)
@@ -124,7 +154,8 @@ def test_corrupt_shuffle_file_is_detected_and_regenerated(ctx):
     assert "FetchFailed" in kinds
 
 
-def test_shuffle_loss_that_never_heals_fails_loudly(ctx, monkeypatch):
+def test_shuffle_loss_that_never_heals_fails_loudly(local_ctx, monkeypatch):
+    ctx = local_ctx
     import strataflow.shuffle.manager as manager
     from strataflow.shuffle import FetchFailed
 

@@ -322,7 +322,7 @@ def test_without_knowledge_the_answers_are_adaptives_call_by_call():
 def _ctx(tmp_path, policy, memory="1MB", parallelism=2):
     local = tmp_path / f"local-{policy if isinstance(policy, str) else policy.name}"
     local.mkdir(exist_ok=True)
-    return Context(memory=memory, parallelism=parallelism, progress=False, policy=policy,
+    return Context(backend="threads", memory=memory, parallelism=parallelism, progress=False, policy=policy,
                    local_dirs=[str(local)], shuffle_dirs=[str(local)])
 
 

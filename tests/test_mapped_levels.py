@@ -29,7 +29,7 @@ def context(tmp_path, **kw) -> Context:
     local.mkdir(exist_ok=True)
     kw.setdefault("memory", "1MB")
     kw.setdefault("parallelism", 2)
-    return Context(progress=False, local_dirs=[str(local)], shuffle_dirs=[str(tmp_path)], **kw)
+    return Context(backend="threads", progress=False, local_dirs=[str(local)], shuffle_dirs=[str(tmp_path)], **kw)
 
 
 def batches(c: Context, parts: int = 8, rows: int = 4096, dims: int = 8):

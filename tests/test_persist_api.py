@@ -25,7 +25,7 @@ COUNTERS = [k for k in METRIC_KEYS if not k.endswith("_s")]
 def cx(tmp_path):
     (tmp_path / "local").mkdir()
     (tmp_path / "shuffle").mkdir()
-    with Context(memory="64MB", parallelism=2, progress=False, local_dirs=[str(tmp_path / "local")],
+    with Context(backend="threads", memory="64MB", parallelism=2, progress=False, local_dirs=[str(tmp_path / "local")],
                  shuffle_dirs=[str(tmp_path / "shuffle")], event_log=str(tmp_path / "events.jsonl")) as c:
         yield c
 
@@ -245,7 +245,7 @@ def test_uncached_batches_stay_writable(cx):
 def test_metrics_of_drops_and_recaches_between_two_datasets(tmp_path, policy):
     """Two MEMORY_AND_DISK datasets of 1.2 MB in 2 MB: caching the second drops blocks of
     the first to disk; reading the first again re-caches them under ``spark`` only."""
-    with Context(memory="2MB", parallelism=2, progress=False, policy=policy, local_dirs=[str(tmp_path)],
+    with Context(backend="threads", memory="2MB", parallelism=2, progress=False, policy=policy, local_dirs=[str(tmp_path)],
                  shuffle_dirs=[str(tmp_path)]) as c:
         dropped: list = []
         c.events.subscribe(lambda e: dropped.append(e) if e["event"] == "BlockDropped" else None)

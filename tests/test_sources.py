@@ -79,8 +79,8 @@ def test_from_numpy_cuts_contiguous_ndarray_partitions(ctx, rows, shape, n):
         assert isinstance(p, np.ndarray)
         assert p.shape == (hi - lo, *shape)  # empty partitions keep the row shape
         np.testing.assert_array_equal(p, a[lo:hi])
-        if hi > lo:
-            assert np.shares_memory(p, a)  # views, not copies
+        if hi > lo and ctx.backend == "threads":
+            assert np.shares_memory(p, a)  # views, not copies (executor processes send copies)
     assert ds.count() == rows
     assert [np.asarray(r).tolist() for r in ds.collect()] == a.tolist()
 
@@ -106,6 +106,8 @@ def test_npy_file_is_memory_mapped_read_only_rows(ctx, rows, cols, n, dtype):
         assert max(sizes) - min(sizes) <= 1
         for p in parts:
             assert isinstance(p, np.ndarray) and p.dtype == dtype and p.shape[1:] == (cols,)
+            if ctx.backend != "threads":
+                continue  # results from executor processes are copies; the views stay there
             assert not p.flags.writeable
             if len(p):
                 assert isinstance(p, np.memmap)  # (numpy cannot map zero bytes)

@@ -211,7 +211,7 @@ def tier_dirs(tmp_path):
 
 
 def tiered_ctx(d: dict, policy=None, memory="2MB", ssd="600KB", hdd=None, **kw) -> Context:
-    return Context(memory=memory, parallelism=2, progress=False, local_dirs=[d["local"]], shuffle_dirs=[d["local"]],
+    return Context(backend="threads", memory=memory, parallelism=2, progress=False, local_dirs=[d["local"]], shuffle_dirs=[d["local"]],
                    policy=policy, tiers=[{"name": "ssd", "dirs": [d["ssd"]], "capacity": ssd, "bandwidth": "1GB/s"},
                                          {"name": "hdd", "dirs": [d["hdd"]], "capacity": hdd}], **kw)
 

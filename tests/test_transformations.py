@@ -668,7 +668,8 @@ def test_partition_by_custom_function(ctx, parts, n):
     assert Counter(flat(got)) == Counter(flat(parts))
 
 
-def test_transformations_are_lazy(ctx):
+def test_transformations_are_lazy(local_ctx):
+    ctx = local_ctx
     calls = []
     lock = threading.Lock()
 

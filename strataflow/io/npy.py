@@ -30,7 +30,16 @@ class NpySource(SourceNode):
         self.num_partitions = num_partitions
         self._array = arr
 
+    def __getstate__(self) -> dict:
+        """Travels to executors as its path: each maps the file itself (pickling the map
+        would copy the whole file into every stage)."""
+        state = self.__dict__.copy()
+        state["_array"] = None
+        return state
+
     def compute(self, split: int, tc: Any) -> np.ndarray:
+        if self._array is None:
+            self._array = np.load(self.path, mmap_mode="r")
         a, b = self.bounds[split]
         return self._array[a:b]
 

@@ -36,7 +36,10 @@ class EventBus:
                 self._listeners.remove(listener)
 
     def post(self, event: str, **fields: Any) -> dict:
-        record = {"event": event, "time": time.time(), **fields}
+        return self.forward({"event": event, "time": time.time(), **fields})
+
+    def forward(self, record: dict) -> dict:
+        """Fans out a record made elsewhere (an executor's event, with its own time)."""
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:

@@ -1,11 +1,14 @@
-"""The DAG scheduler: lineage -> stages -> tasks.
+"""The DAG scheduler: lineage -> stages -> tasks, on the driver.
 
 A job's lineage is cut at shuffle dependencies. Each shuffle dependency becomes one
 shuffle-map stage (kept by shuffle id, so a later job that reads the same shuffle reuses
 it and skips it while its outputs are still on disk, as Spark does); the action's own
 dataset is the result stage. Parent stages run before their children.
 
-Failures: an exception in user code is retried up to ``max_task_attempts`` times, then
+Each stage attempt's tasks run on the executors (``task_set.py``: locality, retries,
+lost executors); their outcomes feed the driver's block-location master, the map-output
+tracker and the cache totals of every executor, from which stage and job figures are
+taken. Failures: an exception in user code is retried up to ``max_task_attempts`` times, then
 fails the job with :class:`TaskFailedError` naming the dataset, the partition and the
 original exception (kept as ``__cause__``). A shuffle file that cannot be read raises
 FetchFailed: the map output is forgotten, the map stage reruns the missing tasks, and the
@@ -17,24 +20,26 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ..executor.work import TaskOutcome
+from ..lineage import narrow_ancestors
 from ..metrics import gc_timer
 from ..shuffle import FetchFailed
 from ..storage.block import BlockId
-from ..storage.cache_metrics import CacheMetrics
-from ..storage.status import blocks_of
+from ..storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from ..storage.task_reads import HeldBlock
-from .task import ResultTask, ShuffleMapTask, TaskContext
+from .task import TaskContext
+from .task_set import TaskFailure, TaskSetRunner
 
 if TYPE_CHECKING:
+    from ..executor.backend import ExecutorHandle
     from ..context import Context
     from ..dataset import Dataset
     from ..lineage import ShuffleDependency
 
-__all__ = ["DAGScheduler", "JobError", "TaskFailedError", "Stage", "planned_reads"]
+__all__ = ["DAGScheduler", "JobError", "TaskFailedError", "Stage", "planned_reads", "CacheTotals"]
 
 
 class JobError(RuntimeError):
@@ -69,30 +74,6 @@ class Stage:
     @property
     def num_tasks(self) -> int:
         return self.dataset.num_partitions
-
-
-def narrow_ancestors(dataset: "Dataset") -> tuple[list["Dataset"], list["ShuffleDependency"]]:
-    """Datasets reached through narrow dependencies (one stage) and the shuffle
-    dependencies at the stage's edge, in discovery order."""
-    from ..lineage import ShuffleDependency
-
-    seen: set[int] = set()
-    members: list = []
-    shuffles: list = []
-    stack = [dataset]
-    while stack:
-        ds = stack.pop()
-        if ds.id in seen:
-            continue
-        seen.add(ds.id)
-        members.append(ds)
-        for dep in ds.node.deps:
-            if isinstance(dep, ShuffleDependency):
-                if all(dep is not s for s in shuffles):
-                    shuffles.append(dep)
-            else:
-                stack.append(dep.parent)
-    return members, shuffles
 
 
 def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callable[[int], set]) -> list[BlockId]:
@@ -134,9 +115,80 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
     return out
 
 
+class CacheTotals:
+    """The cache counters of every executor, summed: each task outcome brings its
+    executor's latest; a lost executor's last figures stay in the totals (counters of an
+    application never go backwards)."""
+
+    _KEYS = METRIC_KEYS + ("gc_s", "gc_collections")
+
+    def __init__(self) -> None:
+        self._latest: dict[str, dict] = {}
+        self._retired: dict[str, float] = dict.fromkeys(self._KEYS, 0)
+        self._lock = threading.Lock()
+
+    def update(self, executor_id: str, snapshot: dict) -> None:
+        """Counters only grow, so the larger of two figures is the later one: outcomes of
+        one executor's concurrent tasks may arrive in another order than taken."""
+        with self._lock:
+            old = self._latest.get(executor_id)
+            self._latest[executor_id] = (snapshot if old is None
+                                         else {k: max(v, old.get(k, v)) for k, v in snapshot.items()})
+
+    def executor_lost(self, executor_id: str) -> None:
+        with self._lock:
+            gone = self._latest.pop(executor_id, None)
+            if gone:
+                for k in self._KEYS:
+                    self._retired[k] += gone.get(k, 0)
+
+    def retired(self) -> dict[str, float]:
+        """The last counters of the executors lost."""
+        with self._lock:
+            return dict(self._retired)
+
+    def total(self) -> dict[str, float]:
+        with self._lock:
+            out = dict(self._retired)
+            for snap in self._latest.values():
+                for k in self._KEYS:
+                    out[k] += snap.get(k, 0)
+        return out
+
+
+def partition_blocks(dataset: "Dataset", split: int, stored: Callable[[BlockId], bool]) -> list[BlockId]:
+    """The persisted blocks the task for ``split`` will read (its locality candidates):
+    walking the narrow lineage down from ``dataset``, each persisted block met; below one
+    that is ``stored`` nothing is read, below one that is not, its parents are (a norms
+    block computed for the first time is best computed where its points are)."""
+    from ..lineage import NarrowDependency
+
+    out: list[BlockId] = []
+    stack = [(dataset, split, 0)]
+    while stack and len(out) < 64:
+        ds, s, depth = stack.pop()
+        if ds.storage_level.is_valid:
+            bid = BlockId(ds.id, s)
+            out.append(bid)
+            if stored(bid):
+                continue
+        if depth < 200:
+            for dep in ds.node.deps:
+                if isinstance(dep, NarrowDependency):
+                    stack.extend((dep.parent, ps, depth + 1) for ps in dep.parents_of(s))
+    return out
+
+
 class DAGScheduler:
     def __init__(self, ctx: "Context") -> None:
         self.ctx = ctx
+        self.config = ctx.config
+        self.fleet = ctx.fleet
+        self.master = ctx.block_master
+        self.tracker = ctx.map_outputs
+        self.totals = CacheTotals()
+        self.fleet.on_lost(self.totals.executor_lost)
+        self._plans = bool(getattr(ctx.policy_flags, "plans", False))
         self._stage_ids = itertools.count()
         self._job_ids = itertools.count()
         self._map_stages: dict[int, Stage] = {}
@@ -162,6 +214,22 @@ class DAGScheduler:
         parents = self._parent_stages(dataset, job_id)
         return Stage(next(self._stage_ids), dataset, parents, None, name=dataset.op, first_job=job_id)
 
+    def map_outputs_for(self, dataset: "Dataset") -> dict[int, list]:
+        """The map outputs a stage over ``dataset`` reads, by shuffle id, in map order."""
+        _, shuffles = narrow_ancestors(dataset)
+        return {dep.shuffle_id: self.tracker.outputs(dep.shuffle_id, dep.parent.num_partitions) for dep in shuffles}
+
+    # -- figures ----------------------------------------------------------------------------
+    def _figures(self) -> tuple[dict, float, int]:
+        """(cache totals, GC seconds, GC collections): the executors' and, where they are
+        other processes, the driver's own."""
+        cache = self.totals.total()
+        gc_s, gc_n = cache.pop("gc_s"), cache.pop("gc_collections")
+        if self.config.backend != "threads":
+            d_s, d_n = gc_timer.snapshot()
+            gc_s, gc_n = gc_s + d_s, gc_n + d_n
+        return cache, gc_s, gc_n
+
     # -- running ------------------------------------------------------------------------
     def run_job(self, dataset: "Dataset", func: Callable[[TaskContext, Any], Any],
                 partitions: Sequence[int] | None = None, description: str = "job") -> list:
@@ -174,8 +242,7 @@ class DAGScheduler:
         final.name = description
         events = ctx.events
         t0 = time.perf_counter()
-        gc0 = gc_timer.snapshot()
-        cache0 = ctx.block_manager.metrics.snapshot()
+        cache0, gc0, gcn0 = self._figures()
         events.post("JobStart", job_id=job_id, description=description, final_stage=final.id,
                     num_partitions=len(partitions))
         results: dict[int, Any] = {}
@@ -191,17 +258,16 @@ class DAGScheduler:
                     self._handle_fetch_failed(ff, attempt)
             ok = True
         finally:
-            gc1 = gc_timer.snapshot()
+            cache1, gc1, gcn1 = self._figures()
             events.post("JobEnd", job_id=job_id, ok=ok, seconds=time.perf_counter() - t0,
-                        gc_s=gc1[0] - gc0[0], gc_collections=gc1[1] - gc0[1],
-                        cache=CacheMetrics.diff(ctx.block_manager.metrics.snapshot(), cache0))
+                        gc_s=gc1 - gc0, gc_collections=gcn1 - gcn0, cache=CacheMetrics.diff(cache1, cache0))
         return [results[p] for p in partitions]
 
     def _handle_fetch_failed(self, ff: FetchFailed, attempt: int) -> None:
-        self.ctx.shuffle.unregister(ff.shuffle_id, ff.map_id)
+        self.tracker.unregister(ff.shuffle_id, ff.map_id)
         self.ctx.events.post("FetchFailed", shuffle_id=ff.shuffle_id, map_id=ff.map_id,
                              reason=ff.reason, attempt=attempt)
-        if attempt >= self.ctx.config.max_stage_attempts:
+        if attempt >= self.config.max_stage_attempts:
             raise JobError(
                 f"giving up after {attempt} stage attempts: shuffle {ff.shuffle_id} output of map "
                 f"{ff.map_id} could not be read ({ff.reason})"
@@ -213,7 +279,7 @@ class DAGScheduler:
                 continue
             self._ensure_parents(parent, job_id, done)
             dep = parent.shuffle_dep
-            missing = self.ctx.shuffle.missing_maps(dep.shuffle_id, parent.num_tasks)
+            missing = self.tracker.missing_maps(dep.shuffle_id, parent.num_tasks)
             if missing:
                 self._run_stage(parent, job_id, missing, None)
             else:
@@ -227,105 +293,89 @@ class DAGScheduler:
         ctx.events.post("StageStart", stage_id=stage.id, job_id=job_id, name=stage.name, kind=kind,
                         num_tasks=len(partitions), attempt=stage.attempts,
                         dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents])
-        self._plan(stage, partitions)
+        persisted = any(ds.storage_level.is_valid for ds in narrow_ancestors(stage.dataset)[0])
+        stored = lambda bid: bool(self.master.executor_of(bid))  # noqa: E731
+        preferred = ({p: self.master.preferred(partition_blocks(stage.dataset, p, stored)) for p in partitions}
+                     if persisted else {})
+        plans = self._plan(stage, partitions, preferred)
         t0 = time.perf_counter()
-        gc0 = gc_timer.snapshot()
-        cache0 = ctx.block_manager.metrics.snapshot()
+        cache0, gc0, gcn0 = self._figures()
         totals = {"shuffle_bytes_written": 0, "shuffle_bytes_read": 0, "spill_bytes": 0, "records_out": 0}
-        results: dict[int, Any] = {}
+
+        def on_outcome(handle: ExecutorHandle, p: int, outcome: TaskOutcome) -> None:
+            eid = handle.executor_id
+            self.totals.update(eid, outcome.snapshot)
+            self.master.update(eid, outcome.blocks)
+            if outcome.map_output is not None:
+                self.tracker.register(stage.shuffle_dep.shuffle_id, p, eid, outcome.map_output)
+            for k in totals:
+                totals[k] += getattr(outcome.metrics, k)
+
         ok = False
         try:
-            futures: dict[Future, int] = {}
-            for p in partitions:
-                task = (ShuffleMapTask(stage.dataset, stage.shuffle_dep, p) if stage.is_shuffle_map
-                        else ResultTask(stage.dataset, func, p))
-                futures[ctx._pool.submit(self._run_task, task, stage, job_id)] = p
-            pending = set(futures)
-            first_error: BaseException | None = None
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for fut in done:
-                    exc = fut.exception()
-                    if exc is not None:
-                        if first_error is None:
-                            first_error = exc
-                            for other in pending:
-                                other.cancel()
-                        continue
-                    value, metrics = fut.result()
-                    results[futures[fut]] = value
-                    for k in totals:
-                        totals[k] += getattr(metrics, k)
-                if first_error is not None:
-                    wait(pending)
-                    pending = set()
-            if first_error is not None:
-                raise first_error
+            runner = TaskSetRunner(self, stage, job_id, partitions, func, preferred, plans, on_outcome)
+            outcomes = runner.run()
             ok = True
         finally:
-            gc1 = gc_timer.snapshot()
+            cache1, gc1, gcn1 = self._figures()
             ctx.events.post("StageEnd", stage_id=stage.id, job_id=job_id, name=stage.name, kind=kind,
                             num_tasks=len(partitions), ok=ok, seconds=time.perf_counter() - t0,
-                            gc_s=gc1[0] - gc0[0], gc_collections=gc1[1] - gc0[1],
-                            cache=CacheMetrics.diff(ctx.block_manager.metrics.snapshot(), cache0), **totals)
-        return results
+                            gc_s=gc1 - gc0, gc_collections=gcn1 - gcn0,
+                            cache=CacheMetrics.diff(cache1, cache0), **totals)
+        return {p: o.value for p, o in outcomes.items()}
 
-    def _plan(self, stage: Stage, partitions: list[int]) -> None:
-        """Tells a future-aware policy which persisted blocks the stage will read, in task
-        order (``Policy.plan``). Skipped for policies that ignore plans; a plan is advice,
-        so a failure to make one never fails the job."""
-        bm = self.ctx.block_manager
-        if not bm.policy.plans:
-            return
-
-        def present(dataset_id: int) -> set:
-            stored: set = set()
-            for where in blocks_of(bm, dataset_id):
-                stored.update(where)
-            return stored
-
+    def _plan(self, stage: Stage, partitions: list[int], preferred: dict[int, list[str]]) -> dict | None:
+        """What each executor's tasks of the stage will read, in task order, for a
+        future-aware policy (``Policy.plan``): a partition's reads go to the executor it
+        prefers, those of partitions no executor holds to every executor. None for
+        policies that ignore plans; a plan is advice, so a failure never fails the job."""
+        if not self._plans:
+            return None
         try:
-            bm.plan(planned_reads(stage.dataset, partitions, present))
+            stored: dict[int, set] = {}
+
+            def present(dataset_id: int) -> set:
+                if dataset_id not in stored:
+                    stored[dataset_id] = self.master.splits(dataset_id)
+                return stored[dataset_id]
+
+            plans: dict[str | None, list] = {None: []}
+            for h in self.fleet.live():
+                plans[h.executor_id] = []
+            for p in partitions:
+                reads = planned_reads(stage.dataset, [p], present)
+                target = preferred.get(p, [None])[0] if preferred.get(p) else None
+                for eid, plan in plans.items():
+                    if target is None or eid == target:
+                        plan.extend(reads)
+            return plans
         except Exception as exc:  # noqa: BLE001 - advice only
             self.ctx.events.post("PlanFailed", stage_id=stage.id, reason=f"{type(exc).__name__}: {exc}")
+            return None
 
-    def _run_task(self, task, stage: Stage, job_id: int):
-        """One task with its retries; FetchFailed is not retried here (the stage is)."""
-        ctx = self.ctx
-        max_attempts = ctx.config.max_task_attempts
-        for attempt in range(1, max_attempts + 1):
-            if ctx._closed:
-                raise JobError("the context was stopped while the job ran")
-            tc = TaskContext(ctx, stage.id, task.partition, attempt)
-            ctx.memory.task_started(tc.task_id)
-            ctx.events.post("TaskStart", task_id=tc.task_id, stage_id=stage.id, job_id=job_id,
-                            partition=task.partition, attempt=attempt)
-            t0 = time.perf_counter()
-            gc0 = gc_timer.snapshot()
-            error: BaseException | None = None
-            try:
-                value = task.run(tc)
-            except FetchFailed as ff:
-                error = ff
-                raise
-            except Exception as exc:  # noqa: BLE001 - user code may raise anything
-                error = exc
-            finally:
-                tc.held.release()  # the value held for a re-read goes with the task
-                ctx.memory.task_finished(tc.task_id)
-                gc1 = gc_timer.snapshot()
-                ctx.events.post("TaskEnd", task_id=tc.task_id, stage_id=stage.id, job_id=job_id,
-                                partition=task.partition, attempt=attempt, ok=error is None,
-                                seconds=time.perf_counter() - t0, gc_s=gc1[0] - gc0[0],
-                                error=None if error is None else repr(error), **vars(tc.metrics))
-            if error is None:
-                return value, tc.metrics
-            if attempt == max_attempts:
-                origin, split = getattr(error, "_strataflow_origin", (stage.dataset, task.partition))
-                raise TaskFailedError(
-                    f"task for partition {split} of dataset {origin.label} failed {attempt} "
-                    f"time(s) (stage {stage.id}, {task.kind} task {task.partition}); last error: "
-                    f"{type(error).__name__}: {error}",
-                    origin, split, attempt,
-                ) from error
-        raise AssertionError("unreachable")
+    # -- failures ----------------------------------------------------------------------------
+    def task_lost(self, stage: Stage, partition: int, attempt: int, exc: BaseException) -> None:
+        """A task's executor went away: its TaskEnd, which the executor could not post."""
+        self.ctx.events.post("TaskEnd", task_id=-1, stage_id=stage.id, partition=partition, attempt=attempt,
+                             ok=False, seconds=0.0, gc_s=0.0, error=repr(exc),
+                             executor=getattr(exc, "executor_id", None))
+
+    def task_failed(self, stage: Stage, failure: TaskFailure) -> TaskFailedError:
+        """The job's error for a task that failed on every attempt, naming the innermost
+        dataset that failed and keeping the task's exception as the cause."""
+        error = failure.error
+        ds_id, label, split = getattr(error, "_strataflow_origin", (stage.dataset.id, stage.dataset.label,
+                                                                     failure.partition))
+        origin = next((d for d in narrow_ancestors(stage.dataset)[0] if d.id == ds_id), stage.dataset)
+        remote = getattr(error, "remote_traceback", None)
+        kind = "shuffle-map" if stage.is_shuffle_map else "result"
+        err = TaskFailedError(
+            f"task for partition {split} of dataset {label} failed {failure.attempts} "
+            f"time(s) (stage {stage.id}, {kind} task {failure.partition}); last error: "
+            f"{type(error).__name__}: {error}",
+            origin, split, failure.attempts,
+        )
+        err.__cause__ = error
+        if remote and self.config.backend != "threads":
+            err.remote_traceback = remote
+        return err

@@ -1,29 +1,29 @@
 """Tasks: the work on one partition, and the context it runs in.
 
 A ShuffleMapTask computes a partition of the map-side dataset and writes it, split into
-buckets, as one map output; a ResultTask computes a partition and applies the action's
-function to it. Both count what the papers measure per task: time, records, bytes
+buckets, as one map output (returned, for the driver's map-output tracker); a ResultTask
+computes a partition and applies the action's function to it. Both run on an executor
+(``executor/core.py``), and reach only that executor's services. Both count what the papers measure per task: time, records, bytes
 shuffled, bytes spilled and GC seconds.
 """
 
 from __future__ import annotations
 
-import itertools
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..batch import num_rows
 from ..storage.task_reads import HeldBlock
-from ..shuffle import Aggregator, ExternalAggregator, split_into_buckets
+from ..shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_into_buckets
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
+    from ..executor.runtime import ExecutorRuntime
+    from ..executor.work import StageWork
     from ..lineage import ShuffleDependency
-    from ..context import Context
 
 __all__ = ["TaskContext", "ShuffleMapTask", "ResultTask", "TaskMetrics"]
-
-_task_ids = itertools.count()
 
 
 @dataclass
@@ -36,23 +36,37 @@ class TaskMetrics:
 
 @dataclass
 class TaskContext:
-    """What a running task can reach: its identity, metrics and the shared services."""
+    """What a running task can reach: its identity, its stage, metrics and its
+    executor's services (``runtime``)."""
 
-    runtime: "Context"
-    stage_id: int
+    runtime: "ExecutorRuntime"
+    stage: "StageWork"
     partition: int
     attempt: int
-    task_id: int = field(default_factory=lambda: next(_task_ids))
+    task_id: int
+    #: set when the driver cancels the stage: the task stops at its next partition read
+    cancelled: threading.Event | None = None
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
     #: The persisted block this task read last and the value it was handed: a second
     #: read of it is served from here (``storage/task_reads.py``).
     held: HeldBlock = field(default_factory=HeldBlock)
+    #: the persisted blocks the task asked for (reported to the driver for locality)
+    touched: list = field(default_factory=list)
+
+    @property
+    def stage_id(self) -> int:
+        return self.stage.stage_id
 
     def read_shuffle(self, shuffle_id: int, reduce_id: int, num_maps: int) -> Iterator[Any]:
+        """The task's bucket of every map output, read straight from the files the
+        map-output tracker named (on this machine, whichever executor wrote them)."""
         def count(n: int) -> None:
             self.metrics.shuffle_bytes_read += n
 
-        return self.runtime.shuffle.read(shuffle_id, reduce_id, num_maps, on_bytes=count)
+        outputs = self.stage.map_outputs.get(shuffle_id)
+        if outputs is None or len(outputs) != num_maps:
+            raise FetchFailed(shuffle_id, 0, "the stage was sent no map outputs for this shuffle")
+        return read_buckets(outputs, shuffle_id, reduce_id, on_bytes=count)
 
     def aggregator(self, agg: Aggregator) -> ExternalAggregator:
         def spilled(n: int) -> None:
@@ -71,7 +85,7 @@ class ShuffleMapTask:
         self.dep = dep
         self.partition = partition
 
-    def run(self, tc: TaskContext) -> Any:
+    def run(self, tc: TaskContext) -> MapOutput:
         from ..lineage import map_side_combine
 
         value = self.dataset.iterator(self.partition, tc)
@@ -82,7 +96,7 @@ class ShuffleMapTask:
         out = tc.runtime.shuffle.write(dep.shuffle_id, self.partition, buckets)
         tc.metrics.shuffle_bytes_written += out.total_bytes
         tc.metrics.records_out += num_rows(value)
-        return None
+        return out
 
 
 class ResultTask:

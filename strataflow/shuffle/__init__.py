@@ -1,7 +1,8 @@
-"""Shuffle: map outputs written to the shuffle directories and read by reduce tasks."""
+"""Shuffle: map outputs written by executors and read by reduce tasks."""
 
 from .aggregator import Aggregator, ExternalAggregator
-from .files import FetchFailed
-from .manager import ShuffleManager, split_into_buckets
+from .files import FetchFailed, MapOutput
+from .manager import MapOutputTracker, ShuffleWriter, read_buckets, split_into_buckets
 
-__all__ = ["Aggregator", "ExternalAggregator", "FetchFailed", "ShuffleManager", "split_into_buckets"]
+__all__ = ["Aggregator", "ExternalAggregator", "FetchFailed", "MapOutput", "MapOutputTracker", "ShuffleWriter",
+           "read_buckets", "split_into_buckets"]

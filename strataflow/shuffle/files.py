@@ -30,6 +30,9 @@ class FetchFailed(Exception):
         self.map_id = map_id
         self.reason = reason
 
+    def __reduce__(self):  # it travels from an executor to the driver
+        return (FetchFailed, (self.shuffle_id, self.map_id, self.reason))
+
 
 @dataclass(frozen=True)
 class MapOutput:

@@ -1,11 +1,14 @@
-"""The shuffle manager: writes map outputs under the shuffle directories (kept apart from
-the cache directories by design, after Choi et al.: shuffle and cache compete for the
-device), remembers which map outputs exist, and reads buckets back for reduce tasks.
+"""The shuffle's two sides: the executor's writer puts map outputs under its shuffle
+directories (kept apart from the cache directories by design, after Choi et al.: shuffle
+and cache compete for the device); the driver's map-output tracker remembers which
+executor wrote which output, and hands the list to the reduce stage, whose tasks read the
+files directly (every executor of a machine can read them).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 import os
 import threading
 from typing import Any, Iterator
@@ -16,7 +19,7 @@ from ..batch import is_batch, iter_rows, num_rows, take_rows
 from .codec import decode, encode
 from .files import FetchFailed, MapOutput, read_bucket, write_map_output
 
-__all__ = ["ShuffleManager", "FetchFailed", "split_into_buckets"]
+__all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "split_into_buckets", "read_buckets"]
 
 
 def _key_column(value) -> np.ndarray | None:
@@ -90,18 +93,12 @@ def _int_key_partitions(records: list, partitioner) -> np.ndarray | None:
     return partitioner.partition_array(arr)
 
 
-class ShuffleManager:
-    """Map outputs by shuffle id and map id, in per-application shuffle directories."""
+class ShuffleWriter:
+    """An executor's map outputs, written under its shuffle directories."""
 
     def __init__(self, dirs: list[str], sync: bool = False) -> None:
         self.dirs = dirs
         self.sync = sync
-        self._outputs: dict[int, dict[int, MapOutput]] = {}
-        self._lock = threading.Lock()
-        self._ids = itertools.count()
-
-    def new_shuffle_id(self) -> int:
-        return next(self._ids)
 
     def _base_path(self, shuffle_id: int, map_id: int) -> str:
         d = self.dirs[(shuffle_id + map_id) % len(self.dirs)]
@@ -109,40 +106,72 @@ class ShuffleManager:
 
     def write(self, shuffle_id: int, map_id: int, buckets: list) -> MapOutput:
         encoded = [encode(b) for b in buckets]
-        out = write_map_output(self._base_path(shuffle_id, map_id), encoded, self.sync)
+        return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.sync)
+
+
+def read_buckets(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int,
+                 on_bytes=None) -> Iterator[Any]:
+    """Decoded buckets for one reduce task, one per map output, in map order; a missing or
+    unreadable output raises :class:`FetchFailed` (the driver reruns its map task)."""
+    for m, out in enumerate(outputs):
+        if out is None:
+            raise FetchFailed(shuffle_id, m, "no output registered")
+        data = read_bucket(out, reduce_id, shuffle_id, m)
+        if on_bytes:
+            on_bytes(len(data))
+        yield decode(data)
+
+
+class MapOutputTracker:
+    """The driver's record of map outputs: shuffle id -> map id -> (executor, output)."""
+
+    def __init__(self) -> None:
+        self._outputs: dict[int, dict[int, tuple[str, MapOutput]]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+
+    def new_shuffle_id(self) -> int:
+        return next(self._ids)
+
+    def register(self, shuffle_id: int, map_id: int, executor_id: str, output: MapOutput) -> None:
         with self._lock:
-            self._outputs.setdefault(shuffle_id, {})[map_id] = out
-        return out
+            self._outputs.setdefault(shuffle_id, {})[map_id] = (executor_id, output)
 
     def missing_maps(self, shuffle_id: int, num_maps: int) -> list[int]:
         """Map tasks whose output is not registered or no longer on disk."""
         with self._lock:
             outs = dict(self._outputs.get(shuffle_id, {}))
-        return [m for m in range(num_maps) if m not in outs or not outs[m].exists()]
+        return [m for m in range(num_maps) if m not in outs or not outs[m][1].exists()]
 
     def unregister(self, shuffle_id: int, map_id: int) -> None:
         with self._lock:
             self._outputs.get(shuffle_id, {}).pop(map_id, None)
 
+    def executor_lost(self, executor_id: str) -> int:
+        """Forgets every output the executor wrote; returns how many."""
+        n = 0
+        with self._lock:
+            for outs in self._outputs.values():
+                for m in [m for m, (e, _) in outs.items() if e == executor_id]:
+                    del outs[m]
+                    n += 1
+        return n
+
     def output(self, shuffle_id: int, map_id: int) -> MapOutput | None:
         with self._lock:
-            return self._outputs.get(shuffle_id, {}).get(map_id)
+            got = self._outputs.get(shuffle_id, {}).get(map_id)
+        return None if got is None else got[1]
 
-    def read(self, shuffle_id: int, reduce_id: int, num_maps: int, on_bytes=None) -> Iterator[Any]:
-        """Decoded buckets for one reduce task, one per map task, in map order."""
-        for m in range(num_maps):
-            out = self.output(shuffle_id, m)
-            if out is None:
-                raise FetchFailed(shuffle_id, m, "no output registered")
-            data = read_bucket(out, reduce_id, shuffle_id, m)
-            if on_bytes:
-                on_bytes(len(data))
-            yield decode(data)
+    def outputs(self, shuffle_id: int, num_maps: int) -> list[MapOutput | None]:
+        """The outputs a reduce task reads, in map order (None where one is missing)."""
+        with self._lock:
+            outs = self._outputs.get(shuffle_id, {})
+            return [outs[m][1] if m in outs else None for m in range(num_maps)]
 
     def remove_shuffle(self, shuffle_id: int) -> None:
         with self._lock:
             outs = self._outputs.pop(shuffle_id, {})
-        for out in outs.values():
+        for _, out in outs.values():
             for p in (out.index_path, out.data_path):
                 try:
                     os.remove(p)

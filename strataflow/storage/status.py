@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from .manager import BlockManager
 
-__all__ = ["DatasetStorage", "StorageStatus", "blocks_of", "tier_bytes", "tier_hits", "storage_status"]
+__all__ = ["DatasetStorage", "StorageStatus", "blocks_of", "location_of", "tier_bytes", "tier_hits", "storage_status",
+           "merge_status", "merge_metrics"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,15 @@ def blocks_of(bm: "BlockManager", dataset_id: int) -> tuple[dict, dict]:
     return mem, disk
 
 
+def location_of(bm: "BlockManager", bid) -> str | None:
+    """Where the block is now: ``memory``, ``disk`` (a tier or the region store), or None."""
+    if bid in bm.memory_store:
+        return "memory"
+    if bid in bm.disk or (bm.regions is not None and bid in bm.regions):
+        return "disk"
+    return None
+
+
 def tier_bytes(bm: "BlockManager") -> dict[str, int]:
     """Bytes held in memory and on each disk tier, fastest first."""
     return {"memory": bm.memory.storage_used, **{t.name: t.used for t in bm.disk.tiers}}
@@ -117,4 +127,64 @@ def storage_status(bm: "BlockManager") -> StorageStatus:
     out.tiers = [{**t, "hits": hits.get(t["name"], 0)} for t in bm.disk.describe()]
     out.tier_bytes = tier_bytes(bm)
     out.tier_hits = hits
+    return out
+
+
+def _sum_dicts(dicts: list[dict]) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def merge_status(parts: list[StorageStatus], registered: list[tuple[int, str, str, int]]) -> StorageStatus:
+    """The executors' storage statuses as one: a dataset's partitions and bytes summed
+    over executors (a partition cached on two executors counts twice), tiers merged by
+    name (capacities summed: each executor has its share). ``registered`` (id, label,
+    level, partitions) lists the persisted datasets in the driver's order, so that one
+    not computed yet shows with nothing stored."""
+    by_name: dict[str, list[DatasetStorage]] = {}
+    for part in parts:
+        for d in part:
+            by_name.setdefault(d.name, []).append(d)
+    out = StorageStatus()
+    names = [label for _, label, _, _ in registered] + [n for n in by_name if n not in {r[1] for r in registered}]
+    for name in names:
+        got = by_name.get(name)
+        if not got:
+            reg = next(r for r in registered if r[1] == name)
+            out.append(DatasetStorage(name, reg[2], reg[3], 0, 0, 0, 0))
+            continue
+        first = got[0]
+        layouts = sorted({d.layout for d in got if d.layout})
+        out.append(DatasetStorage(name, first.level, first.num_partitions,
+                                  sum(d.memory_partitions for d in got), sum(d.disk_partitions for d in got),
+                                  sum(d.memory_bytes for d in got), sum(d.disk_bytes for d in got), first.serializer,
+                                  ", ".join(layouts), _sum_dicts([d.tier_bytes for d in got])))
+    tiers: dict[str, dict] = {}
+    for part in parts:
+        for t in part.tiers:
+            m = tiers.setdefault(t["name"], {**t, "used": 0, "blocks": 0, "hits": 0, "capacity": 0})
+            for k in ("used", "blocks", "hits"):
+                m[k] += t[k]
+            m["capacity"] = None if t["capacity"] is None or m["capacity"] is None else m["capacity"] + t["capacity"]
+    out.tiers = list(tiers.values())
+    out.tier_bytes = _sum_dicts([p.tier_bytes for p in parts])
+    out.tier_hits = _sum_dicts([p.tier_hits for p in parts])
+    return out
+
+
+def merge_metrics(parts: list[dict], retired: dict | None = None) -> dict:
+    """The executors' ``metrics()`` as one: numbers summed, per-tier dicts summed by key,
+    plus the counters of executors lost (``retired``)."""
+    out: dict = {}
+    for part in parts:
+        for k, v in part.items():
+            if isinstance(v, dict):
+                out[k] = _sum_dicts([out.get(k, {}), v])
+            else:
+                out[k] = out.get(k, 0) + v
+    for k, v in (retired or {}).items():
+        out[k] = out.get(k, 0) + v
     return out

@@ -1,0 +1,117 @@
+"""The backend interface: how the driver starts, reaches and stops one executor.
+
+An :class:`ExecutorHandle` is the driver's view of one executor, whatever runs it: it
+accepts tasks (the stage's work goes first, once), answers questions (``call``), and
+reports its loss to the callback it was given. Two implementations: :class:`LocalExecutor`
+(the ``threads`` backend: one executor inside the driver's process, today's engine, for
+debugging: nothing is pickled) and ``processes.ProcessExecutor`` (one process each). A
+cluster backend adds a third handle (an actor per executor), not a new scheduler.
+"""
+
+from __future__ import annotations
+
+import abc
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from ..metrics import EventBus
+from .core import ExecutorCore
+from .runtime import ExecutorRuntime, ExecutorSpec
+from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
+
+__all__ = ["ExecutorHandle", "LocalExecutor", "LostCallback", "start_executor"]
+
+#: ``on_lost(handle, reason)``: called once, from any thread, when an executor is gone
+LostCallback = Callable[["ExecutorHandle", str], None]
+
+
+class ExecutorHandle(abc.ABC):
+    """One executor, seen from the driver."""
+
+    executor_id: str
+    cores: int
+    #: whether ``submit`` needs the stage's work pickled (it crosses a process boundary)
+    needs_pickled_stages: bool = True
+
+    @property
+    @abc.abstractmethod
+    def alive(self) -> bool: ...
+
+    @abc.abstractmethod
+    def wait_ready(self, timeout: float) -> None:
+        """Returns when the executor can take tasks; raises ExecutorLost if it cannot."""
+
+    @abc.abstractmethod
+    def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
+        """Runs one task; the future fails with the task's exception, or ExecutorLost."""
+
+    @abc.abstractmethod
+    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
+        """Asks the executor (``ExecutorCore.call``) and waits for the answer."""
+
+    @abc.abstractmethod
+    def forget_stage(self, key: str) -> None:
+        """The stage is over: the executor may drop its work."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stops the executor and removes its directories (it is not 'lost')."""
+
+    def kill(self) -> None:
+        """Ends the executor abruptly, as a crash would (for tests and Ctrl-C)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be killed")
+
+
+class LocalExecutor(ExecutorHandle):
+    """The threads backend's executor: a runtime in the driver's process and a pool of
+    task threads; events go straight to the driver's bus."""
+
+    needs_pickled_stages = False
+
+    def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback | None = None) -> None:
+        self.executor_id = spec.executor_id
+        self.cores = spec.config.cores_per_executor
+        self.runtime = ExecutorRuntime(spec, events)
+        self.core = ExecutorCore(self.runtime)
+        self.pool = ThreadPoolExecutor(max_workers=self.cores, thread_name_prefix="strataflow-task")
+        self._alive = True
+
+    @property
+    def alive(self) -> bool:
+        return self._alive
+
+    def wait_ready(self, timeout: float) -> None:
+        return None
+
+    def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
+        if not self._alive:
+            fut: Future = Future()
+            fut.set_exception(ExecutorLost(self.executor_id, "stopped"))
+            return fut
+        if not self.core.has_stage(work.key):
+            self.core.add_stage(work, plan)
+        return self.pool.submit(self.core.run, spec)
+
+    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
+        return self.core.call(op, *args)
+
+    def forget_stage(self, key: str) -> None:
+        self.core.forget_stage(key)
+
+    def stop(self) -> None:
+        if not self._alive:
+            return
+        self._alive = False
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.runtime.close()
+
+
+def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback) -> ExecutorHandle:
+    """A new executor of the backend ``kind`` (it may still be starting: ``wait_ready``)."""
+    if kind == "threads":
+        return LocalExecutor(spec, events, on_lost)
+    if kind == "processes":
+        from .processes import ProcessExecutor
+
+        return ProcessExecutor(spec, events, on_lost)
+    raise ValueError(f"unknown backend {kind!r}")

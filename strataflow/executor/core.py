@@ -1,0 +1,130 @@
+"""The executor's side of the protocol, shared by every backend: it keeps the stages it
+was sent, registers their persisted datasets with its block manager, takes the policy's
+plan, runs tasks and answers the driver's questions. The threads backend calls it
+directly; an executor process (``worker.py``) calls it for each message it receives."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ..lineage import narrow_ancestors
+from ..metrics import gc_timer
+from ..scheduler.task import ResultTask, ShuffleMapTask, TaskContext
+from ..storage.status import location_of
+from .runtime import ExecutorRuntime
+from .work import StageWork, TaskCancelled, TaskOutcome, TaskSpec
+
+__all__ = ["ExecutorCore"]
+
+
+class ExecutorCore:
+    """Stages by key, and the operations the driver may ask for (``call``)."""
+
+    def __init__(self, runtime: ExecutorRuntime) -> None:
+        self.runtime = runtime
+        self._stages: dict[str, tuple[StageWork, threading.Event]] = {}
+        self._failed: dict[str, BaseException] = {}
+        self._lock = threading.Lock()
+
+    # -- stages ---------------------------------------------------------------------------
+    def add_stage(self, work: StageWork, plan: list | None) -> None:
+        """Keeps the stage, registers the persisted datasets it computes (idempotent: the
+        first stage that meets a dataset registers it here) and hands the policy its plan."""
+        bm = self.runtime.block_manager
+        for ds in narrow_ancestors(work.dataset)[0]:
+            if ds.storage_level.is_valid and bm.info(ds.id) is None:
+                bm.register(ds.id, (lambda d=ds: d.label), ds.storage_level, ds.serializer_name, ds.num_partitions)
+        with self._lock:
+            self._stages[work.key] = (work, threading.Event())
+        if plan is not None and bm.policy.plans:
+            try:
+                bm.plan(plan)
+            except Exception as exc:  # noqa: BLE001 - a plan is advice
+                self.runtime.events.post("PlanFailed", stage_id=work.stage_id, reason=f"{type(exc).__name__}: {exc}")
+
+    def stage_failed(self, key: str, exc: BaseException) -> None:
+        """The stage could not be read here (e.g. its functions need a module this
+        executor cannot import): its tasks fail with ``exc``."""
+        with self._lock:
+            self._failed[key] = exc
+
+    def has_stage(self, key: str) -> bool:
+        with self._lock:
+            return key in self._stages
+
+    def forget_stage(self, key: str) -> None:
+        with self._lock:
+            self._stages.pop(key, None)
+            self._failed.pop(key, None)
+
+    def cancel_stage(self, key: str) -> None:
+        with self._lock:
+            got = self._stages.get(key)
+        if got is not None:
+            got[1].set()
+
+    # -- tasks ----------------------------------------------------------------------------
+    def run(self, spec: TaskSpec) -> TaskOutcome:
+        """Runs one task attempt; raises what the task raised (the driver retries)."""
+        with self._lock:
+            got = self._stages.get(spec.stage_key)
+            failed = self._failed.get(spec.stage_key)
+        if failed is not None:
+            raise failed
+        if got is None:
+            raise TaskCancelled(f"stage {spec.stage_key} is not known here (cancelled or forgotten)")
+        work, cancelled = got
+        if cancelled.is_set():
+            raise TaskCancelled(f"stage {work.stage_id} was cancelled")
+        rt = self.runtime
+        tc = TaskContext(rt, work, spec.partition, spec.attempt, spec.task_id, cancelled=cancelled)
+        task = (ShuffleMapTask(work.dataset, work.shuffle_dep, spec.partition) if work.shuffle_dep is not None
+                else ResultTask(work.dataset, work.func, spec.partition))
+        rt.memory.task_started(tc.task_id)
+        rt.events.post("TaskStart", task_id=tc.task_id, stage_id=work.stage_id, job_id=work.job_id,
+                       partition=spec.partition, attempt=spec.attempt, executor=rt.executor_id)
+        t0 = time.perf_counter()
+        gc0 = gc_timer.snapshot()
+        error: BaseException | None = None
+        try:
+            value = task.run(tc)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            tc.held.release()  # the value held for a re-read goes with the task
+            rt.memory.task_finished(tc.task_id)
+            gc1 = gc_timer.snapshot()
+            seconds = time.perf_counter() - t0
+            rt.events.post("TaskEnd", task_id=tc.task_id, stage_id=work.stage_id, job_id=work.job_id,
+                           partition=spec.partition, attempt=spec.attempt, ok=error is None, seconds=seconds,
+                           gc_s=gc1[0] - gc0[0], error=None if error is None else repr(error),
+                           executor=rt.executor_id, **vars(tc.metrics))
+        bm = rt.block_manager
+        blocks = [(bid, where) for bid in tc.touched if (where := location_of(bm, bid)) is not None]
+        map_output = value if work.shuffle_dep is not None else None
+        return TaskOutcome(None if map_output is not None else value, tc.metrics, map_output, blocks,
+                           rt.cache_snapshot(), seconds)
+
+    # -- questions --------------------------------------------------------------------------
+    def call(self, op: str, *args: Any) -> Any:
+        rt = self.runtime
+        if op == "metrics":
+            return rt.metrics()
+        if op == "snapshot":
+            return rt.cache_snapshot()
+        if op == "storage_status":
+            return rt.storage_status()
+        if op == "unpersist":
+            return rt.unpersist(*args)
+        if op == "measure_tiers":
+            return rt.measure_tiers(*args)
+        if op == "forget_stage":
+            return self.forget_stage(*args)
+        if op == "cancel_stage":
+            return self.cancel_stage(*args)
+        if op == "ping":
+            return rt.executor_id
+        raise ValueError(f"executor: unknown operation {op!r}")

@@ -1,0 +1,176 @@
+"""The driver's executors: started through the backend, watched, replaced when lost.
+
+An executor that goes away (killed, crashed, a user function that called ``os._exit``)
+is reported once: an ``ExecutorLost`` event, its directories removed (its cached blocks
+and shuffle outputs are gone with it; the listeners, the block-location master and the
+map-output tracker, forget them so they are recomputed from lineage), and a replacement
+started while the budget of replacements lasts (``2 * executors + 2``)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from ..config import Config
+from ..metrics import EventBus
+from .backend import ExecutorHandle, start_executor
+from .runtime import ExecutorSpec, executor_dirs
+from .work import ExecutorLost
+
+__all__ = ["Fleet"]
+
+_READY_S = 60.0
+
+
+class Fleet:
+    """The live executors of one application."""
+
+    def __init__(self, config: Config, events: EventBus, cache_dirs: list[str], shuffle_dirs: list[str],
+                 tier_dirs: list[list[str]], driver_pid: int) -> None:
+        self.config = config
+        self.events = events
+        self._dirs = (cache_dirs, shuffle_dirs, tier_dirs, driver_pid)
+        self._ids = itertools.count()
+        self._live: list[ExecutorHandle] = []
+        self._specs: dict[str, ExecutorSpec] = {}
+        self._lock = threading.Lock()
+        self.changed = threading.Condition(self._lock)
+        self.replacements_left = 2 * config.executors + 2
+        self.lost: list[tuple[str, str]] = []
+        self._listeners: list[Callable[[str], None]] = []
+        self._stopping = False
+
+    def on_lost(self, listener: Callable[[str], None]) -> None:
+        """``listener(executor_id)`` runs when an executor is lost (before its replacement)."""
+        self._listeners.append(listener)
+
+    def _spec(self) -> ExecutorSpec:
+        cache, shuffle, tiers, pid = self._dirs
+        return ExecutorSpec(str(next(self._ids)), self.config, cache, shuffle, tiers, pid)
+
+    def _start(self, spec: ExecutorSpec) -> ExecutorHandle:
+        with self._lock:
+            self._specs[spec.executor_id] = spec
+        return start_executor(self.config.backend, spec, self.events, self._lost)
+
+    def start(self) -> float:
+        """Starts every executor and waits until all are ready; returns the seconds taken."""
+        t0 = time.perf_counter()
+        handles = [self._start(self._spec()) for _ in range(self.config.executors)]
+        try:
+            for h in handles:
+                h.wait_ready(_READY_S)
+        except ExecutorLost:
+            for h in handles:
+                h.stop()
+            raise
+        with self._lock:
+            self._live = handles
+        seconds = time.perf_counter() - t0
+        self.events.post("ExecutorsStarted", backend=self.config.backend, executors=len(handles),
+                         cores_per_executor=self.config.cores_per_executor,
+                         executor_memory=self.config.executor_memory, seconds=seconds,
+                         pids=[getattr(h, "pid", None) for h in handles])
+        return seconds
+
+    def live(self) -> list[ExecutorHandle]:
+        with self._lock:
+            return [h for h in self._live if h.alive]
+
+    def get(self, executor_id: str) -> ExecutorHandle | None:
+        with self._lock:
+            return next((h for h in self._live if h.executor_id == executor_id), None)
+
+    def wait_changed(self, timeout: float) -> None:
+        with self.changed:
+            self.changed.wait(timeout)
+
+    # -- loss ------------------------------------------------------------------------------
+    def _lost(self, handle: ExecutorHandle, reason: str) -> None:
+        with self._lock:
+            if self._stopping or handle not in self._live:
+                return
+            self._live.remove(handle)
+            spec = self._specs.pop(handle.executor_id, None)
+            replace = self.replacements_left > 0
+            if replace:
+                self.replacements_left -= 1
+            self.lost.append((handle.executor_id, reason))
+        self.events.post("ExecutorLost", executor=handle.executor_id, reason=reason, replaced=replace)
+        for listener in list(self._listeners):
+            listener(handle.executor_id)
+        if spec is not None:
+            for d in executor_dirs(spec):
+                shutil.rmtree(d, ignore_errors=True)
+        if replace:
+            threading.Thread(target=self._replace, daemon=True, name="strataflow-replace-executor").start()
+        with self.changed:
+            self.changed.notify_all()
+
+    def _replace(self) -> None:
+        spec = self._spec()
+        try:
+            h = self._start(spec)
+            h.wait_ready(_READY_S)
+        except Exception as exc:  # noqa: BLE001 - a failed replacement is reported, not raised
+            self.events.post("ExecutorStartFailed", executor=spec.executor_id, reason=repr(exc))
+            with self.changed:
+                self.changed.notify_all()
+            return
+        with self._lock:
+            if self._stopping:
+                stop = True
+            else:
+                stop = False
+                self._live.append(h)
+        if stop:
+            h.stop()
+            return
+        self.events.post("ExecutorAdded", executor=spec.executor_id, pid=getattr(h, "pid", None))
+        with self.changed:
+            self.changed.notify_all()
+
+    def can_recover(self) -> bool:
+        """Whether a job waiting for executors may still get one."""
+        with self._lock:
+            return bool(self._live) or self.replacements_left > 0 or self._starting()
+
+    def _starting(self) -> bool:
+        return len(self._specs) > len(self._live)
+
+    # -- questions to every executor ---------------------------------------------------------
+    def ask_all(self, op: str, *args) -> dict[str, object]:
+        """``op`` on every live executor, in parallel; executor id -> answer (executors
+        lost meanwhile are left out)."""
+        handles = self.live()
+        if len(handles) == 1:
+            h = handles[0]
+            try:
+                return {h.executor_id: h.call(op, *args)}
+            except ExecutorLost:
+                return {}
+        out: dict[str, object] = {}
+        with ThreadPoolExecutor(max_workers=len(handles) or 1) as pool:
+            futs = {pool.submit(h.call, op, *args): h.executor_id for h in handles}
+            for fut, eid in futs.items():
+                try:
+                    out[eid] = fut.result()
+                except ExecutorLost:
+                    pass
+        return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            handles = list(self._live)
+            self._live = []
+        if len(handles) > 1:
+            with ThreadPoolExecutor(max_workers=len(handles)) as pool:
+                list(pool.map(lambda h: h.stop(), handles))
+        else:
+            for h in handles:
+                h.stop()

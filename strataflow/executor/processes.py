@@ -1,0 +1,221 @@
+"""The processes backend: one executor per process, on this machine.
+
+Each executor is a fresh interpreter (``python -m strataflow.executor.worker``: a spawn,
+so the driver's threads and locks are never forked, and the user's script is not
+re-imported) connected to the driver by a socket pair. A receiver thread per executor
+reads its messages: task outcomes complete their futures, replies answer ``call``, and
+the events the executor posted are re-posted on the driver's bus with its id. An end of
+file on the socket means the executor is gone: every task it had fails with
+:class:`ExecutorLost` and the fleet is told (``on_lost``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..metrics import EventBus
+from . import wire
+from .backend import ExecutorHandle, LostCallback
+from .runtime import ExecutorSpec
+from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
+
+__all__ = ["ProcessExecutor"]
+
+_BLAS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+class ProcessExecutor(ExecutorHandle):
+    """The driver's end of one executor process."""
+
+    needs_pickled_stages = True
+
+    def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback) -> None:
+        self.executor_id = spec.executor_id
+        self.cores = spec.config.cores_per_executor
+        self._events = events
+        self._on_lost = on_lost
+        self._lock = threading.Lock()  # the futures tables and the stages sent
+        self._send_lock = threading.Lock()
+        self._tasks: dict[int, Future] = {}
+        self._replies: dict[int, Future] = {}
+        self._req_ids = itertools.count()
+        self._stages_sent: set[str] = set()
+        self._ready: Future = Future()
+        self._stopped = threading.Event()
+        self._lost_reason: str | None = None
+        self.pid: int | None = None
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        for name in _BLAS_ENV:  # before numpy is imported there: BLAS reads them at load
+            env[name] = str(spec.config.blas_threads)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path, env.get("PYTHONPATH", "")] if p)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "strataflow.executor.worker", str(theirs.fileno())],
+                                         pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        wire.send(self.conn, spec, self._send_lock)
+        self._receiver = threading.Thread(target=self._receive, daemon=True,
+                                          name=f"strataflow-executor-{self.executor_id}")
+        self._receiver.start()
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self._lost_reason is None and not self._stopped.is_set()
+
+    def wait_ready(self, timeout: float) -> None:
+        try:
+            self._ready.result(timeout)
+        except TimeoutError:
+            self.kill()
+            raise ExecutorLost(self.executor_id, f"not ready after {timeout:.0f} s") from None
+
+    # -- the receiver ---------------------------------------------------------------------------
+    def _forward(self, records: list[dict]) -> None:
+        for r in records:
+            r.setdefault("executor", self.executor_id)
+            self._events.forward(r)
+
+    def _receive(self) -> None:
+        try:
+            while True:
+                msg = wire.recv(self.conn)
+                kind, events = msg[0], msg[-1]
+                if events:
+                    self._forward(events)
+                if kind == "task_done" or kind == "task_failed":
+                    with self._lock:
+                        fut = self._tasks.pop(msg[1], None)
+                    if fut is not None:
+                        (fut.set_result if kind == "task_done" else fut.set_exception)(msg[2])
+                elif kind == "reply":
+                    _, req_id, ok, value, _ = msg
+                    with self._lock:
+                        fut = self._replies.pop(req_id, None)
+                    if fut is not None:
+                        (fut.set_result if ok else fut.set_exception)(value)
+                elif kind == "ready":
+                    self.pid = msg[1]
+                    self._ready.set_result(True)
+                elif kind == "failed":
+                    raise ExecutorLost(self.executor_id, f"could not start: {msg[1]}")
+                elif kind == "stopped":
+                    self._stopped.set()
+                    return
+        except BaseException as exc:  # noqa: BLE001 - EOF, a broken socket, a bad message
+            if self._stopped.is_set():
+                return
+            self._lost(self._why(exc))
+
+    def _why(self, exc: BaseException) -> str:
+        if isinstance(exc, ExecutorLost):
+            return exc.reason
+        try:
+            code = self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return f"its connection failed ({type(exc).__name__}: {exc})"
+        if code < 0:
+            return f"the process was killed by signal {-code}"
+        return f"the process exited with code {code}"
+
+    def _lost(self, reason: str) -> None:
+        with self._lock:
+            if self._lost_reason is not None:
+                return
+            self._lost_reason = reason
+            pending = list(self._tasks.values()) + list(self._replies.values())
+            self._tasks.clear()
+            self._replies.clear()
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+        self._on_lost(self, reason)  # first: the driver forgets its blocks before tasks retry
+        err = ExecutorLost(self.executor_id, reason)
+        if not self._ready.done():
+            self._ready.set_exception(err)
+        for fut in pending:
+            if not fut.done():
+                fut.set_exception(err)
+
+    # -- requests ---------------------------------------------------------------------------------
+    def _send(self, msg: Any) -> None:
+        try:
+            wire.send(self.conn, msg, self._send_lock)
+        except (OSError, EOFError, ValueError) as exc:
+            self._lost(self._why(exc))
+            raise ExecutorLost(self.executor_id, self._lost_reason or "gone") from exc
+
+    def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
+        fut: Future = Future()
+        with self._lock:
+            if self._lost_reason is not None:
+                fut.set_exception(ExecutorLost(self.executor_id, self._lost_reason))
+                return fut
+            self._tasks[spec.task_id] = fut
+            first = work.key not in self._stages_sent
+            self._stages_sent.add(work.key)
+        try:
+            if first:
+                self._send(("stage", work.key, payload, plan))
+            self._send(("task", spec))
+        except ExecutorLost as exc:
+            if not fut.done():
+                fut.set_exception(exc)
+        return fut
+
+    def forget_stage(self, key: str) -> None:
+        with self._lock:
+            if key not in self._stages_sent or self._lost_reason is not None:
+                return
+            self._stages_sent.discard(key)
+        try:
+            self._send(("call", -1, "forget_stage", (key,)))
+        except ExecutorLost:
+            pass
+
+    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
+        fut: Future = Future()
+        with self._lock:
+            if self._lost_reason is not None:
+                raise ExecutorLost(self.executor_id, self._lost_reason)
+            req_id = next(self._req_ids)
+            self._replies[req_id] = fut
+        self._send(("call", req_id, op, args))
+        return fut.result(timeout)
+
+    # -- the end ------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        if self._stopped.is_set():
+            return
+        if self._lost_reason is None:
+            try:
+                wire.send(self.conn, ("stop",), self._send_lock)
+                self._stopped.wait(10.0)
+            except (OSError, EOFError, ValueError):
+                pass
+        self._stopped.set()
+        try:
+            self.proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+    def kill(self) -> None:
+        self.proc.kill()

@@ -1,0 +1,159 @@
+"""The executor's services: what a task reaches where it runs.
+
+One executor has its own memory manager (its share of the application's budget), block
+manager with its disk tiers and region store, shuffle writer and spill directories, all
+under ``exec-<id>`` subdirectories of the application's directories (so a lost executor's
+files can be removed without touching the others', and a crashed application's are still
+found by the driver's owner file). The threads backend builds one in the driver's process;
+the processes backend builds one in each executor process (``worker.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+from dataclasses import dataclass
+
+from ..config import Config
+from ..memory import MemoryManager
+from ..metrics import EventBus, gc_timer
+from ..shuffle import ShuffleWriter
+from ..storage.disk_store import DiskStore
+from ..storage.gc_free import gc_unfreeze
+from ..storage.manager import BlockManager
+from ..storage.policies import make_policy
+from ..storage.region_store import RegionStore
+from ..storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
+from ..storage.tiers import Tier, TieredStore
+
+__all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs"]
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """What the driver tells an executor when it starts it."""
+
+    executor_id: str
+    config: Config
+    #: the application's directories (the driver made and owns them)
+    cache_dirs: list[str]
+    shuffle_dirs: list[str]
+    #: per disk tier (``config.tiers``), the application's directories of that tier
+    tier_dirs: list[list[str]]
+    driver_pid: int
+
+
+def _subdir(spec: ExecutorSpec) -> str:
+    """``exec-<id>``; the threads backend's one executor uses the application's
+    directories themselves (it is never lost, and nothing else writes there)."""
+    return "" if spec.config.backend == "threads" else f"exec-{spec.executor_id}"
+
+
+def executor_dirs(spec: ExecutorSpec) -> list[str]:
+    """Every directory the executor writes: removed by the driver when it is lost."""
+    sub = _subdir(spec)
+    bases = spec.cache_dirs + spec.shuffle_dirs + [d for dirs in spec.tier_dirs for d in dirs]
+    return [os.path.join(b, sub) for b in bases]
+
+
+def _share(value: int | None, n: int) -> int | None:
+    return None if value is None else max(1, value // n)
+
+
+def _make_dirs(bases: list[str], sub: str) -> list[str]:
+    out = []
+    for b in bases:
+        path = os.path.join(b, sub) if sub else b
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        out.append(path)
+    return out
+
+
+class ExecutorRuntime:
+    """One executor's memory manager, block manager, stores and shuffle writer.
+
+    Capacities that the configuration gives for the whole application (``disk_capacity``,
+    each tier's ``capacity``, ``mmap_memory``) are divided evenly among the executors, as
+    ``memory`` is; ``executor_memory`` is this executor's memory total."""
+
+    def __init__(self, spec: ExecutorSpec, events: EventBus | None = None) -> None:
+        cfg = spec.config
+        self.spec = spec
+        self.executor_id = spec.executor_id
+        self.config = cfg
+        n = cfg.executors
+        sub = _subdir(spec)
+        self.events = events or EventBus()
+        self.local_dirs = _make_dirs(spec.cache_dirs, sub)
+        self.shuffle_dirs = _make_dirs(spec.shuffle_dirs, sub)
+        if cfg.tiers is None:
+            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, _share(cfg.disk_capacity, n)))
+        else:
+            made = []
+            for tspec, bases in zip(cfg.tiers, spec.tier_dirs):
+                made.append(Tier(tspec.name, DiskStore(_make_dirs(bases, sub), _share(tspec.capacity, n)),
+                                 tspec.bandwidth, tspec.write_parallelism))
+            self.disk_store = TieredStore(made)
+        self.memory = MemoryManager(cfg.executor_memory, cfg.storage_fraction)
+        self.regions = RegionStore(self.local_dirs, capacity=_share(cfg.disk_capacity, n))
+        self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
+                                          self.events, regions=self.regions, mmap_memory=_share(cfg.mmap_memory, n),
+                                          gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
+                                          watermarks=cfg.eviction_watermarks)
+        self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync)
+        gc_timer.acquire()
+        self._gc0 = gc_timer.snapshot()
+        self._majflt0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+        self._closed = False
+
+    def spill_dir(self, task_id: int) -> str:
+        """Where a task spills aggregation runs: execution data, so the shuffle dirs."""
+        return self.shuffle_dirs[task_id % len(self.shuffle_dirs)]
+
+    # -- figures, asked by the driver ---------------------------------------------------------
+    def cache_snapshot(self) -> dict:
+        """The cache counters and the process's GC figures: sent with every task result so
+        the driver can tell each stage's and job's differences."""
+        out = self.block_manager.metrics.snapshot()
+        gc_s, gc_n = gc_timer.snapshot()
+        out["gc_s"] = gc_s - self._gc0[0]
+        out["gc_collections"] = gc_n - self._gc0[1]
+        return out
+
+    def metrics(self) -> dict:
+        """This executor's part of ``Context.metrics()``."""
+        out = self.cache_snapshot()
+        bm = self.block_manager
+        out.update(mmap_bytes_mapped=self.regions.mapped_bytes,
+                   major_page_faults=resource.getrusage(resource.RUSAGE_SELF).ru_majflt - self._majflt0,
+                   storage_memory_used=self.memory.storage_used, peak_storage_memory=self.memory.peak_storage,
+                   execution_memory_used=self.memory.execution_used,
+                   peak_execution_memory=self.memory.peak_execution,
+                   tier_bytes=tier_bytes(bm), tier_hits=tier_hits(bm),
+                   eviction_wait_s=self.memory.reclaim_waited_s)
+        return out
+
+    def storage_status(self) -> StorageStatus:
+        return storage_status(self.block_manager)
+
+    def measure_tiers(self, size: int) -> dict[str, dict]:
+        return {t.name: t.measure(size) for t in self.block_manager.disk.tiers}
+
+    def unpersist(self, dataset_id: int) -> int:
+        return self.block_manager.unregister(dataset_id)
+
+    def close(self, remove_files: bool = True) -> None:
+        """Stops the background writer, unmaps the region store, undoes the GC freeze and
+        (by default) removes this executor's directories."""
+        if self._closed:
+            return
+        self._closed = True
+        self.block_manager.close()
+        self.regions.close()
+        if self.block_manager.gc_free:
+            gc_unfreeze()
+        gc_timer.release()
+        if remove_files and _subdir(self.spec):
+            for d in self.local_dirs + self.shuffle_dirs + [d for t in self.disk_store.tiers for d in t.store.dirs]:
+                shutil.rmtree(d, ignore_errors=True)

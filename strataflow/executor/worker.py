@@ -1,0 +1,139 @@
+"""An executor process: ``python -m strataflow.executor.worker FD``.
+
+Started by the processes backend as a fresh interpreter (spawn: never a fork of a driver
+that already runs threads), it receives its :class:`ExecutorSpec` on the socket ``FD``,
+builds its runtime, says ``ready``, then serves the driver's messages: stages, tasks
+(run on ``cores_per_executor`` task threads) and questions. Replies carry the events its
+block manager and tasks posted since the last one, so the driver's event log and
+listeners see everything.
+
+It never outlives the driver: the socket's end of file (the driver exited or was
+killed) or a parent that is no longer the driver (checked twice a second) ends the
+process at once. (Not the kernel's parent-death signal: Linux sends it when the *thread*
+that started the process ends, and replacements are started from short-lived threads.) Ctrl-C reaches the whole process group; executors
+ignore it and let the driver cancel their tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+
+from . import wire
+
+_FLUSH_S = 0.2  # events of a busy executor are sent at least this often
+
+
+class Worker:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.outbox: list[dict] = []
+        self.outbox_lock = threading.Lock()
+
+    def _queue_event(self, record: dict) -> None:
+        with self.outbox_lock:
+            self.outbox.append(record)
+
+    def _take_events(self) -> list[dict]:
+        with self.outbox_lock:
+            out, self.outbox = self.outbox, []
+        return out
+
+    def send(self, kind: str, *fields) -> None:
+        try:
+            wire.send(self.conn, (kind, *fields, self._take_events()), self.lock)
+        except (OSError, EOFError):
+            os._exit(0)  # the driver has gone
+
+    def _flusher(self) -> None:
+        while True:
+            time.sleep(_FLUSH_S)
+            with self.outbox_lock:
+                pending = bool(self.outbox)
+            if pending:
+                self.send("events")
+
+    def _watchdog(self, driver_pid: int) -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != driver_pid:
+                os._exit(0)
+
+    def serve(self) -> None:
+        from ..metrics import EventBus
+        from .core import ExecutorCore
+        from .runtime import ExecutorRuntime
+        from .work import portable_error
+
+        spec = wire.recv(self.conn)
+        threading.Thread(target=self._watchdog, args=(spec.driver_pid,), daemon=True, name="watchdog").start()
+        events = EventBus()
+        events.subscribe(self._queue_event)
+        try:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=spec.config.blas_threads, user_api="blas")
+            runtime = ExecutorRuntime(spec, events)
+        except BaseException as exc:  # noqa: BLE001 - tell the driver why, then go
+            self.send("failed", repr(exc))
+            os._exit(1)
+        core = ExecutorCore(runtime)
+        pool = ThreadPoolExecutor(max_workers=spec.config.cores_per_executor, thread_name_prefix="strataflow-task")
+        threading.Thread(target=self._flusher, daemon=True, name="event-flusher").start()
+        self.send("ready", os.getpid())
+
+        def run(task_spec) -> None:
+            try:
+                outcome = core.run(task_spec)
+            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the driver
+                self.send("task_failed", task_spec.task_id, portable_error(exc, wire.dumps))
+                return
+            try:
+                self.send("task_done", task_spec.task_id, outcome)
+            except Exception as exc:  # noqa: BLE001 - a result that does not pickle
+                self.send("task_failed", task_spec.task_id, portable_error(exc, wire.dumps))
+
+        while True:
+            try:
+                msg = wire.recv(self.conn)
+            except (EOFError, OSError):
+                os._exit(0)  # the driver has gone: so do we, at once
+            kind = msg[0]
+            if kind == "task":
+                pool.submit(run, msg[1])
+            elif kind == "stage":
+                _, key, payload, plan = msg
+                try:
+                    core.add_stage(pickle.loads(payload), plan)
+                except BaseException as exc:  # noqa: BLE001 - e.g. a module the driver has and we lack
+                    core.stage_failed(key, exc)  # its tasks fail with this error
+            elif kind == "call":
+                _, req_id, op, args = msg
+                try:
+                    self.send("reply", req_id, True, core.call(op, *args))
+                except BaseException as exc:  # noqa: BLE001
+                    self.send("reply", req_id, False, portable_error(exc, wire.dumps))
+            elif kind == "stop":
+                pool.shutdown(wait=False, cancel_futures=True)
+                runtime.close()
+                self.send("stopped")
+                os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(argv[0]))
+    Worker(Connection(os.dup(sock.fileno()))).serve()
+
+
+if __name__ == "__main__":
+    main()

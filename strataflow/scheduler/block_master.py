@@ -1,0 +1,61 @@
+"""The block-location master: which executor holds which cached block, and where.
+
+Executors report, with every task outcome, where the persisted blocks the task touched
+now live on them (memory, or disk: a tier or the mapped region store). The scheduler
+asks it for a task's preferred executors (memory first, then disk: Spark's
+PROCESS_LOCAL before NODE_LOCAL) and the planner for the blocks that are stored.
+Locations are hints: a block evicted since its report is recomputed where the task runs,
+and an executor lost forgets all of its blocks at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable
+
+from ..storage.block import BlockId
+
+__all__ = ["BlockMaster"]
+
+
+class BlockMaster:
+    def __init__(self) -> None:
+        self._where: dict[BlockId, dict[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def update(self, executor_id: str, blocks: Iterable[tuple[BlockId, str]]) -> None:
+        with self._lock:
+            for bid, tier in blocks:
+                self._where.setdefault(bid, {})[executor_id] = tier
+
+    def preferred(self, blocks: Iterable[BlockId]) -> list[str]:
+        """Executors holding any of ``blocks``: those with one in memory first."""
+        mem: dict[str, None] = {}
+        disk: dict[str, None] = {}
+        with self._lock:
+            for bid in blocks:
+                for eid, tier in self._where.get(bid, {}).items():
+                    (mem if tier == "memory" else disk)[eid] = None
+        return list(mem) + [e for e in disk if e not in mem]
+
+    def splits(self, dataset_id: int) -> set[int]:
+        """The splits of the dataset stored on some executor."""
+        with self._lock:
+            return {b.split for b in self._where if b.dataset_id == dataset_id}
+
+    def executor_of(self, bid: BlockId) -> dict[str, str]:
+        with self._lock:
+            return dict(self._where.get(bid, {}))
+
+    def remove_dataset(self, dataset_id: int) -> None:
+        with self._lock:
+            for bid in [b for b in self._where if b.dataset_id == dataset_id]:
+                del self._where[bid]
+
+    def executor_lost(self, executor_id: str) -> None:
+        with self._lock:
+            for bid in list(self._where):
+                held = self._where[bid]
+                held.pop(executor_id, None)
+                if not held:
+                    del self._where[bid]

@@ -1,0 +1,122 @@
+"""Pickling a stage for its executors, and saying exactly what cannot be pickled.
+
+A closure that captures a lock, an open file, a socket or the Context itself cannot
+travel to an executor process. cloudpickle's own message names a type but not where it
+came from; a user needs the function and the variable. :func:`pickle_stage` raises
+:class:`UnpicklableTaskError` naming both, found by walking the lineage's functions and
+what they capture (closure cells, globals they name, defaults, attributes), depth first,
+to the first object that does not pickle on its own.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Iterator
+
+import cloudpickle
+
+__all__ = ["UnpicklableTaskError", "pickle_stage", "find_unpicklable"]
+
+
+class UnpicklableTaskError(TypeError):
+    """A stage's functions capture something that cannot be sent to an executor."""
+
+
+def _fn_name(f: types.FunctionType) -> str:
+    code = f.__code__
+    return f"{f.__qualname__} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+def _children(obj: Any) -> Iterator[tuple[str, Any]]:
+    """What ``obj`` refers to that a pickle of it would carry, named for the message."""
+    if isinstance(obj, types.FunctionType):
+        for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
+            try:
+                yield name, cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+        g = obj.__globals__
+        for name in obj.__code__.co_names:
+            if name in g and not isinstance(g[name], types.ModuleType):
+                yield name, g[name]
+        for i, d in enumerate(obj.__defaults__ or ()):
+            yield f"default #{i}", d
+        return
+    if isinstance(obj, types.MethodType):
+        yield "self", obj.__self__
+        yield "function", obj.__func__
+        return
+    if isinstance(obj, dict):
+        for k, v in list(obj.items())[:1000]:
+            yield repr(k), v
+        return
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        for i, v in enumerate(list(obj)[:1000]):
+            yield f"[{i}]", v
+        return
+    if type(obj).__reduce__ is not object.__reduce__:
+        return  # the class says how (or that it cannot) travel: it is the answer itself
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        getstate = getattr(type(obj), "__getstate__", None)
+        if getstate is not None and getstate is not object.__getstate__:
+            try:
+                state = obj.__getstate__()
+            except Exception:  # noqa: BLE001
+                pass
+        if isinstance(state, dict):
+            for k, v in state.items():
+                yield k, v
+
+
+def _pickles(obj: Any) -> BaseException | None:
+    try:
+        cloudpickle.dumps(obj, protocol=5)
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer
+        return exc
+
+
+def find_unpicklable(root: Any, limit: int = 4000) -> tuple[list[str], Any, BaseException] | None:
+    """The path (function and variable names) to the first object under ``root`` that does
+    not pickle while all it refers to does, the object and its error; None if all pickle."""
+    seen: set[int] = set()
+    budget = [limit]
+
+    def visit(obj: Any, path: list[str]) -> tuple[list[str], Any, BaseException] | None:
+        if id(obj) in seen or budget[0] <= 0:
+            return None
+        seen.add(id(obj))
+        budget[0] -= 1
+        err = _pickles(obj)
+        if err is None:
+            return None
+        label = _fn_name(obj) if isinstance(obj, types.FunctionType) else None
+        for name, child in _children(obj):
+            found = visit(child, path + ([f"function {label}", name] if label else [name]))
+            if found is not None:
+                return found
+        return path, obj, err
+
+    return visit(root, [])
+
+
+def pickle_stage(work: Any) -> bytes:
+    """The stage's work, cloudpickled once for every executor; raises
+    :class:`UnpicklableTaskError` naming the function and the object that stop it."""
+    try:
+        return cloudpickle.dumps(work, protocol=5)
+    except Exception as exc:  # noqa: BLE001 - explain, whatever the pickler raised
+        found = find_unpicklable(work)
+        if found is None:
+            raise UnpicklableTaskError(f"stage {work.stage_id} cannot be sent to executors: "
+                                       f"{type(exc).__name__}: {exc}") from exc
+        path, obj, err = found
+        funcs = [p for p in path if p.startswith("function ")]
+        where = " -> ".join(p for p in path if not p.startswith("function ")) or "?"
+        fn = funcs[-1][len("function "):] if funcs else "the stage's lineage"
+        raise UnpicklableTaskError(
+            f"stage {work.stage_id} cannot be sent to executors: {fn} uses {where.split(' -> ')[-1]!r}, a "
+            f"{type(obj).__module__}.{type(obj).__qualname__}, which cannot be pickled "
+            f"({type(err).__name__}: {err}); path: {where}. Create it inside the function, or "
+            f"use backend='threads'") from exc

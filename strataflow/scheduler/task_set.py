@@ -1,0 +1,205 @@
+"""Running one stage attempt's tasks on the executors: locality, retries, lost executors.
+
+The stage's work (lineage, the action's function, the map outputs it reads) is pickled
+once and sent to each executor once; a task is then its stage key and partition. Each
+task prefers the executors that hold its partition's persisted blocks (memory before
+disk, from the block-location master); it waits for one of them to have a free slot,
+as Spark's delay scheduling does, for at most ``locality_wait`` seconds since the stage
+last launched a task where its data was, then runs wherever a slot is free. Partitions
+no executor holds go to the free executor with the fewest running tasks.
+
+A task whose user code fails is retried (on any executor) up to ``max_task_attempts``
+times; so is a task whose executor was lost, since a user function that kills its
+process (``os._exit``) must not retry forever. The first failure that ends the stage
+cancels its other tasks on every executor and waits for those already running to stop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
+from ..shuffle import FetchFailed
+from ..executor.source_store import spilling_sources
+from .pickling import pickle_stage
+
+if TYPE_CHECKING:
+    from ..executor.backend import ExecutorHandle
+    from .dag import DAGScheduler, Stage
+
+__all__ = ["TaskSetRunner", "TaskFailure"]
+
+_task_ids = itertools.count()
+_STOP_WAIT_S = 30.0  # at most this long for running tasks to stop after the stage failed
+
+
+@dataclass
+class TaskFailure:
+    """The last failure of a partition's task, for the job's error."""
+
+    partition: int
+    attempts: int
+    error: BaseException
+
+
+class TaskSetRunner:
+    """One stage attempt: ``run()`` returns partition -> outcome, or raises."""
+
+    def __init__(self, dag: "DAGScheduler", stage: "Stage", job_id: int, partitions: list[int],
+                 func: Callable | None, preferred: dict[int, list[str]], plans: dict[str | None, list] | None,
+                 on_outcome: Callable[[ExecutorHandle, int, TaskOutcome], None]) -> None:
+        self.dag = dag
+        self.fleet = dag.fleet
+        cfg = dag.config
+        self.max_attempts = cfg.max_task_attempts
+        self.locality_wait = cfg.locality_wait
+        self.stage = stage
+        self.partitions = partitions
+        self.preferred = preferred
+        self.plans = plans
+        self.on_outcome = on_outcome
+        self.work = StageWork(f"{job_id}.{stage.id}.{stage.attempts}", stage.id, job_id, stage.dataset,
+                              stage.shuffle_dep, func, dag.map_outputs_for(stage.dataset))
+        self._payload: bytes | None = None
+        self._sent_to: set[str] = set()
+
+    def _payload_for(self, handle: ExecutorHandle) -> bytes | None:
+        if not handle.needs_pickled_stages:
+            return None
+        if self._payload is None:
+            with spilling_sources(self.dag.ctx.sources):
+                self._payload = pickle_stage(self.work)  # raises a clear error before any task runs
+        return self._payload
+
+    def _plan_for(self, executor_id: str) -> list | None:
+        if self.plans is None:
+            return None
+        return self.plans.get(executor_id, self.plans.get(None))
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self) -> dict[int, TaskOutcome]:
+        queue: list[tuple[int, int]] = [(p, 1) for p in self.partitions]
+        running: dict[Future, tuple[int, int, str]] = {}
+        results: dict[int, TaskOutcome] = {}
+        last_local = time.monotonic()
+        stop_error: BaseException | None = None
+        failure: TaskFailure | None = None
+        try:
+            while (queue and stop_error is None) or running:
+                live = self.fleet.live()
+                if stop_error is None and queue:
+                    if not live and not running:
+                        if not self.fleet.can_recover():
+                            raise ExecutorLost("*", f"no executor left to run stage {self.stage.id} "
+                                                    f"({len(self.fleet.lost)} lost: {self.fleet.lost[-1][1] if self.fleet.lost else '?'})")
+                        self.fleet.wait_changed(0.5)
+                        continue
+                    queue, launched_local = self._launch(queue, running, live, time.monotonic() - last_local)
+                    if launched_local:
+                        last_local = time.monotonic()
+                if not running:
+                    if queue and stop_error is None:
+                        self.fleet.wait_changed(0.05)
+                    continue
+                timeout = None
+                if queue and stop_error is None:
+                    timeout = max(0.01, min(0.5, self.locality_wait - (time.monotonic() - last_local)))
+                done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    if fut not in running:  # drained after the stage failed
+                        continue
+                    p, attempt, eid = running.pop(fut)
+                    exc = fut.exception()
+                    if exc is None:
+                        outcome = fut.result()
+                        results[p] = outcome
+                        handle = self.fleet.get(eid)
+                        if handle is not None:
+                            self.on_outcome(handle, p, outcome)
+                        continue
+                    if stop_error is not None or isinstance(exc, TaskCancelled):
+                        continue
+                    if isinstance(exc, FetchFailed):
+                        stop_error = exc
+                    elif isinstance(exc, ExecutorLost):
+                        self.dag.task_lost(self.stage, p, attempt, exc)
+                        if attempt < self.max_attempts:
+                            queue.append((p, attempt + 1))
+                        else:
+                            failure = TaskFailure(p, attempt, exc)
+                            stop_error = exc
+                    elif attempt < self.max_attempts:
+                        queue.append((p, attempt + 1))
+                    else:
+                        failure = TaskFailure(p, attempt, exc)
+                        stop_error = exc
+                    if stop_error is not None:
+                        self._cancel()
+                        running = self._drain(running)
+        except BaseException:
+            self._cancel()  # Ctrl-C, or no executors: stop what runs, return at once
+            raise
+        finally:
+            self._forget()
+        if stop_error is not None:
+            if failure is not None:
+                raise self.dag.task_failed(self.stage, failure)
+            raise stop_error
+        return results
+
+    def _launch(self, queue: list[tuple[int, int]], running: dict, live: list[ExecutorHandle],
+                since_local: float) -> tuple[list[tuple[int, int]], bool]:
+        load: dict[str, int] = {h.executor_id: 0 for h in live}
+        for _, _, eid in running.values():
+            if eid in load:
+                load[eid] += 1
+        by_id = {h.executor_id: h for h in live}
+        free = lambda eid: load[eid] < by_id[eid].cores  # noqa: E731
+        anywhere = since_local >= self.locality_wait
+        left: list[tuple[int, int]] = []
+        launched_local = False
+        for p, attempt in queue:
+            if not any(free(e) for e in load):
+                left.append((p, attempt))
+                continue
+            pref = [e for e in self.preferred.get(p, ()) if e in load]
+            target = next((e for e in pref if free(e)), None)
+            if target is None and (not pref or anywhere):
+                target = min((e for e in load if free(e)), key=lambda e: load[e], default=None)
+            if target is None:
+                left.append((p, attempt))
+                continue
+            handle = by_id[target]
+            spec = TaskSpec(self.work.key, p, attempt, next(_task_ids))
+            fut = handle.submit(self.work, self._payload_for(handle), self._plan_for(target), spec)
+            self._sent_to.add(target)
+            running[fut] = (p, attempt, target)
+            load[target] += 1
+            launched_local |= target in pref
+        return left, launched_local
+
+    def _cancel(self) -> None:
+        for h in self.fleet.live():
+            if h.executor_id in self._sent_to:
+                try:
+                    h.call("cancel_stage", self.work.key, timeout=2.0)
+                except Exception:  # noqa: BLE001 - a lost executor has nothing to cancel
+                    pass
+
+    def _drain(self, running: dict) -> dict:
+        if running:
+            wait(list(running), timeout=_STOP_WAIT_S)
+        return {}
+
+    def _forget(self) -> None:
+        for h in self.fleet.live():
+            if h.executor_id in self._sent_to:
+                try:
+                    h.forget_stage(self.work.key)
+                except Exception:  # noqa: BLE001
+                    pass

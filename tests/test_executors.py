@@ -1,0 +1,190 @@
+"""Executors: the driver/executor split on the processes backend.
+
+Locality (a cached partition is served by the executor that holds it, run after run),
+the clear error of a closure that cannot be pickled, executor loss (kill -9) during a map
+stage, during a result stage and while a block is being written, a user function that
+ends its process, executors that exit by themselves when the driver dies, and storage
+and metrics summed over executors with a breakdown by executor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from strataflow import Context, TaskFailedError
+from strataflow.scheduler.pickling import UnpicklableTaskError
+
+
+def _context(tmp_path, **kw) -> Context:
+    for d in ("cache", "shuffle"):
+        (tmp_path / d).mkdir(exist_ok=True)
+    kw.setdefault("memory", "64MB")
+    kw.setdefault("parallelism", 2)
+    return Context(backend="processes", progress=False, local_dirs=[str(tmp_path / "cache")],
+                   shuffle_dirs=[str(tmp_path / "shuffle")], event_log=str(tmp_path / "events.jsonl"), **kw)
+
+
+def _events(tmp_path, kind=None) -> list[dict]:
+    with open(tmp_path / "events.jsonl") as f:
+        out = [json.loads(line) for line in f]
+    return [e for e in out if kind is None or e["event"] == kind]
+
+
+def _kill_when(path, executor_pid_file):
+    """A function for map_partitions: the task that finds ``path`` absent creates it and
+    kills its own executor with SIGKILL (as kill -9 from outside would)."""
+    def f(i, v):
+        if i == 1:
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                os.close(fd)
+                os.kill(os.getpid(), signal.SIGKILL)
+            except FileExistsError:
+                pass
+        return v
+    return f
+
+
+def test_executors_are_processes_with_their_own_share_of_memory(tmp_path):
+    with _context(tmp_path, memory="64MB", executors=2) as c:
+        pids = set(c.parallelize(range(8), 8).map(lambda _: os.getpid()).collect())
+        assert len(pids) == 2 and os.getpid() not in pids
+        assert c.executors() == ["0", "1"]
+        assert c.config.executor_memory == 32 << 20
+        assert c.startup_s < 10  # measured in benchmarks/scaling.py; here: it did start
+        children = {p.pid for p in psutil.Process().children()}
+        assert pids <= children
+
+
+def test_locality_the_same_executor_serves_a_partition_across_iterations(tmp_path):
+    with _context(tmp_path, executors=2) as c:
+        pts = c.from_numpy(np.arange(40_000.0).reshape(-1, 4), 8).map_partitions(lambda a: a * 1.0).persist("MEMORY_ONLY")
+        first = pts.map_partitions_with_index(lambda i, a: [(i, os.getpid())]).collect()
+        for _ in range(3):
+            again = pts.map_partitions_with_index(lambda i, a: [(i, os.getpid())]).collect()
+            assert again == first  # each partition ran where its block is
+        m = c.metrics()
+        assert m["misses"] == 8 and m["memory_hits"] == 24  # nothing recomputed elsewhere
+        per = c.metrics(by_executor=True)
+        assert sorted(per) == ["0", "1"] and all(p["memory_hits"] > 0 for p in per.values())
+        by_exec = c.storage_status(by_executor=True)
+        assert sum(s[0].memory_partitions for s in by_exec.values()) == 8
+        assert c.storage_status()[0].memory_partitions == 8
+        pts.unpersist()
+        assert all(len(s) == 0 for s in c.storage_status(by_executor=True).values())
+
+
+def test_a_closure_that_cannot_be_pickled_fails_at_submit_naming_function_and_object(tmp_path):
+    with _context(tmp_path) as c:
+        lock = threading.Lock()
+
+        def guarded(x):
+            with lock:
+                return x
+
+        with pytest.raises(UnpicklableTaskError, match=r"guarded .*'lock'.*_thread.lock"):
+            c.parallelize(range(4), 2).map(guarded).collect()
+
+        def uses_context(x):
+            return c.default_parallelism + x
+
+        with pytest.raises(UnpicklableTaskError, match=r"uses_context.*'c'.*Context"):
+            c.parallelize(range(4), 2).map(uses_context).collect()
+        assert not _events(tmp_path, "TaskStart")  # nothing ran
+        assert c.parallelize(range(4), 2).sum() == 6  # and the context still works
+
+
+@pytest.mark.parametrize("stage", ["map", "result"])
+def test_executor_killed_mid_stage_is_replaced_and_the_answer_is_right(tmp_path, stage):
+    with _context(tmp_path, executors=2) as c:
+        cached = c.parallelize(range(1000), 4).map(lambda x: (x % 7, x)).persist("MEMORY_ONLY")
+        cached.count()
+        killer = _kill_when(str(tmp_path / "killed"), None)
+        if stage == "map":
+            got = dict(cached.map_partitions_with_index(killer).reduce_by_key(lambda a, b: a + b).collect())
+            assert got == {k: sum(x for x in range(1000) if x % 7 == k) for k in range(7)}
+        else:
+            got = cached.map_partitions_with_index(killer).map(lambda kv: kv[1]).collect()
+            assert got == list(range(1000))
+        assert sorted(cached.map(lambda kv: kv[1]).collect()) == list(range(1000))  # lost blocks recomputed
+        deadline = time.monotonic() + 20
+        while len(c.executors()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(c.executors()) == 2 and "2" in c.executors()  # replaced by a new one
+    lost = _events(tmp_path, "ExecutorLost")
+    assert len(lost) == 1 and "signal 9" in lost[0]["reason"]
+    assert [e["executor"] for e in _events(tmp_path, "ExecutorAdded")] == ["2"]
+
+
+def test_executor_killed_while_its_cache_spills_loses_nothing(tmp_path):
+    """MEMORY_AND_DISK under pressure (blocks being dropped to disk by the executor's
+    other tasks): an executor dies mid-task; its blocks are recomputed elsewhere and the
+    answer is right."""
+    with _context(tmp_path, memory="4MB", executors=2) as c:
+        flag = str(tmp_path / "killed")
+
+        def slow_then_die(i, a):
+            if i == 5 and not os.path.exists(flag):
+                open(flag, "w").close()
+                threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGKILL)).start()
+                time.sleep(5)
+            return a * 1.0
+
+        pts = c.from_numpy(np.arange(400_000.0).reshape(-1, 4), 8).map_partitions_with_index(slow_then_die)
+        pts = pts.persist("MEMORY_AND_DISK")
+        assert pts.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(np.arange(400_000.0).sum())
+        assert pts.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(np.arange(400_000.0).sum())
+    assert len(_events(tmp_path, "ExecutorLost")) == 1
+
+
+def test_a_function_that_exits_its_process_fails_the_job_after_its_attempts(tmp_path):
+    with _context(tmp_path, max_task_attempts=2) as c:
+        with pytest.raises(TaskFailedError, match="lost"):
+            c.parallelize(range(4), 2).map(lambda x: os._exit(3) if x == 3 else x).collect()
+        assert c.parallelize(range(4), 2).sum() == 6  # replacements run the next job
+    lost = _events(tmp_path, "ExecutorLost")
+    assert len(lost) == 2 and all("exited with code 3" in e["reason"] for e in lost)
+
+
+def test_executors_exit_when_the_driver_is_killed(tmp_path):
+    script = ("import os, sys, time, strataflow\n"
+              "c = strataflow.Context(parallelism=2, backend='processes', progress=False)\n"
+              "pids = c.parallelize(range(4), 4).map(lambda _: os.getpid()).collect()\n"
+              "print(' '.join(map(str, sorted(set(pids)))), flush=True)\n"
+              "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids):
+            assert time.monotonic() < deadline, "executors outlived their driver"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+
+
+def test_events_of_executors_reach_the_driver_log_with_their_id(tmp_path):
+    with _context(tmp_path) as c:
+        ds = c.parallelize(range(100), 4).persist("MEMORY_ONLY")
+        ds.count()
+        ds.count()
+    ends = _events(tmp_path, "TaskEnd")
+    assert len(ends) == 8 and {e["executor"] for e in ends} == {"0", "1"}
+    accesses = _events(tmp_path, "BlockAccess")
+    assert {e["result"] for e in accesses} == {"miss", "memory"} and all("executor" in e for e in accesses)
+    started = _events(tmp_path, "ExecutorsStarted")
+    assert started and started[0]["executors"] == 2 and len(started[0]["pids"]) == 2

@@ -7,7 +7,7 @@ array would travel with every stage to every executor, even when all its blocks 
 cached. Instead, while the driver pickles a stage (``spilling_sources``), a large
 :class:`~strataflow.lineage.ListSource` writes its slices once under the application's
 directory and travels as their path; an executor reads only the slices its tasks
-compute: ndarrays memory-mapped (read-only, no copy), records unpickled. Small sources
+compute: ndarrays read with ``np.load``, records unpickled. Small sources
 (under ``INLINE_BYTES``) still travel in line, which is cheaper than a file.
 """
 
@@ -57,7 +57,10 @@ class SourceStore:
 def load_slice(path: str, split: int) -> Any:
     npy = os.path.join(path, f"{split}.npy")
     if os.path.exists(npy):
-        return np.load(npy, mmap_mode="r") if os.path.getsize(npy) > 128 + 4096 else np.load(npy)
+        # read into the executor's memory, not mapped: a cached partition is then an
+        # ordinary array that its memory budget accounts for (a map's pages would be the
+        # page cache's, and every op on an np.memmap pays for the subclass)
+        return np.load(npy)
     with open(os.path.join(path, f"{split}.pkl"), "rb") as f:
         return pickle.load(f)
 

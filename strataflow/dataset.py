@@ -173,8 +173,8 @@ class Dataset(PairOps, ActionOps):
         if self.storage_level.is_valid:
             tc.touched.append(bid)
         try:
-            return tc.runtime.block_manager.get_or_compute(bid, self.storage_level,
-                                                           lambda: self.compute(split, tc), tc.held)
+            return tc.runtime.block_manager.get_or_compute(bid, self.storage_level, lambda: self.compute(split, tc),
+                                                           tc.held, tc.peers.get(bid) if tc.peers else None)
         except Exception as exc:
             if not hasattr(exc, "_strataflow_origin"):
                 try:  # the innermost dataset that failed, by id (the error may travel to the driver)

@@ -19,10 +19,13 @@ from .core import ExecutorCore
 from .runtime import ExecutorRuntime, ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
-__all__ = ["ExecutorHandle", "LocalExecutor", "LostCallback", "start_executor"]
+__all__ = ["ExecutorHandle", "LocalExecutor", "LostCallback", "Peers", "start_executor"]
 
 #: ``on_lost(handle, reason)``: called once, from any thread, when an executor is gone
 LostCallback = Callable[["ExecutorHandle", str], None]
+#: ``peers(executor_id)``: another live executor of the application (None: gone), for
+#: relaying the blocks one executor's task reads from another's memory
+Peers = Callable[[str], "ExecutorHandle | None"]
 
 
 class ExecutorHandle(abc.ABC):
@@ -48,6 +51,16 @@ class ExecutorHandle(abc.ABC):
     @abc.abstractmethod
     def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
         """Asks the executor (``ExecutorCore.call``) and waits for the answer."""
+
+    def call_async(self, op: str, *args: Any) -> "Future[Any]":
+        """``call`` without waiting: a future of the answer (this default answers at once,
+        for executors whose ``call`` does not wait on anything)."""
+        fut: Future = Future()
+        try:
+            fut.set_result(self.call(op, *args))
+        except Exception as exc:  # noqa: BLE001 - the caller reads it from the future
+            fut.set_exception(exc)
+        return fut
 
     @abc.abstractmethod
     def forget_stage(self, key: str) -> None:
@@ -106,12 +119,13 @@ class LocalExecutor(ExecutorHandle):
         self.runtime.close()
 
 
-def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback) -> ExecutorHandle:
+def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
+                   peers: Peers | None = None) -> ExecutorHandle:
     """A new executor of the backend ``kind`` (it may still be starting: ``wait_ready``)."""
     if kind == "threads":
         return LocalExecutor(spec, events, on_lost)
     if kind == "processes":
         from .processes import ProcessExecutor
 
-        return ProcessExecutor(spec, events, on_lost)
+        return ProcessExecutor(spec, events, on_lost, peers)
     raise ValueError(f"unknown backend {kind!r}")

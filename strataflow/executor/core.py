@@ -12,7 +12,9 @@ from typing import Any
 from ..lineage import narrow_ancestors
 from ..metrics import gc_timer
 from ..scheduler.task import ResultTask, ShuffleMapTask, TaskContext
-from ..storage.status import location_of
+from ..storage.block import MISS
+from ..storage.disk_store import BlockUnavailable
+from ..storage.peer_blocks import locate
 from .runtime import ExecutorRuntime
 from .work import StageWork, TaskCancelled, TaskOutcome, TaskSpec
 
@@ -79,7 +81,7 @@ class ExecutorCore:
         if cancelled.is_set():
             raise TaskCancelled(f"stage {work.stage_id} was cancelled")
         rt = self.runtime
-        tc = TaskContext(rt, work, spec.partition, spec.attempt, spec.task_id, cancelled=cancelled)
+        tc = TaskContext(rt, work, spec.partition, spec.attempt, spec.task_id, cancelled=cancelled, peers=spec.peers)
         task = (ShuffleMapTask(work.dataset, work.shuffle_dep, spec.partition) if work.shuffle_dep is not None
                 else ResultTask(work.dataset, work.func, spec.partition))
         rt.memory.task_started(tc.task_id)
@@ -103,7 +105,7 @@ class ExecutorCore:
                            gc_s=gc1[0] - gc0[0], error=None if error is None else repr(error),
                            executor=rt.executor_id, **vars(tc.metrics))
         bm = rt.block_manager
-        blocks = [(bid, where) for bid in tc.touched if (where := location_of(bm, bid)) is not None]
+        blocks = [(bid, *got) for bid in tc.touched if (got := locate(bm, bid)) is not None]
         map_output = value if work.shuffle_dep is not None else None
         return TaskOutcome(None if map_output is not None else value, tc.metrics, map_output, blocks,
                            rt.cache_snapshot(), seconds)
@@ -125,6 +127,11 @@ class ExecutorCore:
             return self.forget_stage(*args)
         if op == "cancel_stage":
             return self.cancel_stage(*args)
+        if op == "block":  # another executor's task reads a block held here
+            value = rt.block_manager.serve_peer(*args)
+            if value is MISS:
+                raise BlockUnavailable(f"executor {rt.executor_id} no longer holds block {args[0]}")
+            return value
         if op == "ping":
             return rt.executor_id
         raise ValueError(f"executor: unknown operation {op!r}")

@@ -55,7 +55,7 @@ class Fleet:
     def _start(self, spec: ExecutorSpec) -> ExecutorHandle:
         with self._lock:
             self._specs[spec.executor_id] = spec
-        return start_executor(self.config.backend, spec, self.events, self._lost)
+        return start_executor(self.config.backend, spec, self.events, self._lost, self.get)
 
     def start(self) -> float:
         """Starts every executor and waits until all are ready; returns the seconds taken."""

@@ -3,8 +3,10 @@
 Each executor is a fresh interpreter (``python -m strataflow.executor.worker``: a spawn,
 so the driver's threads and locks are never forked, and the user's script is not
 re-imported) connected to the driver by a socket pair. A receiver thread per executor
-reads its messages: task outcomes complete their futures, replies answer ``call``, and
-the events the executor posted are re-posted on the driver's bus with its id. An end of
+reads its messages: task outcomes complete their futures, replies answer ``call``, the
+events the executor posted are re-posted on the driver's bus with its id, and a request
+for a block another executor holds in memory is relayed to that one (``fetch``: its
+answer goes back when it comes, so no receiver ever waits on another). An end of
 file on the socket means the executor is gone: every task it had fails with
 :class:`ExecutorLost` and the fleet is told (``on_lost``).
 """
@@ -23,7 +25,7 @@ from typing import Any
 
 from ..metrics import EventBus
 from . import wire
-from .backend import ExecutorHandle, LostCallback
+from .backend import ExecutorHandle, LostCallback, Peers
 from .runtime import ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
@@ -38,11 +40,13 @@ class ProcessExecutor(ExecutorHandle):
 
     needs_pickled_stages = True
 
-    def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback) -> None:
+    def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
+                 peers: Peers | None = None) -> None:
         self.executor_id = spec.executor_id
         self.cores = spec.config.cores_per_executor
         self._events = events
         self._on_lost = on_lost
+        self._peers = peers
         self._lock = threading.Lock()  # the futures tables and the stages sent
         self._send_lock = threading.Lock()
         self._tasks: dict[int, Future] = {}
@@ -105,6 +109,8 @@ class ProcessExecutor(ExecutorHandle):
                         fut = self._replies.pop(req_id, None)
                     if fut is not None:
                         (fut.set_result if ok else fut.set_exception)(value)
+                elif kind == "fetch":
+                    self._relay(*msg[1:-1])
                 elif kind == "ready":
                     self.pid = msg[1]
                     self._ready.set_result(True)
@@ -117,6 +123,25 @@ class ProcessExecutor(ExecutorHandle):
             if self._stopped.is_set():
                 return
             self._lost(self._why(exc))
+
+    def _relay(self, req_id: int, holder_id: str, bid: Any) -> None:
+        """Asks ``holder_id`` for a block this executor's task reads; answers when it does."""
+        holder = self._peers(holder_id) if self._peers is not None else None
+        if holder is None or holder is self:
+            self._answer_fetch(req_id, False, f"executor {holder_id} is gone")
+            return
+
+        def done(fut: Future) -> None:
+            exc = fut.exception()
+            self._answer_fetch(req_id, exc is None, fut.result() if exc is None else f"{type(exc).__name__}: {exc}")
+
+        holder.call_async("block", bid).add_done_callback(done)
+
+    def _answer_fetch(self, req_id: int, ok: bool, value: Any) -> None:
+        try:
+            self._send(("fetched", req_id, ok, value))
+        except ExecutorLost:
+            pass  # the asking executor is gone: nobody waits for the answer
 
     def _why(self, exc: BaseException) -> str:
         if isinstance(exc, ExecutorLost):
@@ -187,14 +212,22 @@ class ProcessExecutor(ExecutorHandle):
             pass
 
     def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
+        return self.call_async(op, *args).result(timeout)
+
+    def call_async(self, op: str, *args: Any) -> "Future[Any]":
         fut: Future = Future()
         with self._lock:
             if self._lost_reason is not None:
-                raise ExecutorLost(self.executor_id, self._lost_reason)
+                fut.set_exception(ExecutorLost(self.executor_id, self._lost_reason))
+                return fut
             req_id = next(self._req_ids)
             self._replies[req_id] = fut
-        self._send(("call", req_id, op, args))
-        return fut.result(timeout)
+        try:
+            self._send(("call", req_id, op, args))
+        except ExecutorLost as exc:
+            if not fut.done():
+                fut.set_exception(exc)
+        return fut
 
     # -- the end ------------------------------------------------------------------------------------
     def stop(self) -> None:

@@ -45,6 +45,8 @@ class TaskSpec:
     partition: int
     attempt: int
     task_id: int
+    #: blocks the task will read that other executors hold (BlockId -> PeerBlock)
+    peers: dict | None = None
 
 
 @dataclass
@@ -56,7 +58,7 @@ class TaskOutcome:
     value: Any
     metrics: "TaskMetrics"
     map_output: "MapOutput | None"
-    blocks: list[tuple[Any, str]]
+    blocks: list[tuple[Any, str, Any]]  # (block, "memory" | "disk", its disk copy's description)
     snapshot: dict
     seconds: float = 0.0
 

@@ -21,14 +21,17 @@ import pickle
 import signal
 import socket
 import sys
+import itertools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from multiprocessing.connection import Connection
 
 from . import wire
 
 _FLUSH_S = 0.2  # events of a busy executor are sent at least this often
+_FETCH_S = 60.0  # a block another executor holds in memory: recomputed if it takes longer
 
 
 class Worker:
@@ -37,6 +40,27 @@ class Worker:
         self.lock = threading.Lock()
         self.outbox: list[dict] = []
         self.outbox_lock = threading.Lock()
+        self.fetches: dict[int, Future] = {}
+        self.fetch_ids = itertools.count()
+
+    def fetch(self, holder_id: str, bid) -> object:
+        """A block in another executor's memory, through the driver (``peer_blocks.py``);
+        raises BlockUnavailable when the holder no longer has it or does not answer."""
+        from ..storage.disk_store import BlockUnavailable
+
+        req_id = next(self.fetch_ids)
+        fut: Future = Future()
+        self.fetches[req_id] = fut
+        self.send("fetch", req_id, holder_id, bid)
+        try:
+            ok, value = fut.result(_FETCH_S)
+        except FutureTimeout:
+            raise BlockUnavailable(f"executor {holder_id} did not send block {bid} in {_FETCH_S:.0f} s") from None
+        finally:
+            self.fetches.pop(req_id, None)
+        if not ok:
+            raise BlockUnavailable(f"block {bid} from executor {holder_id}: {value}")
+        return value
 
     def _queue_event(self, record: dict) -> None:
         with self.outbox_lock:
@@ -85,6 +109,7 @@ class Worker:
         except BaseException as exc:  # noqa: BLE001 - tell the driver why, then go
             self.send("failed", repr(exc))
             os._exit(1)
+        runtime.block_manager.fetch_peer = self.fetch
         core = ExecutorCore(runtime)
         pool = ThreadPoolExecutor(max_workers=spec.config.cores_per_executor, thread_name_prefix="strataflow-task")
         threading.Thread(target=self._flusher, daemon=True, name="event-flusher").start()
@@ -115,6 +140,10 @@ class Worker:
                     core.add_stage(pickle.loads(payload), plan)
                 except BaseException as exc:  # noqa: BLE001 - e.g. a module the driver has and we lack
                     core.stage_failed(key, exc)  # its tasks fail with this error
+            elif kind == "fetched":
+                fut = self.fetches.get(msg[1])
+                if fut is not None:
+                    fut.set_result((msg[2], msg[3]))
             elif kind == "call":
                 _, req_id, op, args = msg
                 try:

@@ -295,8 +295,8 @@ class DAGScheduler:
                         dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents])
         persisted = any(ds.storage_level.is_valid for ds in narrow_ancestors(stage.dataset)[0])
         stored = lambda bid: bool(self.master.executor_of(bid))  # noqa: E731
-        preferred = ({p: self.master.preferred(partition_blocks(stage.dataset, p, stored)) for p in partitions}
-                     if persisted else {})
+        reads = {p: partition_blocks(stage.dataset, p, stored) for p in partitions} if persisted else {}
+        preferred = {p: self.master.preferred(blocks) for p, blocks in reads.items()}
         plans = self._plan(stage, partitions, preferred)
         t0 = time.perf_counter()
         cache0, gc0, gcn0 = self._figures()
@@ -313,7 +313,7 @@ class DAGScheduler:
 
         ok = False
         try:
-            runner = TaskSetRunner(self, stage, job_id, partitions, func, preferred, plans, on_outcome)
+            runner = TaskSetRunner(self, stage, job_id, partitions, func, preferred, plans, on_outcome, reads)
             outcomes = runner.run()
             ok = True
         finally:

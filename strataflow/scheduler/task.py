@@ -52,6 +52,8 @@ class TaskContext:
     held: HeldBlock = field(default_factory=HeldBlock)
     #: the persisted blocks the task asked for (reported to the driver for locality)
     touched: list = field(default_factory=list)
+    #: blocks it will read that other executors hold (``storage/peer_blocks.py``)
+    peers: dict | None = None
 
     @property
     def stage_id(self) -> int:

@@ -5,8 +5,9 @@ once and sent to each executor once; a task is then its stage key and partition.
 task prefers the executors that hold its partition's persisted blocks (memory before
 disk, from the block-location master); it waits for one of them to have a free slot,
 as Spark's delay scheduling does, for at most ``locality_wait`` seconds since the stage
-last launched a task where its data was, then runs wherever a slot is free. Partitions
-no executor holds go to the free executor with the fewest running tasks.
+last launched a task where its data was, then runs wherever a slot is free, told where
+the blocks it reads are (``peers``: it reads them from there instead of recomputing).
+Partitions no executor holds go to the free executor with the fewest running tasks.
 
 A task whose user code fails is retried (on any executor) up to ``max_task_attempts``
 times; so is a task whose executor was lost, since a user function that kills its
@@ -52,7 +53,8 @@ class TaskSetRunner:
 
     def __init__(self, dag: "DAGScheduler", stage: "Stage", job_id: int, partitions: list[int],
                  func: Callable | None, preferred: dict[int, list[str]], plans: dict[str | None, list] | None,
-                 on_outcome: Callable[[ExecutorHandle, int, TaskOutcome], None]) -> None:
+                 on_outcome: Callable[[ExecutorHandle, int, TaskOutcome], None],
+                 reads: dict[int, list] | None = None) -> None:
         self.dag = dag
         self.fleet = dag.fleet
         cfg = dag.config
@@ -61,6 +63,7 @@ class TaskSetRunner:
         self.stage = stage
         self.partitions = partitions
         self.preferred = preferred
+        self.reads = reads or {}  # partition -> the persisted blocks its task reads
         self.plans = plans
         self.on_outcome = on_outcome
         self.work = StageWork(f"{job_id}.{stage.id}.{stage.attempts}", stage.id, job_id, stage.dataset,
@@ -175,7 +178,8 @@ class TaskSetRunner:
                 left.append((p, attempt))
                 continue
             handle = by_id[target]
-            spec = TaskSpec(self.work.key, p, attempt, next(_task_ids))
+            peers = self.dag.master.peers(self.reads[p], target) if self.reads.get(p) else None
+            spec = TaskSpec(self.work.key, p, attempt, next(_task_ids), peers)
             fut = handle.submit(self.work, self._payload_for(handle), self._plan_for(target), spec)
             self._sent_to.add(target)
             running[fut] = (p, attempt, target)

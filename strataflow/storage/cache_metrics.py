@@ -16,6 +16,8 @@ METRIC_KEYS = (
     "eviction_failures", "blocks_prefetched", "bytes_prefetched", "prefetch_scans",
     # a task's second read of the block it read last, served from the value it holds
     "task_rereads",
+    # blocks another executor held, read by this one's tasks; blocks this one served to others
+    "peer_hits", "peer_bytes_read", "peer_blocks_served",
 )
 
 

@@ -4,6 +4,8 @@
       -> the task's own last read (``task_reads.py``: served from the value it holds)
       -> memory hit                         (policy.record_access "memory")
       -> else disk hit; the policy decides whether the block is re-cached in memory
+      -> else, when the task was told another executor holds it (``peer``), read from
+         there: its file, or fetched from its memory (``peer_blocks.py``), not cached here
       -> else compute from lineage and put at the level: the memory manager reserves the
          bytes and the policy names victims, which drop to disk (disk-capable levels) or
          are discarded; a block with no room in memory goes to disk or is not cached
@@ -52,8 +54,9 @@ from .eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
 from .gc_free import gc_freeze, gc_unfreeze
 from .memory_store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
 from .page_cache import MappedPageBound
+from .peer_blocks import Fetch, PeerBlock
 from .policies import Policy, Promotion
-from .region_store import RegionStore
+from .region_store import RegionEntry, RegionStore
 from .serde import SerializationError, Serializer, get_serializer
 from .sizing import estimate_size
 from .task_reads import HeldBlock
@@ -93,6 +96,8 @@ class BlockManager:
         self.eviction = Eviction(memory, self.memory_store, policy, self._datasets, self.writes, self.metrics,
                                  self.events, headroom=self.headroom)
         self.writer = EvictionWriter(self.eviction, self, memory, evicting=async_eviction, watermarks=watermarks)
+        #: how a block in another executor's memory is fetched (None: there are no peers)
+        self.fetch_peer: Fetch | None = None
         self.policy.reserve = self.headroom()  # the manager owns it (see policies/base.py)
         memory.set_evictor(self.eviction)
         if async_eviction:
@@ -167,29 +172,35 @@ class BlockManager:
 
     # -- the read path ----------------------------------------------------------------------
     def get_or_compute(self, block_id: BlockId, level: Any, compute: Callable[[], Any],
-                       held: HeldBlock | None = None) -> Any:
-        """The partition's value: from the task's last read, memory, disk, or computed and
-        stored. ``held`` is the reading task's (see ``task_reads.py``)."""
+                       held: HeldBlock | None = None, peer: PeerBlock | None = None) -> Any:
+        """The partition's value: from the task's last read, memory, disk, another
+        executor (``peer``, where the driver said it is), or computed and stored. ``held``
+        is the reading task's (see ``task_reads.py``)."""
         info = self._datasets.get(block_id.dataset_id)
         if info is None or level is None or not level.is_valid:
             return compute()
         if held is not None and held.serves(block_id):
             self.metrics.add(task_rereads=1)
             return held.value
-        value = self._get_or_compute(block_id, level, info, compute)
+        value = self._get_or_compute(block_id, level, info, compute, peer)
         if held is not None:
             held.hold(block_id, value)
         if self.policy.prefetches:
             self.writer.maybe_prefetch()
         return value
 
-    def _get_or_compute(self, block_id: BlockId, level: Any, info: DatasetInfo, compute: Callable[[], Any]) -> Any:
+    def _get_or_compute(self, block_id: BlockId, level: Any, info: DatasetInfo, compute: Callable[[], Any],
+                        peer: PeerBlock | None = None) -> Any:
         with self._lock(block_id):
             value = self._get_memory(block_id)
             if value is not MISS:
                 return value
             if level.use_disk:
                 value = self._get_disk(block_id, info, count_hit=True)
+                if value is not MISS:
+                    return value
+            if peer is not None:
+                value = self._get_peer(block_id, peer)
                 if value is not MISS:
                     return value
             self.metrics.add(misses=1)
@@ -266,6 +277,52 @@ class BlockManager:
         released = self.mapped_pages.touched(bid, size)
         if released:
             self.metrics.add(mmap_released_bytes=released)
+        return value
+
+    def _get_peer(self, bid: BlockId, peer: PeerBlock) -> Any:
+        """The block from another executor (see ``peer_blocks.py``), or MISS when it is
+        not there any more (the task then computes it)."""
+        try:
+            if isinstance(peer.source, RegionEntry):
+                value = RegionStore.read_extent(peer.source)
+                nbytes = peer.source.length
+            elif peer.source is not None:
+                payload, ser_name = DiskStore.read_entry(peer.source)
+                value, nbytes = self.codec.decode(payload, ser_name, bid), payload.nbytes
+            elif self.fetch_peer is not None:
+                value = self.fetch_peer(peer.executor_id, bid)
+                nbytes = estimate_size(value)
+            else:
+                return MISS
+        except (BlockUnavailable, SerializationError) as exc:
+            self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                             result="peer-miss", executor_held=peer.executor_id, reason=str(exc))
+            return MISS
+        self.metrics.add(peer_hits=1, peer_bytes_read=nbytes)
+        self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                         result="peer", bytes=nbytes, executor_held=peer.executor_id, where=peer.where,
+                         file=peer.source is not None)
+        return readonly(value)
+
+    def serve_peer(self, bid: BlockId) -> Any:
+        """The block for another executor's task: from memory, else from disk; MISS if
+        it is not here. Not counted as a hit here, and nothing is re-cached."""
+        with self.memory.lock:
+            entry = self.memory_store.get(bid)
+        if entry is not None:
+            value = entry.value if entry.deserialized else self.codec.decode(entry.data(), entry.serializer, bid)
+        else:
+            try:
+                if self.regions is not None and bid in self.regions:
+                    value = self.regions.get(bid)
+                elif bid in self.disk:
+                    payload, ser_name, _ = self.disk.read(bid)
+                    value = self.codec.decode(payload, ser_name, bid)
+                else:
+                    return MISS
+            except (BlockUnavailable, SerializationError):
+                return MISS
+        self.metrics.add(peer_blocks_served=1)
         return value
 
     def _lost(self, bid: BlockId, exc: Exception) -> None:

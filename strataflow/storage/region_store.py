@@ -297,6 +297,28 @@ class RegionStore:
             self._stats["decode_s"] += dt
         return value, dt
 
+    @staticmethod
+    def read_extent(entry: RegionEntry) -> Any:
+        """The value of an extent of another store's segment (another executor's, on this
+        machine), mapped zero-copy like ``get``. Its checksum is verified at every such
+        read: this store does not know when the owner removed, reclaimed or rewrote the
+        segment. Raises BlockUnavailable if it is gone, short, corrupt or undecodable."""
+        try:
+            size = os.stat(entry.segment).st_size  # first: touching a page past EOF is SIGBUS
+            if size < entry.offset + entry.length:
+                raise BlockUnavailable(f"segment {entry.segment} has {size} bytes, the block ends at "
+                                       f"{entry.offset + entry.length}")
+            buf = segment_file.map_file(entry.segment)
+        except (OSError, pa.ArrowException) as exc:
+            raise BlockUnavailable(f"segment {entry.segment} cannot be read: {exc}") from None
+        view = memoryview(buf)[entry.offset : entry.offset + entry.length]
+        if xxhash.xxh3_64_intdigest(view) != entry.digest:
+            raise BlockUnavailable(f"an extent of {entry.segment} fails its checksum")
+        try:
+            return layout.decode(entry.kind, view, entry.meta)
+        except Exception as exc:  # noqa: BLE001 - changed under us after the check
+            raise BlockUnavailable(f"an extent of {entry.segment} cannot be decoded: {exc}") from exc
+
     def _view(self, block_id: Any) -> tuple[RegionEntry, memoryview, bool, Future | None]:
         """The entry, a view of its extent in the segment's map (mapped now if need be),
         whether its checksum is still to verify, and its readahead to wait for."""

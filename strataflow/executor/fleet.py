@@ -168,9 +168,12 @@ class Fleet:
             self._stopping = True
             handles = list(self._live)
             self._live = []
-        if len(handles) > 1:
-            with ThreadPoolExecutor(max_workers=len(handles)) as pool:
-                list(pool.map(lambda h: h.stop(), handles))
-        else:
-            for h in handles:
-                h.stop()
+        # Plain threads, not a pool: at interpreter exit (the atexit hook that stops a
+        # Context left running) concurrent.futures refuses new work.
+        stoppers = [threading.Thread(target=h.stop, name="strataflow-stop-executor") for h in handles[1:]]
+        for t in stoppers:
+            t.start()
+        for h in handles[:1]:
+            h.stop()
+        for t in stoppers:
+            t.join()

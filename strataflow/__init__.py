@@ -8,8 +8,8 @@
 from .config import ConfigError, parse_size
 from .context import Context
 from .dataset import Dataset
-from .scheduler import JobError, TaskFailedError
+from .scheduler import ContextStopped, JobError, TaskFailedError
 from .storage.level import StorageLevel
 
-__all__ = ["Context", "Dataset", "ConfigError", "JobError", "TaskFailedError", "StorageLevel", "parse_size"]
+__all__ = ["Context", "Dataset", "ConfigError", "ContextStopped", "JobError", "TaskFailedError", "StorageLevel", "parse_size"]
 __version__ = "0.1.0"

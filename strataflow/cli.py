@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import time
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from rich.console import Console
@@ -62,6 +62,8 @@ def _generate(workload: str, out: str, size: int, seed: int, fmt: str, params: d
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"gen --out: {args.out!r} is an existing file, not a directory")
     params = _params(args.set)
     if args.points is not None:
         params["points"] = args.points
@@ -221,6 +223,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(kind: type) -> Callable[[str], Any]:
+    """An argparse type: a number of ``kind`` greater than zero (``--pressure 0`` would
+    divide by zero, ``--partitions 0`` silently run with the default)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {kind.__name__} > 0, got {text!r}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be > 0 (and finite), got {text!r}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
 def _size(text: str) -> str:
     if text != "auto":
         parse_size(text, "--memory")
@@ -235,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def data_options(sp, default_size: str) -> None:
         sp.add_argument("--size", default=default_size, help="approximate data size, e.g. 300MB")
-        sp.add_argument("--points", type=int, default=None, help="number of points (workloads that have points)")
+        sp.add_argument("--points", type=_positive(int), default=None, help="number of points (workloads that have points)")
         sp.add_argument("--format", default="text", choices=["text", "npy", "parquet"])
         sp.add_argument("--seed", type=int, default=0)
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="a workload-specific generator option")
@@ -256,13 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd")
     r.add_argument("--memory", type=_size, default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
-    r.add_argument("--pressure", type=float, default=4.0, help="with --memory auto: data size / memory budget")
-    r.add_argument("--iterations", type=int, default=None)
-    r.add_argument("--parallelism", type=int, default=None)
+    r.add_argument("--pressure", type=_positive(float), default=4.0, help="with --memory auto: data size / memory budget")
+    r.add_argument("--iterations", type=_positive(int), default=None)
+    r.add_argument("--parallelism", type=_positive(int), default=None)
     r.add_argument("--backend", choices=["threads", "processes"], default=None,
                    help="where tasks run (default: processes when parallelism > 1)")
-    r.add_argument("--executors", type=int, default=None, help="executor processes (default: parallelism)")
-    r.add_argument("--partitions", type=int, default=None)
+    r.add_argument("--executors", type=_positive(int), default=None, help="executor processes (default: parallelism)")
+    r.add_argument("--partitions", type=_positive(int), default=None)
     r.add_argument("--event-log", default=None)
     r.add_argument("--json", default=None, help="write the run's report as JSON here")
     r.add_argument("--no-check", action="store_true", help="skip checking the result independently")
@@ -275,12 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure")
     b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure"])
-    b.add_argument("--scale", type=float, default=1.0, help="data size factor (1 = the paper-like sizes)")
-    b.add_argument("--repeat", type=int, default=3)
+    b.add_argument("--scale", type=_positive(float), default=1.0, help="data size factor (1 = the paper-like sizes)")
+    b.add_argument("--repeat", type=_positive(int), default=3)
     b.add_argument("--peer", choices=["pyspark"], default=None)
     b.add_argument("--out", required=True)
     b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")
-    b.add_argument("--parallelism", type=int, default=2)
+    b.add_argument("--parallelism", type=_positive(int), default=2)
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
     b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
     b.add_argument("--workloads", default=None, help="pressure: comma-separated workloads")
@@ -298,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("simulate", help="replay block accesses against every policy, Belady's opt and an unbounded cache")
     sm.add_argument("event_log", nargs="?", default=None, help="a run's JSON-lines event log (run --event-log)")
     sm.add_argument("--synthetic", choices=KINDS, default=None, help="a synthetic trace instead of a log")
-    sm.add_argument("--pressure", type=float, default=4.0, help="with --synthetic: cached data / memory")
+    sm.add_argument("--pressure", type=_positive(float), default=4.0, help="with --synthetic: cached data / memory")
     sm.add_argument("--memory", default=None, help="memory budget for a log replay (default: the log's)")
     sm.add_argument("--policies", default=None, help="comma-separated policies (default: all)")
     sm.add_argument("--bandwidth", default=None,

@@ -154,41 +154,50 @@ class Context:
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
-        self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
-        self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
-        tier_dirs = [create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}") for spec in cfg.tiers or []]
-        self.tier_dirs: list[str] = [d for dirs in tier_dirs for d in dirs]
-        self.events = EventBus()
-        self._log = JsonLinesLog(cfg.event_log) if cfg.event_log else None
-        if self._log:
-            self.events.subscribe(self._log)
-        self._progress = None
-        show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
-        if show:
-            from .metrics.progress import StageProgress
-
-            self._progress = StageProgress()
-            self.events.subscribe(self._progress)
-        #: the policy's flags (does it take plans?); each executor makes its own instance
-        self.policy_flags = make_policy(cfg.policy)
-        #: large driver collections, written once for the executors (processes backend)
-        self.sources = SourceStore(self.local_dirs[0])
-        self.block_master = BlockMaster()
-        self.map_outputs = MapOutputTracker()
-        self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
-        self._ids = itertools.count()
-        self._lock = threading.Lock()
-        self._blas_limits = (threadpool_limits(limits=cfg.blas_threads, user_api="blas")
-                             if cfg.backend == "threads" else None)
-        gc_timer.acquire()
-        self.fleet = Fleet(cfg, self.events, self.local_dirs, self.shuffle_dirs, tier_dirs, os.getpid())
-        self.fleet.on_lost(self.block_master.executor_lost)
-        self.fleet.on_lost(self.map_outputs.executor_lost)
-        self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
-                         parallelism=cfg.parallelism, local_dirs=self.local_dirs, shuffle_dirs=self.shuffle_dirs,
-                         backend=cfg.backend, executors=cfg.executors, cores_per_executor=cfg.cores_per_executor,
-                         executor_memory=cfg.executor_memory)
+        # A constructor that fails half-way (an event log path that is a directory, a
+        # full shuffle device, an executor that cannot start) leaves nothing behind.
+        self.local_dirs: list[str] = []
+        self.shuffle_dirs: list[str] = []
+        self.tier_dirs: list[str] = []
+        self._log = self._progress = self._blas_limits = None
+        self._gc_timed = False
         try:
+            self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
+            self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
+            tier_dirs = []
+            for spec in cfg.tiers or []:
+                tier_dirs.append(create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}"))
+                self.tier_dirs.extend(tier_dirs[-1])
+            self.events = EventBus()
+            self._log = JsonLinesLog(cfg.event_log) if cfg.event_log else None
+            if self._log:
+                self.events.subscribe(self._log)
+            show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
+            if show:
+                from .metrics.progress import StageProgress
+
+                self._progress = StageProgress()
+                self.events.subscribe(self._progress)
+            #: the policy's flags (does it take plans?); each executor makes its own instance
+            self.policy_flags = make_policy(cfg.policy)
+            #: large driver collections, written once for the executors (processes backend)
+            self.sources = SourceStore(self.local_dirs[0])
+            self.block_master = BlockMaster()
+            self.map_outputs = MapOutputTracker()
+            self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
+            self._ids = itertools.count()
+            self._lock = threading.Lock()
+            self._blas_limits = (threadpool_limits(limits=cfg.blas_threads, user_api="blas")
+                                 if cfg.backend == "threads" else None)
+            gc_timer.acquire()
+            self._gc_timed = True
+            self.fleet = Fleet(cfg, self.events, self.local_dirs, self.shuffle_dirs, tier_dirs, os.getpid())
+            self.fleet.on_lost(self.block_master.executor_lost)
+            self.fleet.on_lost(self.map_outputs.executor_lost)
+            self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
+                             parallelism=cfg.parallelism, local_dirs=self.local_dirs, shuffle_dirs=self.shuffle_dirs,
+                             backend=cfg.backend, executors=cfg.executors, cores_per_executor=cfg.cores_per_executor,
+                             executor_memory=cfg.executor_memory)
             #: seconds until every executor was ready
             self.startup_s = self.fleet.start()
         except BaseException:
@@ -226,7 +235,9 @@ class Context:
         remove_dirs(self.local_dirs + self.shuffle_dirs + self.tier_dirs)
         if self._blas_limits is not None:
             self._blas_limits.restore_original_limits()
-        gc_timer.release()
+        if self._gc_timed:
+            self._gc_timed = False
+            gc_timer.release()
 
     def _check_open(self) -> None:
         if self._closed:

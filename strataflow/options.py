@@ -14,6 +14,7 @@ Sizes follow Spark's convention: ``"512MB"``, ``"1g"``, ``"1.5GiB"`` and plain i
 from __future__ import annotations
 
 import os
+import stat
 import re
 import tempfile
 from typing import Any, Sequence
@@ -44,8 +45,8 @@ def parse_size(value: int | float | str, option: str = "size") -> int:
     if isinstance(value, bool):
         raise ConfigError(f"{option}: expected a size such as '512MB', got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0 or value != value:
-            raise ConfigError(f"{option}: a size cannot be negative or NaN, got {value!r}")
+        if value < 0 or value != value or value == float("inf"):
+            raise ConfigError(f"{option}: a size must be a finite number >= 0, got {value!r}")
         return int(value)
     if not isinstance(value, str):
         raise ConfigError(f"{option}: expected a size such as '512MB', got {type(value).__name__} {value!r}")
@@ -83,6 +84,11 @@ def check_dirs(dirs: Sequence[str | os.PathLike] | str | os.PathLike | None, opt
             raise ConfigError(f"{option}: {path!r} is not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
             raise ConfigError(f"{option}: directory {path!r} is not writable")
+        mode = os.stat(path).st_mode
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise ConfigError(f"{option}: directory {path!r} is writable by every user and has no sticky bit, so "
+                              f"another user could rename strataflow's directories there and plant files in "
+                              f"their place; use a private directory, or set the sticky bit (chmod +t) as /tmp has")
         out.append(path)
     if not out:
         raise ConfigError(f"{option}: give at least one directory")

@@ -188,3 +188,37 @@ def test_events_of_executors_reach_the_driver_log_with_their_id(tmp_path):
     assert {e["result"] for e in accesses} == {"miss", "memory"} and all("executor" in e for e in accesses)
     started = _events(tmp_path, "ExecutorsStarted")
     assert started and started[0]["executors"] == 2 and len(started[0]["pids"]) == 2
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_stop_from_another_thread_fails_the_running_job_promptly(tmp_path, backend):
+    from strataflow import ContextStopped
+
+    c = Context(backend=backend, parallelism=2, progress=False, local_dirs=[str(tmp_path)],
+                shuffle_dirs=[str(tmp_path)])
+    started = tmp_path / "started"
+    slow = c.parallelize(range(64), 32).map_partitions(
+        lambda v: (open(started, "a").close(), time.sleep(0.3), v)[2])
+    outcome: dict = {}
+
+    def job():
+        t0 = time.monotonic()
+        try:
+            slow.count()
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome["error"] = exc
+        outcome["seconds"] = time.monotonic() - t0
+
+    t = threading.Thread(target=job)
+    t.start()
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    c.stop()
+    t.join(15)
+    assert not t.is_alive(), "the job still waits after stop() from another thread"
+    assert isinstance(outcome.get("error"), ContextStopped), outcome
+    assert "stopped" in str(outcome["error"])
+    assert outcome["seconds"] < 10  # 32 tasks of 0.3 s on 2 slots would take ~5 s more
+    with pytest.raises(RuntimeError, match="stopped"):
+        c.parallelize(range(3), 1).count()

@@ -115,6 +115,7 @@ class LocalExecutor(ExecutorHandle):
         if not self._alive:
             return
         self._alive = False
+        self.core.cancel_all()  # running tasks stop at their next partition read
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.runtime.close()
 

@@ -61,6 +61,13 @@ class ExecutorCore:
             self._stages.pop(key, None)
             self._failed.pop(key, None)
 
+    def cancel_all(self) -> None:
+        """Every stage's tasks stop at their next partition read (the executor stops)."""
+        with self._lock:
+            events = [ev for _, ev in self._stages.values()]
+        for ev in events:
+            ev.set()
+
     def cancel_stage(self, key: str) -> None:
         with self._lock:
             got = self._stages.get(key)

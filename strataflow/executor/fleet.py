@@ -44,6 +44,11 @@ class Fleet:
         self._listeners: list[Callable[[str], None]] = []
         self._stopping = False
 
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop()`` has begun: no job may go on."""
+        return self._stopping
+
     def on_lost(self, listener: Callable[[str], None]) -> None:
         """``listener(executor_id)`` runs when an executor is lost (before its replacement)."""
         self._listeners.append(listener)
@@ -137,6 +142,8 @@ class Fleet:
     def can_recover(self) -> bool:
         """Whether a job waiting for executors may still get one."""
         with self._lock:
+            if self._stopping:
+                return False
             return bool(self._live) or self.replacements_left > 0 or self._starting()
 
     def _starting(self) -> bool:

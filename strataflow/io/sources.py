@@ -8,7 +8,15 @@ import numpy as np
 
 from ..lineage import ListSource, SourceNode
 
-__all__ = ["slice_bounds", "collection_source", "RangeSource", "numpy_source"]
+__all__ = ["InputError", "slice_bounds", "collection_source", "RangeSource", "numpy_source"]
+
+
+class InputError(ValueError):
+    """The input itself is bad (text that is not UTF-8, a file that cannot be read or
+    parsed): every attempt would fail the same way, so the task is not retried and the
+    job fails at once, naming the file."""
+
+    retryable = False
 
 
 def slice_bounds(n: int, num_slices: int) -> list[tuple[int, int]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import ConfigError
 from ..lineage import SourceNode
+from .sources import InputError
 
 __all__ = ["TextSource", "CsvSource", "list_input_files"]
 
@@ -80,7 +81,10 @@ class TextSource(SourceNode):
             return memoryview(b"")
         import pyarrow as pa
 
-        mapped = pa.memory_map(path, "r")
+        try:
+            mapped = pa.memory_map(path, "r")
+        except OSError as exc:
+            raise InputError(f"cannot read input file {path!r}: {exc}") from exc
         try:
             view = memoryview(mapped.read_buffer())  # no descriptor stays open (see region_store)
         finally:
@@ -103,7 +107,13 @@ class TextSource(SourceNode):
         data = self.read_lines_bytes(split)
         if not data:
             return []
-        lines = str(data, self.encoding).split("\n")
+        try:
+            text = str(data, self.encoding)
+        except UnicodeDecodeError as exc:
+            path, start, _ = self.splits[split]
+            raise InputError(f"text_file: {path!r} is not {self.encoding} text: {exc.reason} in the lines "
+                             f"from byte {start} on (byte {exc.start} of them)") from None
+        lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
@@ -138,5 +148,9 @@ class CsvSource(TextSource):
                 return pa.table({n: pa.array([], type=self.column_types.get(n, pa.string()))
                                  for n in self.column_names})
             return pa.table({})
-        return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse,
-                              convert_options=convert)
+        try:
+            return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse,
+                                  convert_options=convert)
+        except pa.ArrowInvalid as exc:
+            path, start, _ = self.splits[split]
+            raise InputError(f"csv_file: {path!r} cannot be parsed in the lines from byte {start} on: {exc}") from None

@@ -39,11 +39,15 @@ if TYPE_CHECKING:
     from ..dataset import Dataset
     from ..lineage import ShuffleDependency
 
-__all__ = ["DAGScheduler", "JobError", "TaskFailedError", "Stage", "planned_reads", "CacheTotals"]
+__all__ = ["DAGScheduler", "JobError", "TaskFailedError", "ContextStopped", "Stage", "planned_reads", "CacheTotals"]
 
 
 class JobError(RuntimeError):
     """A job could not finish."""
+
+
+class ContextStopped(JobError):
+    """The Context was stopped (``stop()`` from another thread) while the job ran."""
 
 
 class TaskFailedError(JobError):
@@ -354,6 +358,12 @@ class DAGScheduler:
             return None
 
     # -- failures ----------------------------------------------------------------------------
+    def check_running(self, stage: Stage, job_id: int) -> None:
+        """Raises ContextStopped once the Context is stopping (its executors are going)."""
+        if self.fleet.stopping:
+            raise ContextStopped(f"job {job_id} failed: the Context was stopped while stage {stage.id} "
+                                 f"({stage.name}) ran (stop() was called from another thread)")
+
     def task_lost(self, stage: Stage, partition: int, attempt: int, exc: BaseException) -> None:
         """A task's executor went away: its TaskEnd, which the executor could not post."""
         self.ctx.events.post("TaskEnd", task_id=-1, stage_id=stage.id, partition=partition, attempt=attempt,

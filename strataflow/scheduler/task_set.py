@@ -37,6 +37,7 @@ __all__ = ["TaskSetRunner", "TaskFailure"]
 
 _task_ids = itertools.count()
 _STOP_WAIT_S = 30.0  # at most this long for running tasks to stop after the stage failed
+_POLL_S = 0.5
 
 
 @dataclass
@@ -61,6 +62,7 @@ class TaskSetRunner:
         self.max_attempts = cfg.max_task_attempts
         self.locality_wait = cfg.locality_wait
         self.stage = stage
+        self.job_id = job_id
         self.partitions = partitions
         self.preferred = preferred
         self.reads = reads or {}  # partition -> the persisted blocks its task reads
@@ -94,6 +96,7 @@ class TaskSetRunner:
         failure: TaskFailure | None = None
         try:
             while (queue and stop_error is None) or running:
+                self.dag.check_running(self.stage, self.job_id)
                 live = self.fleet.live()
                 if stop_error is None and queue:
                     if not live and not running:
@@ -109,9 +112,9 @@ class TaskSetRunner:
                     if queue and stop_error is None:
                         self.fleet.wait_changed(0.05)
                     continue
-                timeout = None
+                timeout = _POLL_S  # at most this long before noticing a stop from another thread
                 if queue and stop_error is None:
-                    timeout = max(0.01, min(0.5, self.locality_wait - (time.monotonic() - last_local)))
+                    timeout = max(0.01, min(_POLL_S, self.locality_wait - (time.monotonic() - last_local)))
                 done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
                 for fut in done:
                     if fut not in running:  # drained after the stage failed
@@ -136,7 +139,7 @@ class TaskSetRunner:
                         else:
                             failure = TaskFailure(p, attempt, exc)
                             stop_error = exc
-                    elif attempt < self.max_attempts:
+                    elif attempt < self.max_attempts and getattr(exc, "retryable", True):
                         queue.append((p, attempt + 1))
                     else:
                         failure = TaskFailure(p, attempt, exc)

@@ -83,7 +83,13 @@ def read_manifest(data_dir: str) -> dict:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no {MANIFEST} in {data_dir!r}: generate data with `strataflow gen`")
     with open(path) as f:
-        return json.load(f)
+        try:
+            manifest = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path!r} is not a manifest written by `strataflow gen` (not JSON: {exc})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path!r} is not a manifest written by `strataflow gen` (not a JSON object)")
+    return manifest
 
 
 Progress = Callable[[int], None]

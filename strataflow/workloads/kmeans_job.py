@@ -49,6 +49,9 @@ def load(ctx, data_dir: str, manifest: dict, api: str, num_partitions: int | Non
     dims = manifest["dims"]
     if manifest["format"] == "npy":
         ds = ctx.npy_file(path, num_partitions)
+        if len(ds.node.shape) != 2 or ds.node.shape[1] != dims:
+            raise ValueError(f"kmeans: {path!r} holds an array of shape {ds.node.shape}; its manifest says "
+                             f"points of {dims} dimensions, so (rows, {dims})")
         return ds.map_partitions(np.array) if api == "batches" else ds.map_partitions(lambda a: list(np.array(a)))
     if manifest["format"] == "parquet":
         ds = ctx.parquet_file(path, num_partitions).map_partitions(_table_to_array)

@@ -38,6 +38,7 @@ __all__ = ["TaskSetRunner", "TaskFailure"]
 _task_ids = itertools.count()
 _STOP_WAIT_S = 30.0  # at most this long for running tasks to stop after the stage failed
 _POLL_S = 0.5
+_TASKS_PER_SLOT = 2  # tasks sent ahead per slot: the next one waits on the executor, not on a round trip
 
 
 @dataclass
@@ -165,7 +166,7 @@ class TaskSetRunner:
             if eid in load:
                 load[eid] += 1
         by_id = {h.executor_id: h for h in live}
-        free = lambda eid: load[eid] < by_id[eid].cores  # noqa: E731
+        free = lambda eid: load[eid] < by_id[eid].cores * _TASKS_PER_SLOT  # noqa: E731
         anywhere = since_local >= self.locality_wait
         left: list[tuple[int, int]] = []
         launched_local = False

@@ -20,7 +20,8 @@ executor, P task threads) and ``processes`` (P executors of one core each):
 - Also beside it (``processes, gen. source``): the same K-means with processes, the
   partitions generated inside the tasks (``ctx.range(4P).map_partitions(gen_points)``,
   identical numbers), a source that carries no data; it shows what ``from_numpy``'s
-  source costs the processes backend (its slices travel with every stage).
+  source costs the processes backend (its slices are written once to the application's
+  directory and loaded by the executors).
 - Word count on Python records: ``text_file -> flat_map(str.split) -> map((w, 1)) ->
   reduce_by_key(add)`` collected, 4P partitions, over text from
   ``wordcount_job.gen_text`` (Zipf words, deterministic), total seconds and speed-up

@@ -7,7 +7,9 @@ disk, from the block-location master); it waits for one of them to have a free s
 as Spark's delay scheduling does, for at most ``locality_wait`` seconds since the stage
 last launched a task where its data was, then runs wherever a slot is free, told where
 the blocks it reads are (``peers``: it reads them from there instead of recomputing).
-Partitions no executor holds go to the free executor with the fewest running tasks.
+Partitions no executor holds go to the free executor with the fewest running tasks. An
+executor takes ``_TASKS_PER_SLOT`` tasks per slot at once: the next one waits there, so a
+slot never idles for a round trip to the driver between tasks.
 
 A task whose user code fails is retried (on any executor) up to ``max_task_attempts``
 times; so is a task whose executor was lost, since a user function that kills its

@@ -49,11 +49,11 @@ SHAPES = {
 
 
 @pytest.mark.parametrize("shape", list(SHAPES), ids=list(SHAPES))
-def test_object_graphs_within_25_percent_of_tracemalloc(shape):
+def test_object_graphs_within_10_percent_of_tracemalloc(shape):
     obj, truth = measured(SHAPES[shape])
     assert truth > 1_000_000  # big enough for the allocator's noise not to matter
     est = estimate_size(obj)
-    assert abs(est - truth) <= 0.25 * truth, f"{shape}: estimated {est}, tracemalloc {truth} ({est / truth:.2f}x)"
+    assert abs(est - truth) <= 0.10 * truth, f"{shape}: estimated {est}, tracemalloc {truth} ({est / truth:.2f}x)"
 
 
 def test_estimate_cost_is_bounded(monkeypatch):

@@ -28,6 +28,11 @@ import pyarrow as pa
 __all__ = ["estimate_size"]
 
 _SAMPLES = 24
+#: Where in its stride each sample is taken: the golden ratio's fractional multiples, a
+#: fixed low-discrepancy sequence. Evenly spaced samples alias with periodic data (records
+#: whose size repeats every 150 were underestimated by a fifth); these do not, and the
+#: estimate stays deterministic.
+_JITTER = [(i * 0.6180339887498949) % 1.0 for i in range(_SAMPLES)]
 _SCALARS = (int, float, complex, bool, str, bytes, type(None))
 
 
@@ -90,13 +95,13 @@ def _size(obj: Any, depth: int, seen: set, top: bool = False) -> int:
 
 def _sampled(items, n: int, measure, indexable: bool) -> int:
     """The deep size of ``n`` elements: exact up to two samples' worth, else two
-    interleaved samples of ``_SAMPLES`` and Spark's ``max(a, b) + min(a, b) * (n - k) / k``."""
+    interleaved samples of ``_SAMPLES`` (one per stride each) and Spark's ``max(a, b) + min(a, b) * (n - k) / k``."""
     if n <= 2 * _SAMPLES:
         return int(sum(measure(x) for x in items))
     step = n / _SAMPLES
-    if indexable:
-        first = [items[int(i * step)] for i in range(_SAMPLES)]
-        second = [items[int(i * step + step / 2)] for i in range(_SAMPLES)]
+    if indexable:  # one element per stride, at a jittered offset (see _JITTER)
+        first = [items[min(n - 1, int((i + _JITTER[i]) * step))] for i in range(_SAMPLES)]
+        second = [items[min(n - 1, int((i + (_JITTER[i] + 0.5) % 1.0) * step))] for i in range(_SAMPLES)]
     else:  # no random access (dict, set): one strided pass in C, both samples from it
         stride = max(1, n // (2 * _SAMPLES))
         picked = list(itertools.islice(items, 0, None, stride))[: 2 * _SAMPLES]

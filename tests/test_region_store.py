@@ -198,7 +198,9 @@ def test_layout_meta_and_small_buffers_stay_in_band():
     kind, frames, meta = layout.encode([np.arange(10), "x"])  # no buffer of a page: plain pickle
     assert kind == "pickle" and meta["zero_copy"] is False
     kind, frames, meta = layout.encode([np.arange(10_000), "x"])
-    assert kind == "pickle5" and meta == {"zero_copy": True, "align": PAGE}
+    # "pickled": the stream, and the trailer (one buffer's offset and length, the tail) that
+    # the store authenticates; never the 80 KB buffer itself
+    assert kind == "pickle5" and meta == {"zero_copy": True, "align": PAGE, "pickled": (len(frames[0]), 32)}
     with pytest.raises(SerializationError):
         layout.encode(lambda: 0)
 

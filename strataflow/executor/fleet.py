@@ -4,7 +4,14 @@ An executor that goes away (killed, crashed, a user function that called ``os._e
 is reported once: an ``ExecutorLost`` event, its directories removed (its cached blocks
 and shuffle outputs are gone with it; the listeners, the block-location master and the
 map-output tracker, forget them so they are recomputed from lineage), and a replacement
-started while the budget of replacements lasts (``2 * executors + 2``)."""
+started while the budget of replacements lasts (``2 * executors + 2``).
+
+The fleet makes the application's secret key (``storage/frame_auth.py``: 32 random bytes,
+in memory only) and gives it to every executor it starts, replacements included, in its
+:class:`ExecutorSpec`: every writer and reader of the application's files shares it. While
+the executors run, the fleet also registers it for the application's directories in the
+driver's process (``storage/app_keys.py``), where the driver writes the source slices that
+executors read (``source_store.py``)."""
 
 from __future__ import annotations
 
@@ -17,8 +24,10 @@ from typing import Callable
 
 from ..config import Config
 from ..metrics import EventBus
+from ..storage import app_keys
+from ..storage.frame_auth import FrameAuth, new_key
 from .backend import ExecutorHandle, start_executor
-from .runtime import ExecutorSpec, executor_dirs
+from .runtime import ExecutorSpec, app_dirs, executor_dirs
 from .work import ExecutorLost
 
 __all__ = ["Fleet"]
@@ -43,6 +52,8 @@ class Fleet:
         self.lost: list[tuple[str, str]] = []
         self._listeners: list[Callable[[str], None]] = []
         self._stopping = False
+        self._key = new_key()  # the application's secret: one per fleet, never on disk
+        self._registered: list[str] = []  # the directories registered with it in this process
 
     @property
     def stopping(self) -> bool:
@@ -55,7 +66,19 @@ class Fleet:
 
     def _spec(self) -> ExecutorSpec:
         cache, shuffle, tiers, pid = self._dirs
-        return ExecutorSpec(str(next(self._ids)), self.config, cache, shuffle, tiers, pid)
+        return ExecutorSpec(str(next(self._ids)), self.config, cache, shuffle, tiers, pid, auth_key=self._key)
+
+    def _register_key(self) -> None:
+        """The driver's writers (source slices) find the key by directory."""
+        if not self._registered:
+            cache, shuffle, tiers, _ = self._dirs
+            self._registered = app_dirs(cache, shuffle, tiers)
+            app_keys.register(self._registered, FrameAuth(self._key))
+
+    def _unregister_key(self) -> None:
+        if self._registered:
+            app_keys.unregister(self._registered, FrameAuth(self._key))
+            self._registered = []
 
     def _start(self, spec: ExecutorSpec) -> ExecutorHandle:
         with self._lock:
@@ -65,13 +88,18 @@ class Fleet:
     def start(self) -> float:
         """Starts every executor and waits until all are ready; returns the seconds taken."""
         t0 = time.perf_counter()
-        handles = [self._start(self._spec()) for _ in range(self.config.executors)]
+        self._register_key()
         try:
-            for h in handles:
-                h.wait_ready(_READY_S)
-        except ExecutorLost:
-            for h in handles:
-                h.stop()
+            handles = [self._start(self._spec()) for _ in range(self.config.executors)]
+            try:
+                for h in handles:
+                    h.wait_ready(_READY_S)
+            except ExecutorLost:
+                for h in handles:
+                    h.stop()
+                raise
+        except BaseException:
+            self._unregister_key()
             raise
         with self._lock:
             self._live = handles
@@ -184,3 +212,4 @@ class Fleet:
             h.stop()
         for t in stoppers:
             t.join()
+        self._unregister_key()

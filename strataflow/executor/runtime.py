@@ -6,6 +6,14 @@ under ``exec-<id>`` subdirectories of the application's directories (so a lost e
 files can be removed without touching the others', and a crashed application's are still
 found by the driver's owner file). The threads backend builds one in the driver's process;
 the processes backend builds one in each executor process (``worker.py``).
+
+Every pickled frame these services write to a file is tagged with the application's
+secret key (``storage/frame_auth.py``), which the driver makes once per fleet and hands
+over in the :class:`ExecutorSpec` (in memory, or over the executor's private socket; never
+written to disk). The runtime gives it to its stores and shuffle writer, and registers it
+for the application's directories for as long as it runs (``storage/app_keys.py``), so
+that the readers handed only a path -- another executor's block file or extent, a map
+output, a source slice the driver wrote -- authenticate with the same key.
 """
 
 from __future__ import annotations
@@ -13,13 +21,15 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import Config
 from ..memory import MemoryManager
 from ..metrics import EventBus, gc_timer
 from ..shuffle import ShuffleWriter
+from ..storage import app_keys
 from ..storage.disk_store import DiskStore
+from ..storage.frame_auth import FrameAuth, new_key
 from ..storage.gc_free import gc_unfreeze
 from ..storage.manager import BlockManager
 from ..storage.policies import make_policy
@@ -27,7 +37,7 @@ from ..storage.region_store import RegionStore
 from ..storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
 from ..storage.tiers import Tier, TieredStore
 
-__all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs"]
+__all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs", "app_dirs"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,9 @@ class ExecutorSpec:
     #: per disk tier (``config.tiers``), the application's directories of that tier
     tier_dirs: list[list[str]]
     driver_pid: int
+    #: the application's secret key, which authenticates the pickled frames of its files
+    #: (the fleet gives every executor of an application the same; out of ``repr``)
+    auth_key: bytes = field(default_factory=new_key, repr=False)
 
 
 def _subdir(spec: ExecutorSpec) -> str:
@@ -55,6 +68,12 @@ def executor_dirs(spec: ExecutorSpec) -> list[str]:
     sub = _subdir(spec)
     bases = spec.cache_dirs + spec.shuffle_dirs + [d for dirs in spec.tier_dirs for d in dirs]
     return [os.path.join(b, sub) for b in bases]
+
+
+def app_dirs(cache_dirs: list[str], shuffle_dirs: list[str], tier_dirs: list[list[str]]) -> list[str]:
+    """The application's directories (not an executor's subdirectories): every
+    executor's files, and the driver's source slices, lie below them."""
+    return cache_dirs + shuffle_dirs + [d for dirs in tier_dirs for d in dirs]
 
 
 def _share(value: int | None, n: int) -> int | None:
@@ -87,21 +106,25 @@ class ExecutorRuntime:
         self.events = events or EventBus()
         self.local_dirs = _make_dirs(spec.cache_dirs, sub)
         self.shuffle_dirs = _make_dirs(spec.shuffle_dirs, sub)
+        key = spec.auth_key
         if cfg.tiers is None:
-            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, _share(cfg.disk_capacity, n)))
+            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, _share(cfg.disk_capacity, n), key=key))
         else:
             made = []
             for tspec, bases in zip(cfg.tiers, spec.tier_dirs):
-                made.append(Tier(tspec.name, DiskStore(_make_dirs(bases, sub), _share(tspec.capacity, n)),
-                                 tspec.bandwidth, tspec.write_parallelism))
+                store = DiskStore(_make_dirs(bases, sub), _share(tspec.capacity, n), key=key)
+                made.append(Tier(tspec.name, store, tspec.bandwidth, tspec.write_parallelism))
             self.disk_store = TieredStore(made)
         self.memory = MemoryManager(cfg.executor_memory, cfg.storage_fraction)
-        self.regions = RegionStore(self.local_dirs, capacity=_share(cfg.disk_capacity, n))
+        self.regions = RegionStore(self.local_dirs, capacity=_share(cfg.disk_capacity, n), key=key)
         self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
                                           self.events, regions=self.regions, mmap_memory=_share(cfg.mmap_memory, n),
                                           gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
                                           watermarks=cfg.eviction_watermarks)
-        self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync)
+        self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync, key=key)
+        self._auth = FrameAuth(key)
+        self._app_dirs = app_dirs(spec.cache_dirs, spec.shuffle_dirs, spec.tier_dirs)
+        app_keys.register(self._app_dirs, self._auth)  # last: a failed constructor leaves none
         gc_timer.acquire()
         self._gc0 = gc_timer.snapshot()
         self._majflt0 = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
@@ -151,6 +174,7 @@ class ExecutorRuntime:
         self._closed = True
         self.block_manager.close()
         self.regions.close()
+        app_keys.unregister(self._app_dirs, self._auth)
         if self.block_manager.gc_free:
             gc_unfreeze()
         gc_timer.release()

@@ -6,6 +6,16 @@ and the task asks the MemoryManager for the growth; when the grant falls short, 
 is written to a spill file as a run sorted by key hash, and emptied. At the end the runs
 and the dict are merged by hash with ``heapq.merge`` (keys need not be orderable: equal
 hashes are grouped and compared for equality), so memory holds one hash group per run.
+
+A spill file is a sequence of pickled chunks, and unpickling runs code: a file put in
+its place by someone else must not be loaded. Each chunk is framed by its index, its
+length and a keyed BLAKE2b tag (``storage/frame_auth.py``) over the file's name, its index,
+its length and its bytes, checked before it is unpickled; the key is the aggregator's
+own (the same object writes and reads its spills, so no other process needs it), and the
+aggregator knows how many chunks each file holds. A file that fails (forged, corrupt,
+truncated) raises :class:`SpillCorrupt`, which fails the task, and its retry aggregates
+afresh. Spill files are ``mkstemp``'s: unique names, mode 0600; a spill that fails to
+write (ENOSPC) leaves no file.
 """
 
 from __future__ import annotations
@@ -15,18 +25,28 @@ import heapq
 import itertools
 import os
 import pickle
+import struct
 import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..partitioner import portable_hash
+from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
 from ..storage.sizing import estimate_size
 
-__all__ = ["Aggregator", "ExternalAggregator"]
+__all__ = ["Aggregator", "ExternalAggregator", "SpillCorrupt"]
 
 _CHECK_EVERY = 512
 _SPILL_CHUNK = 1024
+_DOMAIN = b"sf-spill-v1"
+_CHUNK = struct.Struct("<QQ")  # chunk index, pickle length
+_FRAME = struct.Struct(f"<QQ{TAG_BYTES}s")  # the same, then the tag
+
+
+class SpillCorrupt(RuntimeError):
+    """A spill file fails its authentication or is truncated: it was not (or not wholly)
+    written by this aggregator, and nothing of the failing chunk was unpickled."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,8 @@ class ExternalAggregator:
         self.granted = 0
         self.spills: list[str] = []
         self.spilled_bytes = 0
+        self._auth = FrameAuth()  # this aggregator's own key: it alone reads its spills
+        self._chunks: dict[str, int] = {}  # spill file -> chunks written
         self._since_check = 0
         self._sampled: collections.deque = collections.deque(maxlen=16)
         self._reset_tracker()
@@ -122,10 +144,20 @@ class ExternalAggregator:
     def _spill(self) -> None:
         items = sorted(self.data.items(), key=lambda kv: portable_hash(kv[0]))
         fd, path = tempfile.mkstemp(prefix="spill-", suffix=".pkl", dir=self.spill_dir)
-        with os.fdopen(fd, "wb") as f:
-            for i in range(0, len(items), _SPILL_CHUNK):
-                pickle.dump(items[i : i + _SPILL_CHUNK], f, protocol=5)
-            size = f.tell()
+        try:
+            os.fchmod(fd, 0o600)  # mkstemp asks for 0600, but a umask may remove bits of it
+            with os.fdopen(fd, "wb") as f:
+                chunks = 0
+                for i in range(0, len(items), _SPILL_CHUNK):
+                    data = pickle.dumps(items[i : i + _SPILL_CHUNK], protocol=5)
+                    f.write(_FRAME.pack(chunks, len(data), self._tag(path, chunks, data)))
+                    f.write(data)
+                    chunks += 1
+                size = f.tell()
+        except BaseException:
+            os.remove(path)
+            raise
+        self._chunks[path] = chunks
         self.spills.append(path)
         self.spilled_bytes += size
         if self.on_spill:
@@ -163,14 +195,30 @@ class ExternalAggregator:
         finally:
             self._release()
 
+    def _tag(self, path: str, index: int, data: bytes) -> bytes:
+        """A chunk's tag: the file's name, the chunk's index and length, its bytes."""
+        name = os.path.basename(path).encode()
+        return self._auth.tag(_DOMAIN, struct.pack("<H", len(name)), name, _CHUNK.pack(index, len(data)), data)
+
     def _read_run(self, path: str) -> Iterator[tuple[Any, Any]]:
+        """The pairs of one spill file, each chunk authenticated before it is unpickled."""
+        chunks = self._chunks.get(path, 0)
         with open(path, "rb") as f:
-            while True:
-                try:
-                    chunk = pickle.load(f)
-                except EOFError:
-                    break
-                yield from chunk
+            left = os.fstat(f.fileno()).st_size
+            for i in range(chunks):
+                head = f.read(_FRAME.size)
+                index, length, tag = _FRAME.unpack(head) if len(head) == _FRAME.size else (-1, 0, b"")
+                left -= len(head)
+                if index != i or length > left:  # checked before reading: no allocation on a forged length
+                    raise SpillCorrupt(f"spill file {path} is truncated or out of order at chunk {i}")
+                data = f.read(length)
+                left -= len(data)
+                if not same(tag, self._tag(path, i, data)):
+                    raise SpillCorrupt(f"spill file {path} fails authentication at chunk {i}: not written by "
+                                       f"this aggregator, or corrupt")
+                yield from pickle.loads(data)
+            if left:
+                raise SpillCorrupt(f"spill file {path} has {left} bytes after its last chunk")
 
     def _release(self) -> None:
         for p in self.spills:
@@ -179,6 +227,7 @@ class ExternalAggregator:
             except FileNotFoundError:
                 pass
         self.spills = []
+        self._chunks.clear()
         if self.granted:
             self.memory.release_execution(self.granted, self.task_id)
             self.granted = 0

@@ -2,7 +2,13 @@
 
 Batches travel as batches: an ndarray as the ``.npy`` format (dtype and shape header,
 raw bytes), a pyarrow Table as an Arrow IPC stream; records as one pickle (protocol 5).
-A one-byte tag says which, so the reader never guesses.
+A one-byte tag says which, so the reader never guesses. An ndarray of Python objects is
+a pickle inside the ``.npy`` format and has a tag of its own: a numeric ``.npy`` bucket is
+read with ``allow_pickle=False``, so that no bucket unpickles unless its tag says so.
+
+:func:`unpickled_prefix` says how many leading bytes of a bucket ``decode`` unpickles
+(or trusts to decide whether to): the shuffle files authenticate exactly those with the
+application's key, and only checksum the rest (``files.py``).
 """
 
 from __future__ import annotations
@@ -13,16 +19,17 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["encode", "decode"]
+__all__ = ["encode", "decode", "unpickled_prefix"]
 
-_RECORDS, _NUMPY, _ARROW = b"L", b"N", b"A"
+_RECORDS, _NUMPY, _OBJECTS, _ARROW = b"L", b"N", b"O", b"A"
 
 
 def encode(value) -> bytes:
     if isinstance(value, np.ndarray):
         buf = io.BytesIO()
-        buf.write(_NUMPY)
-        np.lib.format.write_array(buf, value, allow_pickle=value.dtype.hasobject)
+        pickled = value.dtype.hasobject
+        buf.write(_OBJECTS if pickled else _NUMPY)
+        np.lib.format.write_array(buf, value, allow_pickle=pickled)
         return buf.getvalue()
     if isinstance(value, (pa.Table, pa.RecordBatch)):
         sink = pa.BufferOutputStream()
@@ -32,14 +39,22 @@ def encode(value) -> bytes:
     return _RECORDS + pickle.dumps(value if isinstance(value, list) else list(value), protocol=5)
 
 
+def unpickled_prefix(data: bytes | memoryview) -> int:
+    """The bucket's bytes that ``decode`` unpickles or trusts: all of a pickled one (records,
+    an object ndarray), only the tag byte of a numeric ``.npy`` or an Arrow one; all of a
+    bucket whose tag is unknown."""
+    tag = bytes(memoryview(data)[:1])
+    return 1 if tag in (_NUMPY, _ARROW) else memoryview(data).nbytes
+
+
 def decode(data: bytes | memoryview):
     view = memoryview(data)
     tag = bytes(view[:1])
     body = view[1:]
     if tag == _RECORDS:
         return pickle.loads(body)
-    if tag == _NUMPY:
-        return np.lib.format.read_array(io.BytesIO(body), allow_pickle=True)
+    if tag in (_NUMPY, _OBJECTS):
+        return np.lib.format.read_array(io.BytesIO(body), allow_pickle=tag == _OBJECTS)
     if tag == _ARROW:
         return pa.ipc.open_stream(pa.py_buffer(body)).read_all()
     raise ValueError(f"unknown shuffle bucket tag {tag!r}")

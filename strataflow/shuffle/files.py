@@ -1,24 +1,47 @@
 """Shuffle files: one data file and one index file per map task (Spark's sort-based
 layout), so a shuffle of M maps and R reducers makes 2M files, not M*R.
 
-The data file is the R encoded buckets back to back; the index holds their offsets and a
-CRC32 of each, and is renamed into place last, so a map output exists exactly when its
-index does. A reader that finds a file missing, short or failing its checksum raises
-:class:`FetchFailed`, and the scheduler reruns the map task that wrote it.
+The data file is the R encoded buckets back to back; the index holds where each starts
+and its checks, and is renamed into place last, so a map output exists exactly when its
+index does. Each file is written under a temporary name unique to its writer (two attempts
+of one map task may write at once), mode 0600 whatever the umask, and a failed write
+(ENOSPC included) leaves no temporary file (``storage/private_file.py``).
+
+Authenticated, then checksummed. A bucket of records is a pickle, and unpickling runs
+code: with only an unkeyed checksum, anyone able to put a data file and an index of the
+right sizes with valid checksums where a reduce task reads would run code in the job. So
+the bytes of each bucket that ``codec.decode`` unpickles or trusts (``codec.unpickled_prefix``:
+all of a pickled bucket, the tag byte of a numeric ``.npy`` or Arrow one) carry a keyed
+BLAKE2b tag made with the application's key (``storage/frame_auth.py``), which also covers
+the data file's name (its shuffle and map ids), the bucket's reduce id and lengths, and
+the fast XXH3-64 of the bucket's other bytes (raw numbers, never unpickled: the MAC stays
+off them). A reader that finds a file missing, short, unauthenticated or failing its
+checksum raises :class:`FetchFailed`, and the scheduler reruns the map task that wrote it.
+
+Index layout (little-endian): magic ``SFIDX2\\0\\0`` | bucket count n (int64) | n+1 offsets
+(int64) | n authenticated lengths (int64) | n XXH3-64 of the rest (uint64) | n tags (32 bytes).
 """
 
 from __future__ import annotations
 
 import os
 import struct
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
+import xxhash
+
+from ..storage import app_keys
+from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
+from ..storage.private_file import atomic_write
+from .codec import unpickled_prefix
 
 __all__ = ["FetchFailed", "MapOutput", "write_map_output", "read_bucket"]
 
-_MAGIC = b"SFIDX1\0\0"
+_MAGIC = b"SFIDX2\0\0"
+_DOMAIN = b"sf-shuffle-v2"
+_BUCKET = struct.Struct("<qqqQ")  # reduce id, bucket length, authenticated length, xxh3-64 of the rest
+_NAME_LEN = struct.Struct("<H")
 
 
 class FetchFailed(Exception):
@@ -56,56 +79,96 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_map_output(base: str, buckets: list[bytes], sync: bool = False) -> MapOutput:
-    """Writes the encoded buckets of one map task atomically (temp files, then rename)."""
+def _tag(auth: FrameAuth, data_path: str, reduce_id: int, length: int, auth_len: int, digest: int,
+         prefix: memoryview) -> bytes:
+    """The tag of one bucket: the data file's name, the bucket's place and lengths, the
+    checksum of its raw part, and its pickled part (lengths first: unambiguous)."""
+    name = os.path.basename(data_path).encode()
+    return auth.tag(_DOMAIN, _NAME_LEN.pack(len(name)), name, _BUCKET.pack(reduce_id, length, auth_len, digest),
+                    prefix)
+
+
+def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: bool = False) -> MapOutput:
+    """Writes the encoded buckets of one map task atomically (temp files, then rename),
+    each tagged with ``auth``."""
     data_path, index_path = base + ".data", base + ".index"
-    offsets = np.zeros(len(buckets) + 1, dtype=np.int64)
-    crcs = np.zeros(len(buckets), dtype=np.uint32)
-    tmp = f"{data_path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        pos = 0
+    n = len(buckets)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    auth_lens = np.zeros(n, dtype=np.int64)
+    digests = np.zeros(n, dtype=np.uint64)
+    tags = bytearray()
+    with atomic_write(data_path, sync=sync) as f:
         for i, b in enumerate(buckets):
             f.write(b)
-            crcs[i] = zlib.crc32(b)
-            pos += len(b)
-            offsets[i + 1] = pos
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, data_path)
-    tmp = f"{index_path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(_MAGIC + struct.pack("<q", len(buckets)) + offsets.tobytes() + crcs.tobytes())
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, index_path)
+            view = memoryview(b)
+            a = unpickled_prefix(view)
+            digest = xxhash.xxh3_64_intdigest(view[a:])
+            auth_lens[i], digests[i] = a, digest
+            tags += _tag(auth, data_path, i, view.nbytes, a, digest, view[:a])
+            offsets[i + 1] = offsets[i] + view.nbytes
+    with atomic_write(index_path, sync=sync) as f:
+        f.write(_MAGIC + struct.pack("<q", n) + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes()
+                + bytes(tags))
     if sync:
         _fsync_dir(index_path)
     return MapOutput(data_path, index_path, tuple(int(x) for x in np.diff(offsets)))
 
 
-def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int) -> bytes:
-    """The bytes of one bucket, verified; FetchFailed if missing or corrupt."""
+def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
+                auth: FrameAuth | None = None) -> bytes:
+    """The bytes of one bucket, authenticated and verified; FetchFailed if missing, corrupt
+    or not written by this application. Without ``auth`` the key is the application's
+    that registered the output's directory (``storage/app_keys.py``)."""
+    auth = auth or app_keys.auth_for(output.index_path)
+    if auth is None:
+        raise FetchFailed(shuffle_id, map_id, f"{output.index_path} is not under a directory of this "
+                                              f"application: no key to authenticate it")
     try:
         with open(output.index_path, "rb") as f:
             raw = f.read()
         if raw[:8] != _MAGIC:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has a bad header")
         (n,) = struct.unpack_from("<q", raw, 8)
-        need = 16 + 8 * (n + 1) + 4 * n
+        need = 16 + 8 * (n + 1) + (8 + 8 + TAG_BYTES) * n
         if len(raw) != need or not 0 <= reduce_id < n:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} is truncated or does not match")
-        offsets = np.frombuffer(raw, dtype=np.int64, count=n + 1, offset=16)
-        crcs = np.frombuffer(raw, dtype=np.uint32, count=n, offset=16 + 8 * (n + 1))
+        at = 16
+        offsets = np.frombuffer(raw, dtype=np.int64, count=n + 1, offset=at)
+        at += 8 * (n + 1)
+        auth_len = int(np.frombuffer(raw, dtype=np.int64, count=n, offset=at)[reduce_id])
+        at += 8 * n
+        digest = int(np.frombuffer(raw, dtype=np.uint64, count=n, offset=at)[reduce_id])
+        at += 8 * n + TAG_BYTES * reduce_id
+        tag = raw[at : at + TAG_BYTES]
         start, end = int(offsets[reduce_id]), int(offsets[reduce_id + 1])
+        if not 0 <= start <= end:
+            raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has bad offsets")
         with open(output.data_path, "rb") as f:
+            if end > os.fstat(f.fileno()).st_size:  # before reading: a forged offset must not allocate
+                raise FetchFailed(shuffle_id, map_id, f"{output.data_path} is shorter than its index says")
             f.seek(start)
             data = f.read(end - start)
     except FileNotFoundError as exc:
         raise FetchFailed(shuffle_id, map_id, f"file missing: {exc.filename}") from None
     except OSError as exc:
         raise FetchFailed(shuffle_id, map_id, f"cannot read: {exc}") from None
-    if len(data) != end - start or zlib.crc32(data) != int(crcs[reduce_id]):
-        raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} fails its checksum")
+    problem = _problem(data, end - start, auth_len, digest, tag, auth, output.data_path, reduce_id)
+    if problem:
+        raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} {problem}")
     return data
+
+
+def _problem(data: bytes, length: int, auth_len: int, digest: int, tag: bytes, auth: FrameAuth,
+             data_path: str, reduce_id: int) -> str | None:
+    """What is wrong with a bucket read, if anything: its tag is checked before anything of
+    it is unpickled, then its raw part's checksum."""
+    view = memoryview(data)
+    if len(data) != length or not 0 <= auth_len <= length:
+        return "is truncated or does not match its index"
+    if not same(tag, _tag(auth, data_path, reduce_id, length, auth_len, digest, view[:auth_len])):
+        return "fails authentication: not written by this application, or corrupt"
+    if unpickled_prefix(view) != auth_len:  # a writer's bug, never a forgery (tagged)
+        return "would unpickle other bytes than those authenticated"
+    if xxhash.xxh3_64_intdigest(view[auth_len:]) != digest:
+        return "fails its checksum"
+    return None

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..batch import is_batch, iter_rows, num_rows, take_rows
+from ..storage.frame_auth import FrameAuth
 from .codec import decode, encode
 from .files import FetchFailed, MapOutput, read_bucket, write_map_output
 
@@ -94,11 +95,14 @@ def _int_key_partitions(records: list, partitioner) -> np.ndarray | None:
 
 
 class ShuffleWriter:
-    """An executor's map outputs, written under its shuffle directories."""
+    """An executor's map outputs, written under its shuffle directories and tagged with the
+    application's ``key`` (``files.py``); without one the writer makes its own, and only
+    a reader given that writer's key (never the application's) can read its outputs."""
 
-    def __init__(self, dirs: list[str], sync: bool = False) -> None:
+    def __init__(self, dirs: list[str], sync: bool = False, key: bytes | None = None) -> None:
         self.dirs = dirs
         self.sync = sync
+        self.auth = FrameAuth(key)
 
     def _base_path(self, shuffle_id: int, map_id: int) -> str:
         d = self.dirs[(shuffle_id + map_id) % len(self.dirs)]
@@ -106,13 +110,15 @@ class ShuffleWriter:
 
     def write(self, shuffle_id: int, map_id: int, buckets: list) -> MapOutput:
         encoded = [encode(b) for b in buckets]
-        return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.sync)
+        return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.auth, self.sync)
 
 
 def read_buckets(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int,
                  on_bytes=None) -> Iterator[Any]:
-    """Decoded buckets for one reduce task, one per map output, in map order; a missing or
-    unreadable output raises :class:`FetchFailed` (the driver reruns its map task)."""
+    """Decoded buckets for one reduce task, one per map output, in map order; a missing,
+    unreadable or unauthenticated output raises :class:`FetchFailed` (the driver reruns its
+    map task). The key is the application's, found by the files' directory
+    (``storage/app_keys.py``): the outputs may be another executor's."""
     for m, out in enumerate(outputs):
         if out is None:
             raise FetchFailed(shuffle_id, m, "no output registered")

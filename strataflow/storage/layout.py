@@ -25,6 +25,14 @@ out-of-band buffers outweigh its stream); the block manager reports it in storag
 
 Buffers under a page stay inside a pickle stream: copying them on load costs less than
 the padding that would align them.
+
+``meta["pickled"]`` is ``(head, tail)``: how many bytes at the start and at the end of the
+extent ``decode`` parses with pickle or trusts to locate what it unpickles (all of a
+``pickle`` extent; the stream, and the buffer table and trailer, of a ``pickle5`` one; none
+of ``ndarray`` and ``arrow``, which are never unpickled). The region store authenticates
+exactly those bytes with the application's key before every decode (``region_store.py``);
+:func:`pickled_spans` reads the same figures back from a stored extent, so the store can
+check that ``decode`` would unpickle nothing else.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ import pyarrow as pa
 
 from .serde import SerializationError
 
-__all__ = ["encode", "decode", "KINDS", "PAGE", "ALIGN"]
+__all__ = ["encode", "decode", "pickled_spans", "KINDS", "PAGE", "ALIGN"]
 
 PAGE = mmap.PAGESIZE
 ALIGN = 64
@@ -90,6 +98,24 @@ def decode(kind: str, buffer: memoryview, meta: dict) -> Any:
     raise SerializationError(f"unknown block layout {kind!r}")
 
 
+def pickled_spans(kind: str, buffer: memoryview) -> tuple[int, int]:
+    """``(head, tail)`` of a stored extent, as ``meta["pickled"]`` says at encoding: the
+    bytes at its start and end that ``decode`` unpickles or trusts to locate them. An
+    extent too short or inconsistent for its kind gives a figure that no encoding gave."""
+    n = len(buffer)
+    if kind == "pickle":
+        return n, 0
+    if kind != "pickle5":
+        return 0, 0
+    if n < _P5_TAIL.size:
+        return n, n
+    stream_len, count, magic = _P5_TAIL.unpack_from(buffer, n - _P5_TAIL.size)
+    tail = _P5_TAIL.size + count * _P5_BUF.size
+    if magic != _P5_MAGIC or stream_len + tail > n:
+        return n, n
+    return stream_len, tail
+
+
 # -- ndarray ------------------------------------------------------------------------------------
 def _encode_ndarray(a: np.ndarray) -> tuple[str, list, dict]:
     if a.flags.c_contiguous:
@@ -102,7 +128,7 @@ def _encode_ndarray(a: np.ndarray) -> tuple[str, list, dict]:
     desc = repr({"descr": np.lib.format.dtype_to_descr(a.dtype), "fortran_order": fortran,
                  "shape": a.shape}).encode()
     frames = [raw, _pad(raw.nbytes, 8), desc, _ND_TAIL.pack(raw.nbytes, len(desc), _ND_MAGIC)]
-    return "ndarray", frames, {"zero_copy": True, "align": _align_for(raw.nbytes)}
+    return "ndarray", frames, {"zero_copy": True, "align": _align_for(raw.nbytes), "pickled": (0, 0)}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -129,7 +155,7 @@ def _encode_arrow(value: "pa.Table | pa.RecordBatch") -> tuple[str, list, dict]:
         writer.write(value)
     body = sink.getvalue()
     return "arrow", [body], {"zero_copy": True, "align": _align_for(body.size),
-                             "record_batch": isinstance(value, pa.RecordBatch)}
+                             "record_batch": isinstance(value, pa.RecordBatch), "pickled": (0, 0)}
 
 
 # -- pickle, with and without out-of-band buffers ---------------------------------------------
@@ -152,7 +178,7 @@ def _encode_pickle(value: Any) -> tuple[str, list, dict]:
     except Exception as exc:  # pickle raises many kinds (PicklingError, TypeError, AttributeError)
         raise SerializationError(f"{type(exc).__name__}: {exc}") from exc
     if not bufs:
-        return "pickle", [stream], {"zero_copy": False, "align": ALIGN}
+        return "pickle", [stream], {"zero_copy": False, "align": ALIGN, "pickled": (len(stream), 0)}
     frames: list = [stream]
     table = []
     pos = len(stream)
@@ -167,7 +193,8 @@ def _encode_pickle(value: Any) -> tuple[str, list, dict]:
     frames += table
     frames.append(_P5_TAIL.pack(len(stream), len(bufs), _P5_MAGIC))
     oob = sum(b.nbytes for b in bufs)
-    return "pickle5", frames, {"zero_copy": oob >= len(stream), "align": PAGE}
+    tail = _P5_TAIL.size + len(bufs) * _P5_BUF.size
+    return "pickle5", frames, {"zero_copy": oob >= len(stream), "align": PAGE, "pickled": (len(stream), tail)}
 
 
 def _decode_pickle5(buf: memoryview) -> Any:

@@ -4,12 +4,15 @@ limit the disk-caching figures are compared against. It lives in storage, the lo
 layer that uses it, so the tiers and the simulator need not import ``bench``.
 
 Cold reads drop the file's pages first with ``posix_fadvise(POSIX_FADV_DONTNEED)`` after an
-``fsync``, so they come from the device; warm reads come from the page cache.
+``fsync``, so they come from the device; warm reads come from the page cache. The probe
+file has a name unique to its writer (two probes of one directory never share it) and is
+mode 0600, like every file the storage layer writes.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -23,12 +26,12 @@ def probe_bandwidth(directory: str, size: int = 256 << 20, cold: bool = True) ->
     """MB/s of writing ``size`` bytes (fsync included) and reading them back."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"probe: directory {directory!r} does not exist")
-    path = os.path.join(directory, f".strataflow-probe-{os.getpid()}")
     block = np.random.default_rng(0).integers(0, 255, _CHUNK, dtype=np.uint8).tobytes()
     n = max(1, size // _CHUNK)
+    fd, path = tempfile.mkstemp(prefix=".strataflow-probe-", dir=directory)
     try:
         t0 = time.perf_counter()
-        with open(path, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             for _ in range(n):
                 f.write(block)
             f.flush()

@@ -30,6 +30,18 @@ not detected. A failed checksum, a missing segment file or a file too short for 
 raises :class:`BlockUnavailable` (and forgets the block), and the block manager recomputes
 the partition.
 
+Authentication, for the bytes that are unpickled. An unkeyed hash guards against accidents,
+not against a forger: a ``pickle`` or ``pickle5`` extent rewritten in place (after its one
+verified read, or with a colliding XXH3, which is not a cryptographic hash) would run code
+when unpickled. So the bytes of an extent that ``layout.decode`` unpickles or trusts to
+locate them (``meta["pickled"]``: the stream, and a pickle5 extent's buffer table and
+trailer; never the out-of-band buffers, nor anything of an ``ndarray`` or ``arrow``
+extent) carry a keyed BLAKE2b tag (``frame_auth.py``, the application's key), kept in the
+entry, and checked before EVERY decode of the extent: it costs less than the unpickling
+it guards. A failed tag is treated as a failed checksum. A store built without a key
+makes its own; ``read_extent`` of another executor's extent finds the application's key
+by the segment's path (``app_keys.py``). Segment files are created mode 0600.
+
 Lifetimes. ``get`` returns read-only views of the mapping (numpy raises its usual
 "assignment destination is read-only" on a write: copy to modify). A view stays valid after
 ``remove``, ``remove_dataset`` and ``close``: the store never unmaps a segment itself, it
@@ -49,27 +61,51 @@ import itertools
 import os
 import re
 import secrets
+import struct
 import threading
 import weakref
 from concurrent.futures import CancelledError, Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 import xxhash
 
-from . import layout, page_cache, segment_file
+from . import app_keys, layout, page_cache, segment_file
 from .disk_store import BlockUnavailable, DiskFull
+from .frame_auth import FrameAuth, same
 from .page_cache import PAGE as _PAGE
 
 __all__ = ["RegionStore", "RegionEntry", "DiskFull", "BlockUnavailable", "SEGMENT_BYTES"]
 
 SEGMENT_BYTES = 256 << 20
+_DOMAIN = b"sf-region-v1"
+_SPANS = struct.Struct("<QQQB")  # extent length, pickled head, pickled tail, kind's length
 
 
 def _round_up(n: int, align: int) -> int:
     return -(-n // align) * align
+
+
+def _slice(views: Sequence[memoryview], start: int, stop: int) -> list[memoryview]:
+    """Bytes ``start:stop`` of the views written back to back, as views (no copy)."""
+    out = []
+    pos = 0
+    for v in views:
+        lo, hi = max(start - pos, 0), min(stop - pos, v.nbytes)
+        if lo < hi:
+            out.append(v[lo:hi])
+        pos += v.nbytes
+    return out
+
+
+def _tag(auth: FrameAuth, kind: str, length: int, spans: tuple[int, int], views: Sequence[memoryview]) -> bytes:
+    """The tag of an extent's pickled bytes (its first ``head`` and last ``tail`` bytes)."""
+    head, tail = spans
+    name = kind.encode()
+    parts = [_SPANS.pack(length, head, tail, len(name)), name]
+    return auth.tag(_DOMAIN, *parts, *_slice(views, 0, head), *_slice(views, length - tail, length))
 
 
 @dataclass(frozen=True)
@@ -81,6 +117,13 @@ class RegionEntry:
     meta: dict
     digest: int  # xxh3-64 of the extent
     zero_copy: bool
+    #: keyed tag of the bytes that decoding unpickles (``meta["pickled"]``); empty when none is
+    tag: bytes = field(default=b"", repr=False)
+
+    @property
+    def pickled(self) -> tuple[int, int]:
+        """``(head, tail)``: the bytes at the extent's ends that decoding unpickles."""
+        return tuple(self.meta.get("pickled", (self.length, 0)))  # type: ignore[return-value]
 
 
 class _Segment:
@@ -99,7 +142,9 @@ class _Segment:
 
 class RegionStore:
     def __init__(self, dirs: list[str], segment_bytes: int = SEGMENT_BYTES, capacity: int | None = None,
-                 readahead: bool = True) -> None:
+                 readahead: bool = True, key: bytes | None = None) -> None:
+        """``key``: the application's secret (``frame_auth.py``); without one the store
+        makes its own, so authentication is never off."""
         if not dirs:
             raise ValueError("the region store needs at least one directory")
         if segment_bytes < _PAGE:
@@ -118,7 +163,8 @@ class RegionStore:
         self._token = secrets.token_hex(3)  # two stores sharing a directory never share a name
         self._used = 0
         self._closed = False
-        self._stats = {"checksum_s": 0.0, "checksum_bytes": 0, "decode_s": 0.0}
+        self._stats = {"checksum_s": 0.0, "checksum_bytes": 0, "auth_s": 0.0, "auth_bytes": 0, "decode_s": 0.0}
+        self._auth = FrameAuth(key)
         self._ahead = page_cache.ReadAhead(readahead)
         self.readahead = self._ahead.enabled
 
@@ -147,10 +193,12 @@ class RegionStore:
             return list(self._segments)
 
     def stats(self) -> dict:
-        """Seconds spent in first-read checksums and in decoding, apart: ``get`` does both,
-        and only the decoding is the deserialization the block manager reports. Sums over
-        all threads: one call's own decode time is :meth:`get_timed`'s. ``readahead_bytes``:
-        bytes read ahead (:meth:`wait_readahead` waits for the reads under way)."""
+        """Seconds spent in first-read checksums, in authenticating pickled bytes (every
+        read of a pickled extent: ``auth_s``, ``auth_bytes``) and in decoding, apart:
+        ``get`` does them all, and only the decoding is the deserialization the block
+        manager reports. Sums over all threads: one call's own decode time is
+        :meth:`get_timed`'s. ``readahead_bytes``: bytes read ahead (:meth:`wait_readahead`
+        waits for the reads under way)."""
         with self._lock:
             return {**self._stats, "readahead_bytes": self._ahead.bytes_read}
 
@@ -190,6 +238,8 @@ class RegionStore:
         h = xxhash.xxh3_64()
         for v in views:
             h.update(v)
+        spans = tuple(meta["pickled"])
+        tag = _tag(self._auth, kind, length, spans, views) if spans != (0, 0) else b""
         with self._lock:
             if self._closed:
                 raise ValueError("the region store is closed")
@@ -197,7 +247,7 @@ class RegionStore:
                 return self._entries[block_id]
             seg, offset, before = self._reserve(block_id.dataset_id, length, meta["align"])
             seg.pending += 1
-        entry = RegionEntry(seg.path, offset, length, kind, meta, h.intdigest(), meta["zero_copy"])
+        entry = RegionEntry(seg.path, offset, length, kind, meta, h.intdigest(), meta["zero_copy"], tag)
         try:
             segment_file.write(seg.path, views, offset)
         except OSError as exc:
@@ -284,6 +334,7 @@ class RegionStore:
                 pass  # the store closed, or the read failed: the view faults its pages itself
         if verify:
             self._verify(block_id, entry, view)
+        self._authenticate(block_id, entry, view)
         t0 = perf_counter()
         try:
             value = layout.decode(entry.kind, view, entry.meta)
@@ -298,11 +349,17 @@ class RegionStore:
         return value, dt
 
     @staticmethod
-    def read_extent(entry: RegionEntry) -> Any:
+    def read_extent(entry: RegionEntry, auth: FrameAuth | None = None) -> Any:
         """The value of an extent of another store's segment (another executor's, on this
         machine), mapped zero-copy like ``get``. Its checksum is verified at every such
         read: this store does not know when the owner removed, reclaimed or rewrote the
-        segment. Raises BlockUnavailable if it is gone, short, corrupt or undecodable."""
+        segment. Raises BlockUnavailable if it is gone, short, corrupt, unauthenticated or
+        undecodable. Without ``auth`` the key is the application's that registered the
+        segment's directory (``app_keys.py``)."""
+        auth = auth or app_keys.auth_for(entry.segment)
+        if auth is None:
+            raise BlockUnavailable(f"segment {entry.segment} is not under a directory of this application: "
+                                   f"no key to authenticate it")
         try:
             size = os.stat(entry.segment).st_size  # first: touching a page past EOF is SIGBUS
             if size < entry.offset + entry.length:
@@ -314,6 +371,9 @@ class RegionStore:
         view = memoryview(buf)[entry.offset : entry.offset + entry.length]
         if xxhash.xxh3_64_intdigest(view) != entry.digest:
             raise BlockUnavailable(f"an extent of {entry.segment} fails its checksum")
+        if not _authentic(auth, entry, view):
+            raise BlockUnavailable(f"an extent of {entry.segment} fails authentication: not written by this "
+                                   f"application, or corrupt")
         try:
             return layout.decode(entry.kind, view, entry.meta)
         except Exception as exc:  # noqa: BLE001 - changed under us after the check
@@ -360,6 +420,24 @@ class RegionStore:
                     self._remove_locked(block_id)
         if not ok:
             raise BlockUnavailable(f"block {block_id} fails its checksum in {entry.segment}")
+
+    def _authenticate(self, block_id: Any, entry: RegionEntry, view: memoryview) -> None:
+        """Before every decode of a pickled extent: its tag; a mismatch forgets the block
+        and raises BlockUnavailable (nothing of it is unpickled)."""
+        head, tail = entry.pickled
+        if head == tail == 0:
+            return
+        t0 = perf_counter()
+        ok = _authentic(self._auth, entry, view)
+        dt = perf_counter() - t0
+        with self._lock:
+            self._stats["auth_s"] += dt
+            self._stats["auth_bytes"] += head + tail
+            if not ok and self._entries.get(block_id) is entry:
+                self._remove_locked(block_id)
+        if not ok:
+            raise BlockUnavailable(f"block {block_id} fails authentication in {entry.segment}: not written by "
+                                   f"this application, or corrupt")
 
     def _read_ahead(self, block_id: Any) -> Future | None:
         """Under the lock: queues the block and the next ``READAHEAD_BLOCKS`` splits of its
@@ -458,3 +536,14 @@ class RegionStore:
             del buf  # unmapped now, unless views hold it: then with the last of them
             if ref() is not None:
                 self._deferred.append((ref, nbytes))
+
+
+def _authentic(auth: FrameAuth, entry: RegionEntry, view: memoryview) -> bool:
+    """Whether the extent's pickled bytes are the ones its entry's tag was made for, and
+    the only ones ``layout.decode`` would unpickle. True for an extent with none."""
+    spans = entry.pickled
+    if spans == (0, 0):
+        return entry.kind not in ("pickle", "pickle5")  # a pickled kind always has a span
+    if layout.pickled_spans(entry.kind, view) != spans:
+        return False
+    return same(entry.tag, _tag(auth, entry.kind, entry.length, spans, [view]))

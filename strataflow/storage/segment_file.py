@@ -15,6 +15,9 @@ the descriptor at once; the map stays until the last buffer referencing it is go
 Python 3.11's ``mmap.mmap`` keeps a dup of the descriptor for the map's whole life
 (``trackfd=False`` came in 3.13), one open descriptor per mapped segment.
 
+A segment file is created mode 0600 whatever the umask: other users may neither read the
+cache nor write into it (the region store also authenticates the pickled bytes it reads).
+
 Failures: a full device or quota (and, when sizing, a file too large) raises
 :class:`DiskFull`, and ``create`` then leaves no file behind; other errors are the OSError
 the system gave. No function leaves a descriptor open.
@@ -39,7 +42,7 @@ def create(path: str, size: int) -> None:
     """A new sparse file of ``size`` bytes at ``path``; FileExistsError if the name is
     taken (the caller picks another)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise
     except OSError as exc:
@@ -47,6 +50,7 @@ def create(path: str, size: int) -> None:
             raise DiskFull(exc.errno, f"cannot create segment {path}: {exc}") from exc
         raise
     try:
+        os.fchmod(fd, 0o600)  # the umask may have removed bits of it, never added
         os.ftruncate(fd, size)  # sparse: only what is written takes disk space
     except OSError as exc:
         os.unlink(path)

@@ -17,20 +17,26 @@
 Every serializer turns a value into a list of *frames* (bytes-like objects written back to
 back, so a disk write needs no join) and loads from one contiguous buffer. Loaded batches
 may be read-only views of that buffer.
+
+Every serializer also says how many leading bytes of its payload its ``loads`` parses with
+pickle (:meth:`Serializer.unpickled_prefix`): a block file authenticates exactly those with
+the application's key before loading it (``disk_store.py``), and only checksums the rest.
+``pickle``: the whole payload; ``pickle5``: its header and pickle stream, not the
+out-of-band buffers after them; ``arrow``: none (Arrow IPC is never unpickled).
 """
 
 from __future__ import annotations
 
 import pickle
 import struct
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from ..options import ConfigError
 
-__all__ = ["Serializer", "SerializationError", "get_serializer", "SERIALIZERS"]
+__all__ = ["Serializer", "SerializationError", "get_serializer", "unpickled_prefix", "SERIALIZERS"]
 
 _ALIGN = 64
 
@@ -52,6 +58,13 @@ class Serializer:
     def for_value(self, value: Any) -> "Serializer":
         """The serializer that actually encodes ``value`` (``auto`` picks per value)."""
         return self
+
+    def unpickled_prefix(self, frames: Sequence) -> int:
+        """How many leading bytes of the payload (``frames`` written back to back) ``loads``
+        parses with pickle, or trusts to locate what it does: the bytes a file must
+        authenticate before loading. By default all of them: a serializer that does not
+        say otherwise is authenticated whole."""
+        return _total(frames)
 
     def __repr__(self) -> str:
         return self.name
@@ -92,6 +105,18 @@ class Pickle5Serializer(Serializer):
             frames.append(r)
             pos += pad + r.nbytes
         return frames
+
+    def unpickled_prefix(self, frames: Sequence) -> int:
+        """The header and the pickle stream; the out-of-band buffers after them are raw
+        bytes that pickle only wraps (the header, inside the prefix, gives their lengths).
+        A payload too short or inconsistent to be one of ours is authenticated whole."""
+        total = _total(frames)
+        head = _leading_bytes(frames, 16)
+        if len(head) < 16:
+            return total
+        n, stream_len = struct.unpack("<QQ", head)
+        prefix = 16 + 8 * n + stream_len
+        return prefix if prefix <= total else total
 
     def loads(self, data: memoryview) -> Any:
         data = memoryview(data).cast("B")
@@ -143,6 +168,10 @@ class ArrowSerializer(Serializer):
             f"{self.name} serializes pyarrow Tables and int, uint or float numpy arrays of one or more "
             f"dimensions, not {_describe(value)}; use pickle or pickle5 for records")
 
+    def unpickled_prefix(self, frames: Sequence) -> int:
+        """None: an IPC stream or a tensor, read by Arrow, never unpickled."""
+        return 0
+
     def loads(self, data: memoryview) -> Any:
         data = memoryview(data).cast("B")
         kind = bytes(data[:1])
@@ -156,6 +185,21 @@ class ArrowSerializer(Serializer):
                                  asbytes=False)
             return pa.ipc.read_tensor(pa.BufferReader(body)).to_numpy()
         raise SerializationError(f"{self.name}: unknown block kind {kind!r}")
+
+
+def _total(frames: Sequence) -> int:
+    return sum(memoryview(f).nbytes for f in frames)
+
+
+def _leading_bytes(frames: Sequence, n: int) -> bytes:
+    """The first ``n`` bytes of the frames written back to back (fewer if there are not)."""
+    out = bytearray()
+    for f in frames:
+        view = memoryview(f).cast("B")
+        out += view[: n - len(out)]
+        if len(out) >= n:
+            break
+    return bytes(out)
 
 
 def _describe(value: Any) -> str:
@@ -186,6 +230,13 @@ SERIALIZERS: dict[str, Serializer] = {
     "arrow:zstd": ArrowSerializer("zstd"),
     "auto": AutoSerializer(),
 }
+
+
+def unpickled_prefix(serializer: str, frames: Sequence) -> int:
+    """:meth:`Serializer.unpickled_prefix` of the serializer named ``serializer``; the
+    whole payload for a name no serializer has (nothing is trusted unauthenticated)."""
+    ser = SERIALIZERS.get(serializer)
+    return _total(frames) if ser is None else ser.unpickled_prefix(frames)
 
 
 def get_serializer(name: "str | Serializer | None") -> Serializer:

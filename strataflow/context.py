@@ -11,6 +11,7 @@ bar (executors' events are re-posted on it).
 from __future__ import annotations
 
 import atexit
+import collections
 import itertools
 import os
 import sys
@@ -183,6 +184,8 @@ class Context:
             #: large driver collections, written once for the executors (processes backend)
             self.sources = SourceStore(self.local_dirs[0])
             self.block_master = BlockMaster()
+            #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
+            self._dead_shuffles: collections.deque[int] = collections.deque()
             self.map_outputs = MapOutputTracker()
             self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
             self._ids = itertools.count()
@@ -242,6 +245,16 @@ class Context:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this Context has been stopped")
+
+    def _clean_shuffles(self) -> None:
+        """Removes the files of shuffles no dataset can read any more (Spark's
+        ContextCleaner), found by the datasets' finalizers since the last job: a loop that
+        makes a new shuffle each iteration keeps its shuffle directories from growing."""
+        while self._dead_shuffles:
+            shuffle_id = self._dead_shuffles.popleft()
+            self.scheduler.forget_shuffle(shuffle_id)
+            self.map_outputs.remove_shuffle(shuffle_id)
+            self.events.post("ShuffleCleaned", shuffle_id=shuffle_id)
 
     def __reduce__(self):
         raise TypeError("a Context cannot be sent to executors: it lives on the driver only (use it outside "

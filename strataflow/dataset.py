@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
@@ -48,6 +49,14 @@ def _call_site() -> str:
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
 
 
+def _shuffle_unreachable(ctx_ref: "weakref.ref[Context]", shuffle_id: int) -> None:
+    """The dataset reading shuffle ``shuffle_id`` was garbage-collected: no job can read
+    the shuffle again, so its files may go (at the next job: a finalizer must not block)."""
+    ctx = ctx_ref()
+    if ctx is not None:
+        ctx._dead_shuffles.append(shuffle_id)
+
+
 class Dataset(PairOps, ActionOps):
     """A partitioned collection. Transformations return new datasets lazily; actions run
     jobs. Obtain one from a :class:`~strataflow.Context`, never directly."""
@@ -61,6 +70,9 @@ class Dataset(PairOps, ActionOps):
         self.storage_level = StorageLevel.NONE
         #: the serializer ``persist`` chose for this dataset (None: the context's)
         self.serializer_name: str | None = None
+        for dep in node.deps:  # Spark's ContextCleaner: a shuffle no dataset can read any more
+            if isinstance(dep, ShuffleDependency):
+                weakref.finalize(self, _shuffle_unreachable, weakref.ref(ctx), dep.shuffle_id).atexit = False
 
     def __getstate__(self) -> dict:
         """A dataset travels to executors as its lineage, without its Context (which

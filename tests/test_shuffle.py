@@ -3,6 +3,8 @@ aggregation within the execution budget, and the memory manager's fair shares.""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 
 import numpy as np
@@ -178,3 +180,55 @@ def test_join_of_co_partitioned_inputs_needs_no_shuffle(ctx):
     other = links.join(ranks, 3)
     assert other.explain().count("stage boundary") == 2  # a cogroup shuffle over the shared one
     assert sorted((k, r) for k, (_, r) in other.collect()) == [(k, 10.0) for k in range(10)]
+
+
+def _shuffle_files(ctx) -> list[str]:
+    return [os.path.join(r, f) for d in ctx.shuffle_dirs for r, _, fs in os.walk(d) for f in fs]
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_a_shuffle_no_dataset_reads_any_more_is_removed(tmp_path, backend):
+    """Spark's ContextCleaner: a loop making a new shuffle each iteration does not pile up
+    shuffle files; a shuffle still referenced keeps its files (and its map stage is skipped)."""
+    import gc
+
+    with Context(backend=backend, parallelism=2, progress=False, local_dirs=[str(tmp_path)],
+                 shuffle_dirs=[str(tmp_path)], event_log=str(tmp_path / "ev.jsonl")) as c:
+        base = c.parallelize(range(2000), 4)
+        kept = base.map(lambda x: (x % 7, 1)).reduce_by_key(lambda a, b: a + b, 4)
+        assert sorted(kept.collect())[0] == (0, 286)
+        kept_files = len(_shuffle_files(c))
+        assert kept_files > 0
+        for i in range(10):
+            r = base.map(lambda x, i=i: (x % (i + 3), x)).reduce_by_key(lambda a, b: a + b, 4)
+            assert len(r.collect()) == i + 3
+            del r
+            gc.collect()
+        c.parallelize([1], 1).count()  # the next job cleans what the finalizers found
+        assert len(_shuffle_files(c)) == kept_files  # only the live shuffle's files remain
+        assert sorted(kept.collect())[0] == (0, 286)  # still readable: its map stage is skipped
+    with open(tmp_path / "ev.jsonl") as f:
+        events = [json.loads(line) for line in f]
+    assert sum(e["event"] == "ShuffleCleaned" for e in events) == 10
+    assert any(e["event"] == "StageSkipped" for e in events)
+
+
+def test_every_corrupt_map_output_is_rerun_in_one_stage_attempt(tmp_path):
+    with Context(backend="threads", parallelism=2, progress=False, local_dirs=[str(tmp_path)],
+                 shuffle_dirs=[str(tmp_path)], event_log=str(tmp_path / "ev.jsonl")) as c:
+        pairs = c.parallelize(range(6000), 6).map(lambda x: (x % 5, 1))
+        counts = pairs.reduce_by_key(lambda a, b: a + b, 3)
+        assert dict(counts.collect()) == {k: 1200 for k in range(5)}
+        data = sorted(p for p in _shuffle_files(c) if p.endswith(".data"))
+        assert len(data) == 6
+        for p in data[:5]:  # five of six map outputs damaged (each bucket): more than max_stage_attempts
+            size = os.path.getsize(p)
+            with open(p, "r+b") as f:
+                for at in (size // 6, size // 2, 5 * size // 6):
+                    f.seek(at)
+                    f.write(b"\xff\x00\xff\x00")
+        assert dict(counts.collect()) == {k: 1200 for k in range(5)}
+    with open(tmp_path / "ev.jsonl") as f:
+        events = [json.loads(line) for line in f]
+    failed = [e for e in events if e["event"] == "FetchFailed"]
+    assert len(failed) == 1 and sorted(failed[0]["map_ids"]) == list(range(5)), failed  # one attempt reran all

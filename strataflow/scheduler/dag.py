@@ -218,6 +218,11 @@ class DAGScheduler:
         parents = self._parent_stages(dataset, job_id)
         return Stage(next(self._stage_ids), dataset, parents, None, name=dataset.op, first_job=job_id)
 
+    def forget_shuffle(self, shuffle_id: int) -> None:
+        """No dataset reads the shuffle any more: its map stage goes too."""
+        with self._lock:
+            self._map_stages.pop(shuffle_id, None)
+
     def map_outputs_for(self, dataset: "Dataset") -> dict[int, list]:
         """The map outputs a stage over ``dataset`` reads, by shuffle id, in map order."""
         _, shuffles = narrow_ancestors(dataset)
@@ -240,6 +245,7 @@ class DAGScheduler:
         """``func(tc, value)`` on each partition; results in partition order."""
         ctx = self.ctx
         ctx._check_open()
+        ctx._clean_shuffles()
         partitions = list(range(dataset.num_partitions)) if partitions is None else list(partitions)
         job_id = next(self._job_ids)
         final = self.build_stages(dataset, job_id)
@@ -268,8 +274,9 @@ class DAGScheduler:
         return [results[p] for p in partitions]
 
     def _handle_fetch_failed(self, ff: FetchFailed, attempt: int) -> None:
-        self.tracker.unregister(ff.shuffle_id, ff.map_id)
-        self.ctx.events.post("FetchFailed", shuffle_id=ff.shuffle_id, map_id=ff.map_id,
+        for m in ff.map_ids:  # every bad output the reader found: rerun together
+            self.tracker.unregister(ff.shuffle_id, m)
+        self.ctx.events.post("FetchFailed", shuffle_id=ff.shuffle_id, map_id=ff.map_id, map_ids=list(ff.map_ids),
                              reason=ff.reason, attempt=attempt)
         if attempt >= self.config.max_stage_attempts:
             raise JobError(

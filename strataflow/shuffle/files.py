@@ -45,16 +45,19 @@ _NAME_LEN = struct.Struct("<H")
 
 
 class FetchFailed(Exception):
-    """A map output could not be read; its map stage must run that task again."""
+    """A map output could not be read; its map stage must run that task again, and those
+    of ``map_ids`` (every output the reader found bad: all rerun in one stage attempt)."""
 
-    def __init__(self, shuffle_id: int, map_id: int, reason: str):
-        super().__init__(f"shuffle {shuffle_id} map output {map_id}: {reason}")
+    def __init__(self, shuffle_id: int, map_id: int, reason: str, map_ids: tuple[int, ...] = ()):
+        more = f" (and {len(map_ids) - 1} other map output(s) of the shuffle)" if len(map_ids) > 1 else ""
+        super().__init__(f"shuffle {shuffle_id} map output {map_id}: {reason}{more}")
         self.shuffle_id = shuffle_id
         self.map_id = map_id
         self.reason = reason
+        self.map_ids = tuple(map_ids) or (map_id,)
 
     def __reduce__(self):  # it travels from an executor to the driver
-        return (FetchFailed, (self.shuffle_id, self.map_id, self.reason))
+        return (FetchFailed, (self.shuffle_id, self.map_id, self.reason, self.map_ids))
 
 
 @dataclass(frozen=True)

@@ -118,14 +118,32 @@ def read_buckets(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id
     """Decoded buckets for one reduce task, one per map output, in map order; a missing,
     unreadable or unauthenticated output raises :class:`FetchFailed` (the driver reruns its
     map task). The key is the application's, found by the files' directory
-    (``storage/app_keys.py``): the outputs may be another executor's."""
+    (``storage/app_keys.py``): the outputs may be another executor's. On a failure the
+    remaining outputs are checked too, so that the error names every bad one and the
+    driver reruns them all in one stage attempt (not one attempt per bad output)."""
     for m, out in enumerate(outputs):
-        if out is None:
-            raise FetchFailed(shuffle_id, m, "no output registered")
-        data = read_bucket(out, reduce_id, shuffle_id, m)
+        try:
+            if out is None:
+                raise FetchFailed(shuffle_id, m, "no output registered")
+            data = read_bucket(out, reduce_id, shuffle_id, m)
+        except FetchFailed as ff:
+            raise FetchFailed(shuffle_id, m, ff.reason, (m, *_bad_outputs(outputs, shuffle_id, reduce_id, m + 1))) from ff
         if on_bytes:
             on_bytes(len(data))
         yield decode(data)
+
+
+def _bad_outputs(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int, start: int) -> list[int]:
+    bad = []
+    for m in range(start, len(outputs)):
+        out = outputs[m]
+        try:
+            if out is None:
+                raise FetchFailed(shuffle_id, m, "no output registered")
+            read_bucket(out, reduce_id, shuffle_id, m)
+        except FetchFailed:
+            bad.append(m)
+    return bad
 
 
 class MapOutputTracker:

@@ -124,3 +124,13 @@ def _safe_link(name: str) -> bool:
         return True
     except OSError:
         return False
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    """Two empty directories (``d0``, ``d1``) for a store that spreads its files."""
+    out = []
+    for name in ("d0", "d1"):
+        (tmp_path / name).mkdir()
+        out.append(str(tmp_path / name))
+    return out

@@ -67,15 +67,6 @@ def marker(tmp_path):
 
 
 @pytest.fixture
-def dirs(tmp_path):
-    out = []
-    for name in ("d0", "d1"):
-        (tmp_path / name).mkdir()
-        out.append(str(tmp_path / name))
-    return out
-
-
-@pytest.fixture
 def registered(dirs):
     """``dirs`` registered with KEY, as a fleet and its executors register theirs."""
     auth = FrameAuth(KEY)

@@ -32,15 +32,6 @@ PAGE = mmap.PAGESIZE
 
 
 @pytest.fixture
-def dirs(tmp_path):
-    out = []
-    for name in ("d0", "d1"):
-        (tmp_path / name).mkdir()
-        out.append(str(tmp_path / name))
-    return out
-
-
-@pytest.fixture
 def store(dirs):
     s = RegionStore(dirs)
     yield s
@@ -226,23 +217,27 @@ def flip_byte(path: str, at: int) -> None:
         fh.write(bytes([b[0] ^ 0xFF]))
 
 
-def test_checksum_verified_on_first_read_only(store):
+def test_checksum_verified_on_first_read_and_after_a_change(store):
     a, b = BlockId(1, 0), BlockId(1, 1)
     ea = store.put(a, np.zeros(1000))
     eb = store.put(b, np.zeros(1000))
     assert ea.segment == eb.segment
-    assert store.get(a).sum() == 0  # verified, now trusted; the segment is mapped
+    assert store.get(a).sum() == 0  # verified; trusted while the segment file is unchanged
+    assert store.get(a).sum() == 0  # a warm read hashes nothing
     flip_byte(eb.segment, eb.offset + 8)  # b has not been read yet: its first read catches it
     with pytest.raises(BlockUnavailable, match="checksum"):
         store.get(b)
     assert b not in store  # forgotten, so the block manager recomputes and puts it again
-    # The cheap scheme: an extent verified once is trusted. A later flip is not detected.
+    # A flip after a's verified read changes the file (size, mtime, ctime, inode): the
+    # next read of a hashes it again and catches it (the "served wrong forever").
     flip_byte(ea.segment, ea.offset + 8)
-    assert store.get(a).sum() != 0
-    store.put(b, np.ones(3))
+    with pytest.raises(BlockUnavailable, match="checksum"):
+        store.get(a)
+    assert a not in store
+    e2 = store.put(b, np.ones(3))
     assert store.get(b).tolist() == [1, 1, 1]
     stats = store.stats()  # hashing is counted apart from decoding
-    assert stats["checksum_bytes"] == ea.length + eb.length + store.entry(b).length
+    assert stats["checksum_bytes"] == 2 * ea.length + eb.length + e2.length, stats
     assert stats["checksum_s"] > 0 and stats["decode_s"] > 0
 
 

@@ -23,12 +23,22 @@ memory too. Writes go to an offset reserved under the lock, so concurrent puts w
 parallel. The index (block -> extent) lives in memory only: the files are useless without
 it, so ``close()`` deletes them.
 
-Checksums, the cheap scheme: one XXH3-64 per extent, verified on the FIRST read of that
-extent in this process and trusted afterwards (a later read costs no hashing: the pages may
-be served straight from the page cache). A corruption that happens after the first read is
-not detected. A failed checksum, a missing segment file or a file too short for the extent
-raises :class:`BlockUnavailable` (and forgets the block), and the block manager recomputes
-the partition.
+Checksums: one XXH3-64 per extent, verified on the first read of that extent in this
+process, and again at the first read after its segment's file changed behind the store. Every
+``get`` stats the segment (first of all so that no page past the end is touched: SIGBUS) and
+compares its size, mtime, ctime and inode with those recorded after the store's own last
+change to the file (its create, each write, the seal; under the lock). Unchanged: a verified
+extent is served with no hashing (a warm read costs the stat and a ``mincore``). Changed: the
+segment's epoch is bumped, so each of its extents is hashed again at its next read; a
+replaced file (another inode) is mapped again; the extents now past the file's end are
+forgotten at once; and the segment is never appended to again (a put also stats the current
+segment first, and goes to a new one if its file changed). A change seen while the store's
+own writes into the segment are under way may be theirs: the read hashes its extent and
+trusts nothing, and the epoch is bumped once the writes are done. Limit: a change within the
+file system's timestamp granularity of the store's own last write, keeping the size and
+inode, is not seen. A failed checksum, a missing segment file or a file too short for the
+extent raises :class:`BlockUnavailable` (and forgets the block), and the block manager
+recomputes the partition.
 
 Authentication, for the bytes that are unpickled. An unkeyed hash guards against accidents,
 not against a forger: a ``pickle`` or ``pickle5`` extent rewritten in place (after its one
@@ -49,7 +59,8 @@ only drops its reference to the map's buffer, which every view references too, s
 goes (munmap) with the last view; and on Linux an unlinked file stays readable through an
 existing map. A segment's space is reclaimed when all its blocks are removed. Do not
 truncate segment files behind the store's back: touching a mapped page past the end of the
-file raises SIGBUS (``get`` checks the size first, but held views cannot).
+file raises SIGBUS (``get`` checks the size first and forgets the blocks cut off, but held
+views cannot).
 
 Thread-safe: one lock guards the index; hashing, writing and decoding run outside it.
 """
@@ -126,10 +137,17 @@ class RegionEntry:
         return tuple(self.meta.get("pickled", (self.length, 0)))  # type: ignore[return-value]
 
 
+def _sig(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What a read compares to tell whether a segment file changed: size, mtime, ctime (which
+    ``os.utime`` cannot set back) and inode (a file replaced under the same name)."""
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
 class _Segment:
     """One segment file of one dataset; mutated only under the store's lock."""
 
-    __slots__ = ("path", "dataset_id", "capacity", "end", "live", "pending", "buf", "dropped")
+    __slots__ = ("path", "dataset_id", "capacity", "end", "live", "pending", "buf", "dropped",
+                 "sig", "epoch", "suspect")
 
     def __init__(self, path: str, dataset_id: Any, capacity: int) -> None:
         self.path, self.dataset_id, self.capacity = path, dataset_id, capacity
@@ -138,6 +156,14 @@ class _Segment:
         self.pending = 0  # extents reserved and being written
         self.buf: pa.Buffer | None = None  # the whole map, once mapped
         self.dropped = False
+        #: the file's ``_sig`` as of the store's own last change to it (create, write, seal);
+        #: a read that stats anything else re-verifies the extent it serves
+        self.sig: tuple | None = None
+        #: bumped when the file changed behind the store: extents verified before are hashed again
+        self.epoch = 0
+        #: a change was seen while the store's own writes were under way (ambiguous): the
+        #: epoch is bumped when they are done
+        self.suspect = False
 
 
 class RegionStore:
@@ -154,7 +180,7 @@ class RegionStore:
         self.capacity = capacity
         self._lock = threading.Lock()
         self._entries: dict[Any, RegionEntry] = {}
-        self._verified: set = set()
+        self._verified: dict[Any, int] = {}  # block -> its segment's epoch when last verified
         self._segments: dict[str, _Segment] = {}
         self._by_dataset: dict[Any, list[_Segment]] = {}
         self._current: dict[Any, _Segment] = {}
@@ -193,7 +219,7 @@ class RegionStore:
             return list(self._segments)
 
     def stats(self) -> dict:
-        """Seconds spent in first-read checksums, in authenticating pickled bytes (every
+        """Seconds spent in checksums (first reads, reads after a change), in authenticating pickled bytes (every
         read of a pickled extent: ``auth_s``, ``auth_bytes``) and in decoding, apart:
         ``get`` does them all, and only the decoding is the deserialization the block
         manager reports. Sums over all threads: one call's own decode time is
@@ -255,6 +281,7 @@ class RegionStore:
                 seg.pending -= 1
                 if seg.dropped:  # the region was removed under the write: nothing to cache
                     return entry
+                self._after_own_change(seg)
                 if seg.end == offset + length:  # the last reservation: undo it
                     self._used -= seg.end - before
                     seg.end = before
@@ -266,6 +293,12 @@ class RegionStore:
             seg.pending -= 1
             if seg.dropped:
                 return entry
+            size = self._after_own_change(seg)
+            if seg.dropped:
+                return entry
+            if size < offset + length:  # cut off behind the store's back already: not cached
+                self._maybe_reclaim(seg)
+                return entry
             if block_id in self._entries:  # a concurrent put of the same block won
                 self._maybe_reclaim(seg)
                 return self._entries[block_id]
@@ -276,6 +309,19 @@ class RegionStore:
     def _reserve(self, dataset_id: Any, length: int, align: int) -> tuple[_Segment, int, int]:
         """A segment and an offset for an extent (under the lock); creates a segment if needed."""
         seg = self._current.get(dataset_id)
+        if seg is not None and seg.pending == 0:
+            # Never append past a map that no longer matches the file: a current segment
+            # whose file changed behind the store is retired (by _changed) for a new one.
+            try:
+                st = os.stat(seg.path)
+            except OSError:
+                st = None
+            if st is None or _sig(st) != seg.sig:
+                if st is not None:
+                    self._changed(seg, st)
+                if self._current.get(dataset_id) is seg:
+                    del self._current[dataset_id]
+                seg = None
         if length > self.segment_bytes:
             seg, offset = None, 0
         elif seg is not None and _round_up(seg.end, align) + length <= seg.capacity:
@@ -290,11 +336,69 @@ class RegionStore:
             if length <= self.segment_bytes and dataset_id in self._current:
                 old = self._current.pop(dataset_id)
                 segment_file.seal(old.path, old.end)
+                self._after_own_change(old)
             seg = self._new_segment(dataset_id, length)
         before = seg.end
         seg.end = offset + length
         self._used += seg.end - before
         return seg, offset, before
+
+    # -- segment files changed behind the store ---------------------------------------------------
+    def _after_own_change(self, seg: _Segment) -> int:
+        """Under the lock, after the store's own write into or seal of ``seg``: the file's
+        stat now is the one reads compare with (a truncation seen here is handled first).
+        Returns the file's size (-1: gone)."""
+        try:
+            st = os.stat(seg.path)
+        except OSError:
+            return -1
+        if st.st_size < self._expected_size(seg) or (seg.sig is not None and st.st_ino != seg.sig[3]):
+            self._changed(seg, st)
+        seg.sig = _sig(st)
+        if seg.pending == 0 and seg.suspect:
+            seg.epoch += 1
+            seg.suspect = False
+        return st.st_size
+
+    def _expected_size(self, seg: _Segment) -> int:
+        """The size the store left the file at: its capacity while filled, then its end."""
+        return seg.capacity if self._current.get(seg.dataset_id) is seg else seg.end
+
+    def _changed(self, seg: _Segment, st: os.stat_result) -> None:
+        """Under the lock: ``seg``'s file is not as the store left it (``st``: its stat now).
+        The extents now past its end are forgotten (their blocks raise BlockUnavailable and
+        are recomputed), the segment is never appended to again, a replaced file's map is
+        dropped (mapped again at the next read), and every extent of it is hashed again at
+        its next read (the epoch). While the store's own writes into it are under way the
+        change may be theirs: then the epoch is bumped once they are done."""
+        size = st.st_size
+        truncated = size < self._expected_size(seg)
+        if size < seg.end:
+            for bid, e in list(self._entries.items()):
+                if e.segment == seg.path and e.offset + e.length > size:
+                    self._remove_locked(bid)
+            if seg.dropped:  # none of its blocks left: deleted
+                return
+        if (truncated or seg.pending == 0) and self._current.get(seg.dataset_id) is seg:
+            del self._current[seg.dataset_id]  # sealed for good: never appended to again
+        if seg.buf is not None and seg.sig is not None and st.st_ino != seg.sig[3]:
+            self._unmap(seg)  # another file under the same name
+        if seg.pending == 0:
+            seg.sig = _sig(st)
+            seg.epoch += 1
+        else:
+            seg.suspect = True
+
+    def _unmap(self, seg: _Segment) -> None:
+        """Drops the store's reference to ``seg``'s map (views keep it alive, counted in
+        ``mapped_bytes`` while they do)."""
+        buf, seg.buf = seg.buf, None
+        if buf is not None:
+            ref = weakref.ref(buf)
+            nbytes = min(seg.end, buf.size)
+            del buf
+            if ref() is not None:
+                self._deferred.append((ref, nbytes))
 
     def _new_segment(self, dataset_id: Any, length: int) -> _Segment:
         own = length > self.segment_bytes
@@ -309,6 +413,10 @@ class RegionStore:
             except FileExistsError:
                 continue
         seg = _Segment(path, dataset_id, size)
+        try:
+            seg.sig = _sig(os.stat(path))
+        except OSError:
+            pass  # gone already: its first read finds so
         self._segments[path] = seg
         self._by_dataset.setdefault(dataset_id, []).append(seg)
         if not own:
@@ -318,7 +426,8 @@ class RegionStore:
     # -- get -------------------------------------------------------------------------------------
     def get(self, block_id: Any) -> Any:
         """The block's value, mapped: arrays are read-only views of the segment's map. The
-        extent's checksum is verified on its first read in this process only. Raises
+        extent's checksum is verified on its first read in this process, and again after its
+        segment's file changed (module docstring). Raises
         BlockUnavailable (and forgets the block) if the extent is missing, short or corrupt."""
         return self.get_timed(block_id)[0]
 
@@ -326,15 +435,16 @@ class RegionStore:
         """``(value, seconds)``: :meth:`get`, and the seconds this call spent decoding (the
         deserialization the block manager reports). The store-wide ``decode_s`` sums every
         thread's decodes: a difference of it around one call would count the others' too."""
-        entry, view, verify, ahead = self._view(block_id)
+        entry, view, verify, ahead, epoch = self._view(block_id)
         if ahead is not None:
             try:
                 ahead.result()  # its pages, read in large requests, instead of page by page
             except (CancelledError, OSError):
                 pass  # the store closed, or the read failed: the view faults its pages itself
-        if verify:
-            self._verify(block_id, entry, view)
+        # The tag first: a forged pickle reports as such, whatever else changed in the file.
         self._authenticate(block_id, entry, view)
+        if verify:
+            self._verify(block_id, entry, view, epoch)
         t0 = perf_counter()
         try:
             value = layout.decode(entry.kind, view, entry.meta)
@@ -379,34 +489,48 @@ class RegionStore:
         except Exception as exc:  # noqa: BLE001 - changed under us after the check
             raise BlockUnavailable(f"an extent of {entry.segment} cannot be decoded: {exc}") from exc
 
-    def _view(self, block_id: Any) -> tuple[RegionEntry, memoryview, bool, Future | None]:
+    def _view(self, block_id: Any) -> tuple[RegionEntry, memoryview, bool, Future | None, int | None]:
         """The entry, a view of its extent in the segment's map (mapped now if need be),
-        whether its checksum is still to verify, and its readahead to wait for."""
+        whether its checksum is still to verify, its readahead to wait for, and the epoch
+        of the segment a verification holds for (None: for this read only)."""
         with self._lock:
             entry = self._entries.get(block_id)
             if entry is None:
                 raise BlockUnavailable(f"block {block_id} is not in the region store")
             seg = self._segments[entry.segment]
+            end = entry.offset + entry.length
             try:
-                size = os.stat(seg.path).st_size
-                if size < entry.offset + entry.length:
+                st = os.stat(seg.path)  # first: touching a page past EOF is SIGBUS
+                size = st.st_size
+                if _sig(st) != seg.sig:  # changed behind the store (or by its writes under way)
+                    self._changed(seg, st)
+                if size < end:
                     raise BlockUnavailable(f"segment {seg.path} has {size} bytes, block {block_id} "
-                                           f"ends at {entry.offset + entry.length}")
-                if seg.buf is None:
+                                           f"ends at {end}")
+                if seg.buf is None or seg.buf.size < end:  # a map of a shorter file: map it again
+                    self._unmap(seg)
                     seg.buf = segment_file.map_file(seg.path)
+                    if seg.buf.size < end:
+                        raise BlockUnavailable(f"segment {seg.path} is mapped with {seg.buf.size} bytes, "
+                                               f"block {block_id} ends at {end}")
             except (BlockUnavailable, OSError, pa.ArrowException) as exc:
                 self._remove_locked(block_id)
                 if isinstance(exc, BlockUnavailable):
                     raise
                 raise BlockUnavailable(f"segment {seg.path} of block {block_id} cannot be read: {exc}") from None
             # The view references the map's buffer: the map lives as long as the view does.
-            view = memoryview(seg.buf)[entry.offset : entry.offset + entry.length]
-            verify = block_id not in self._verified
+            view = memoryview(seg.buf)[entry.offset : end]
+            # The epoch the extent is verified for; None while the file's change may be the
+            # store's own writes under way: then it is hashed and nothing is trusted after.
+            epoch = seg.epoch if _sig(st) == seg.sig else None
+            verify = epoch is None or self._verified.get(block_id) != epoch
             ahead = None if verify or self._closed else self._read_ahead(block_id)
-        return entry, view, verify, ahead
+        return entry, view, verify, ahead, epoch
 
-    def _verify(self, block_id: Any, entry: RegionEntry, view: memoryview) -> None:
-        """The first read's checksum; a mismatch forgets the block and raises BlockUnavailable."""
+    def _verify(self, block_id: Any, entry: RegionEntry, view: memoryview, epoch: int | None) -> None:
+        """The checksum, at the first read and after the segment's file changed; a mismatch
+        forgets the block and raises BlockUnavailable. A match is trusted while the
+        segment's epoch stays ``epoch`` (None: trusted for this read only)."""
         t0 = perf_counter()
         ok = xxhash.xxh3_64_intdigest(view) == entry.digest
         dt = perf_counter() - t0
@@ -415,7 +539,8 @@ class RegionStore:
             self._stats["checksum_bytes"] += entry.length
             if self._entries.get(block_id) is entry:
                 if ok:
-                    self._verified.add(block_id)
+                    if epoch is not None:
+                        self._verified[block_id] = epoch
                 else:
                     self._remove_locked(block_id)
         if not ok:
@@ -482,7 +607,7 @@ class RegionStore:
             gone = [b for b in self._entries if b.dataset_id == dataset_id]
             for b in gone:
                 del self._entries[b]
-                self._verified.discard(b)
+                self._verified.pop(b, None)
             for seg in list(self._by_dataset.get(dataset_id, ())):
                 self._drop_segment(seg)
             return len(gone)
@@ -503,7 +628,7 @@ class RegionStore:
         entry = self._entries.pop(block_id, None)
         if entry is None:
             return None
-        self._verified.discard(block_id)
+        self._verified.pop(block_id, None)
         seg = self._segments.get(entry.segment)
         if seg is not None:
             seg.live -= 1
@@ -529,13 +654,7 @@ class RegionStore:
             os.unlink(seg.path)
         except FileNotFoundError:
             pass
-        buf, seg.buf = seg.buf, None
-        if buf is not None:
-            ref = weakref.ref(buf)
-            nbytes = min(seg.end, buf.size)
-            del buf  # unmapped now, unless views hold it: then with the last of them
-            if ref() is not None:
-                self._deferred.append((ref, nbytes))
+        self._unmap(seg)  # unmapped now, unless views hold it: then with the last of them
 
 
 def _authentic(auth: FrameAuth, entry: RegionEntry, view: memoryview) -> bool:

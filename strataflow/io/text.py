@@ -11,7 +11,7 @@ Lines come without their ``\\n`` (and without a ``\\r`` before it).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Iterator
 
 from ..config import ConfigError
 from ..lineage import SourceNode
@@ -20,6 +20,16 @@ from .sources import InputError
 __all__ = ["TextSource", "CsvSource", "list_input_files"]
 
 _READ_AHEAD = 1 << 16
+_CHUNK = 1 << 20  # bytes of text decoded at a time
+
+
+def _wide(encoding: str) -> bool:
+    """True for encodings whose characters may contain a 0x0A byte (cut at a newline byte
+    only at the split's ends, as before, and decode the rest whole)."""
+    import codecs
+
+    name = codecs.lookup(encoding).name
+    return name.startswith(("utf-16", "utf-32"))
 
 
 def _find_newline(view: memoryview, pos: int, stop: int) -> int:
@@ -104,19 +114,31 @@ class TextSource(SourceNode):
         return view[first:last]
 
     def compute(self, split: int, tc: Any) -> list[str]:
+        """The split's lines, decoded a chunk (about 1 MB, cut at a newline) at a time, so
+        that the whole split is never held as one string beside its list of lines (that
+        cost a task the size of its text again). An encoding in which a newline byte may
+        sit inside a character (UTF-16, UTF-32) is decoded whole."""
         data = self.read_lines_bytes(split)
-        if not data:
-            return []
-        try:
-            text = str(data, self.encoding)
-        except UnicodeDecodeError as exc:
-            path, start, _ = self.splits[split]
-            raise InputError(f"text_file: {path!r} is not {self.encoding} text: {exc.reason} in the lines "
-                             f"from byte {start} on (byte {exc.start} of them)") from None
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        return list(self._lines(data, split)) if data else []
+
+    def _lines(self, data: memoryview, split: int) -> Iterator[str]:
+        step = len(data) if _wide(self.encoding) else _CHUNK
+        at, n = 0, len(data)
+        while at < n:
+            end = n if at + step >= n else _find_newline(data, at + step - 1, n)
+            end = n if end == -1 else end + 1
+            try:
+                text = str(data[at:end], self.encoding)
+            except UnicodeDecodeError as exc:
+                path, start, _ = self.splits[split]
+                raise InputError(f"text_file: {path!r} is not {self.encoding} text: {exc.reason} in the lines "
+                                 f"from byte {start} on (byte {at + exc.start} of them)") from None
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            for ln in lines:
+                yield ln[:-1] if ln.endswith("\r") else ln
+            at = end
 
     def describe(self) -> str:
         return self.path

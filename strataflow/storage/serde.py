@@ -1,7 +1,11 @@
 """Serializers: a block value to bytes and back, timed by the block manager.
 
 - ``pickle``: protocol 5, in-band; the generic baseline (Spark's Java serialization). Large
-  buffers are copied into the stream, and copied out again on load.
+  buffers are copied into the stream, and copied out again on load. Small numeric ndarrays
+  (records such as K-means points) are written as their raw bytes and loaded back as
+  arrays that own their data: protocol 5's own way loads each one as a view of a bytes
+  object, which measured 3.7x the memory of the array made fresh and 3x the time to load
+  (125,000 arrays of 20 floats: 88 MB and 0.38 s, against 24 MB and 0.14 s).
 - ``pickle5``: protocol 5 with out-of-band buffers: numpy and Arrow data inside the value
   are written after the pickle stream, 64-byte aligned, and loaded as views of the bytes
   read (no copy), so a batch costs one memcpy to store and none to load.
@@ -27,6 +31,7 @@ out-of-band buffers after them; ``arrow``: none (Arrow IPC is never unpickled).
 
 from __future__ import annotations
 
+import io
 import pickle
 import struct
 from typing import Any, Sequence
@@ -70,11 +75,71 @@ class Serializer:
         return self.name
 
 
+_SMALL_ARRAY = 1 << 16  # bytes; above it the array's own reduction (one buffer) is as good
+_PLAIN_KINDS = frozenset("biufcmM")
+_ROWS_MIN = 16  # rows: below it the per-row form costs no more
+
+
+def _small_array(data: bytes, dtype: str, shape: tuple) -> np.ndarray:
+    """An ndarray written by :class:`_RecordPickler`, rebuilt owning its data (a copy of
+    the bytes from the stream, which are then freed)."""
+    return np.frombuffer(data, dtype).reshape(shape).copy()
+
+
+def _array_rows(rows: np.ndarray) -> list:
+    """A list of equal small ndarrays written by :class:`_RecordPickler` as one stacked
+    array, rebuilt as a list of arrays that each own their data."""
+    return [r.copy() for r in rows]
+
+
+def _plain_small(obj: Any) -> bool:
+    return (type(obj) is np.ndarray and obj.nbytes < _SMALL_ARRAY and obj.dtype.kind in _PLAIN_KINDS
+            and obj.dtype.fields is None and obj.flags.c_contiguous)
+
+
+def _uniform_rows(obj: list) -> bool:
+    """A list of distinct small plain ndarrays of one dtype and shape (a partition of
+    records such as points): stacked whole, so that loading creates no object per row
+    beyond the row itself (pickle's memo would keep every row's bytes alive till the end
+    of the load: +70% memory measured)."""
+    if len(obj) < _ROWS_MIN or not _plain_small(obj[0]):
+        return False
+    dtype, shape = obj[0].dtype, obj[0].shape
+    for a in obj:
+        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+            return False
+    return len(set(map(id, obj))) == len(obj)  # a row twice must stay one object: pickle it as usual
+
+
+class _Rows:
+    """Stands for a partition that is a uniform list of rows while it is pickled (pickle
+    never asks ``reducer_override`` about a list)."""
+
+    def __init__(self, rows: list) -> None:
+        self.rows = rows
+
+    def __reduce__(self) -> tuple:
+        first = self.rows[0]
+        out = np.empty((len(self.rows), *first.shape), dtype=first.dtype)  # stack() would make it native-endian
+        return _array_rows, (np.stack(self.rows, out=out),)
+
+
+class _RecordPickler(pickle.Pickler):
+    """Protocol 5, in-band, with small plain ndarrays reduced to their bytes."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if _plain_small(obj):
+            return _small_array, (obj.tobytes(), obj.dtype.str, obj.shape)
+        return NotImplemented
+
+
 class PickleSerializer(Serializer):
     name, tag = "pickle", b"P"
 
     def dumps(self, value: Any) -> list:
-        return [pickle.dumps(value, protocol=5)]
+        out = io.BytesIO()
+        _RecordPickler(out, protocol=5).dump(_Rows(value) if type(value) is list and _uniform_rows(value) else value)
+        return [out.getbuffer()]
 
     def loads(self, data: memoryview) -> Any:
         return pickle.loads(data)

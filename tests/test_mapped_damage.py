@@ -115,6 +115,25 @@ def test_truncated_segment_drops_the_cut_blocks_and_is_never_appended_to(store):
     assert store.get(BlockId(1, 9)).tolist() == [1.0] * 7
 
 
+def test_blocks_cut_off_unseen_are_each_reported_at_their_next_read(store):
+    """The read that notices the cut may be of a block before it: the blocks past the end
+    still answer ``in`` and raise BlockUnavailable naming the cut once (each is reported
+    lost, then recomputed), never a silent miss."""
+    want = arrays()
+    ids = [BlockId(1, i) for i in range(len(want))]
+    entries = [store.put(b, a) for b, a in zip(ids, want)]
+    for b in ids:
+        store.get(b)
+    cut(entries[0].segment, entries[1].offset + entries[1].length)  # blocks 2 and 3 cut off
+    assert np.array_equal(store.get(ids[0]), want[0])  # notices the change, still served
+    for b in ids[2:]:
+        assert b in store
+        with pytest.raises(BlockUnavailable, match="cut off"):
+            store.get(b)
+        assert b not in store
+    assert np.array_equal(store.get(ids[1]), want[1])
+
+
 def test_truncated_before_the_first_map_then_grown(store):
     """A segment mapped while truncated, then grown by a write of another process: no raw
     error, and no block is served from a map shorter than it."""

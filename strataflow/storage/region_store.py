@@ -180,6 +180,9 @@ class RegionStore:
         self.capacity = capacity
         self._lock = threading.Lock()
         self._entries: dict[Any, RegionEntry] = {}
+        # Blocks cut off by a truncated segment: still "here" until their next read, which
+        # raises BlockUnavailable naming the cut, so that each is reported lost, not missed.
+        self._cut: dict[Any, str] = {}
         self._verified: dict[Any, int] = {}  # block -> its segment's epoch when last verified
         self._segments: dict[str, _Segment] = {}
         self._by_dataset: dict[Any, list[_Segment]] = {}
@@ -197,7 +200,7 @@ class RegionStore:
     # -- queries ---------------------------------------------------------------------------------
     def __contains__(self, block_id: Any) -> bool:
         with self._lock:
-            return block_id in self._entries
+            return block_id in self._entries or block_id in self._cut
 
     contains = __contains__
 
@@ -303,6 +306,7 @@ class RegionStore:
                 self._maybe_reclaim(seg)
                 return self._entries[block_id]
             self._entries[block_id] = entry
+            self._cut.pop(block_id, None)
             seg.live += 1
         return entry
 
@@ -377,6 +381,8 @@ class RegionStore:
             for bid, e in list(self._entries.items()):
                 if e.segment == seg.path and e.offset + e.length > size:
                     self._remove_locked(bid)
+                    self._cut[bid] = (f"its extent was cut off: segment {seg.path} was truncated to {size} bytes "
+                                      f"(the extent ends at {e.offset + e.length})")
             if seg.dropped:  # none of its blocks left: deleted
                 return
         if (truncated or seg.pending == 0) and self._current.get(seg.dataset_id) is seg:
@@ -435,7 +441,16 @@ class RegionStore:
         """``(value, seconds)``: :meth:`get`, and the seconds this call spent decoding (the
         deserialization the block manager reports). The store-wide ``decode_s`` sums every
         thread's decodes: a difference of it around one call would count the others' too."""
-        entry, view, verify, ahead, epoch = self._view(block_id)
+        with self._lock:
+            cut = self._cut.pop(block_id, None)
+        if cut is not None:
+            raise BlockUnavailable(f"block {block_id}: {cut}")
+        try:
+            entry, view, verify, ahead, epoch = self._view(block_id)
+        except BlockUnavailable:
+            with self._lock:  # this read found its own extent cut: reported by this raise
+                self._cut.pop(block_id, None)
+            raise
         if ahead is not None:
             try:
                 ahead.result()  # its pages, read in large requests, instead of page by page
@@ -598,12 +613,15 @@ class RegionStore:
     def remove(self, block_id: Any) -> RegionEntry | None:
         """Forgets a block; its segment is deleted when its last block goes."""
         with self._lock:
+            self._cut.pop(block_id, None)
             return self._remove_locked(block_id)
 
     def remove_dataset(self, dataset_id: Any) -> int:
         """Deletes the dataset's region (all its segment files) at once; returns how many
         blocks it held. Views handed out before stay valid."""
         with self._lock:
+            for b in [b for b in self._cut if b.dataset_id == dataset_id]:
+                del self._cut[b]
             gone = [b for b in self._entries if b.dataset_id == dataset_id]
             for b in gone:
                 del self._entries[b]
@@ -620,6 +638,7 @@ class RegionStore:
         self._ahead.close()  # queued reads cancelled, the thread joined
         with self._lock:
             self._entries.clear()
+            self._cut.clear()
             self._verified.clear()
             for seg in list(self._segments.values()):
                 self._drop_segment(seg)

@@ -147,6 +147,8 @@ def _context_options(args: argparse.Namespace) -> dict:
         opts["backend"] = args.backend
     if getattr(args, "executors", None):
         opts["executors"] = args.executors
+    if getattr(args, "address", None):
+        opts["address"] = args.address
     return opts
 
 
@@ -277,9 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pressure", type=_positive(float), default=4.0, help="with --memory auto: data size / memory budget")
     r.add_argument("--iterations", type=_positive(int), default=None)
     r.add_argument("--parallelism", type=_positive(int), default=None)
-    r.add_argument("--backend", choices=["threads", "processes"], default=None,
-                   help="where tasks run (default: processes when parallelism > 1)")
+    r.add_argument("--backend", choices=["threads", "processes", "ray"], default=None,
+                   help="where tasks run (default: processes when parallelism > 1; ray: Ray actors, pip install strataflow[ray])")
     r.add_argument("--executors", type=_positive(int), default=None, help="executor processes (default: parallelism)")
+    r.add_argument("--address", default=None,
+                   help="with --backend ray: the Ray cluster, 'auto' or ray://HOST:PORT (default: start a local one)")
     r.add_argument("--partitions", type=_positive(int), default=None)
     r.add_argument("--event-log", default=None)
     r.add_argument("--json", default=None, help="write the run's report as JSON here")

@@ -15,6 +15,7 @@ the storage registries and storage must not import it back.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -55,13 +56,15 @@ class Config:
     tiers: list[TierSpec] | None
     async_eviction: bool
     eviction_watermarks: tuple[float, float]
-    #: how executors run: ``threads`` (one in-process executor) or ``processes``
+    #: how executors run: ``threads`` (one in-process executor), ``processes`` or ``ray``
     backend: str
     executors: int
     cores_per_executor: int
     #: each executor's share of ``memory`` (its memory manager's total)
     executor_memory: int
     locality_wait: float
+    #: the Ray cluster (``ray`` backend): None (a local instance), ``"auto"`` or ``"ray://host:port"``
+    address: str | None = None
 
     @property
     def task_slots(self) -> int:
@@ -97,6 +100,7 @@ class Config:
         cores_per_executor: int = 1,
         executor_memory: int | str | None = None,
         locality_wait: float = 3.0,
+        address: str | None = None,
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -138,10 +142,11 @@ class Config:
             cores_per_executor=per_exec,
             executor_memory=exec_mem,
             locality_wait=_check_seconds(locality_wait, "locality_wait"),
+            address=_check_address(address, kind),
         )
 
 
-BACKENDS = ("threads", "processes")
+BACKENDS = ("threads", "processes", "ray")
 
 
 def _check_executors(backend: str | None, executors: int | None, cores_per_executor: int,
@@ -149,10 +154,13 @@ def _check_executors(backend: str | None, executors: int | None, cores_per_execu
     """(backend, executors, cores per executor). ``processes`` is the default whenever
     ``parallelism`` > 1; ``threads`` is one in-process executor with ``parallelism`` task
     threads (today's engine, for debugging), so it takes neither ``executors`` > 1 nor
-    ``cores_per_executor``."""
+    ``cores_per_executor``. ``processes`` and ``ray``: ``parallelism // cores_per_executor``
+    executors unless ``executors`` is given."""
     kind = ("processes" if parallelism > 1 else "threads") if backend is None else str(backend).lower()
     if kind not in BACKENDS:
         raise ConfigError(f"backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if kind == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("backend: 'ray' needs Ray, which is not installed (pip install strataflow[ray])")
     per = check_num_partitions(cores_per_executor, "cores_per_executor")
     if kind == "threads":
         if executors not in (None, 1):
@@ -161,6 +169,22 @@ def _check_executors(backend: str | None, executors: int | None, cores_per_execu
         return kind, 1, parallelism
     n = max(1, parallelism // per) if executors is None else check_num_partitions(executors, "executors")
     return kind, n, per
+
+
+def _check_address(address: object, kind: str) -> str | None:
+    """The Ray cluster to connect to: None (start a local one), ``"auto"`` (the cluster
+    ``ray start`` made on this machine, or ``RAY_ADDRESS``), ``"ray://host:port"`` (Ray
+    Client) or ``"host:port"`` (a head node's GCS); only with the ``ray`` backend."""
+    if address is None:
+        return None
+    if kind != "ray":
+        raise ConfigError(f"address: only for backend='ray' (the {kind} backend runs on this machine), got {address!r}")
+    text = str(address).strip()
+    rest = text[len("ray://"):] if text.startswith("ray://") else text
+    host, _, port = rest.rpartition(":")
+    if text != "auto" and not (host and port.isdigit()):
+        raise ConfigError(f"address: expected 'auto', 'ray://HOST:PORT' or 'HOST:PORT', got {address!r}")
+    return text
 
 
 def _check_seconds(value: object, name: str) -> float:

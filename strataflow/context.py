@@ -105,13 +105,19 @@ class Context:
         backend: where tasks run. ``processes`` (the default when ``parallelism`` > 1):
             executor processes on this machine, so numpy and Python record code use every
             core; ``threads`` (the default for ``parallelism=1``): one executor inside this
-            process with ``parallelism`` task threads, nothing pickled, for debugging.
-        executors: how many executors (``processes``; default ``parallelism //
+            process with ``parallelism`` task threads, nothing pickled, for debugging;
+            ``ray``: executors as Ray actors on the nodes of a Ray cluster (``address``;
+            ``pip install strataflow[ray]``).
+        executors: how many executors (``processes``, ``ray``; default ``parallelism //
             cores_per_executor``).
         cores_per_executor: task slots (threads) of each executor.
         executor_memory: each executor's memory instead of ``memory / executors``.
         locality_wait: seconds a task waits for a slot on the executor that holds its
             cached partition before it runs elsewhere (Spark's ``spark.locality.wait``).
+        address: the Ray cluster (``ray`` backend): None starts a local Ray instance of
+            ``executors * cores_per_executor`` CPUs (stopped with the Context), ``"auto"``
+            joins the one ``ray start`` made, ``"ray://host:port"`` connects through Ray
+            Client; a connection the caller already made (``ray.init``) is used as it is.
     """
 
     def __init__(
@@ -141,6 +147,7 @@ class Context:
         cores_per_executor: int = 1,
         executor_memory: int | str | None = None,
         locality_wait: float = 3.0,
+        address: str | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = cfg = Config.build(
@@ -151,7 +158,7 @@ class Context:
             disk_capacity=disk_capacity, mmap_memory=mmap_memory, gc_free_cache=gc_free_cache, tiers=tiers,
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
-            locality_wait=locality_wait)
+            locality_wait=locality_wait, address=address)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)

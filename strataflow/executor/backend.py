@@ -4,8 +4,9 @@ An :class:`ExecutorHandle` is the driver's view of one executor, whatever runs i
 accepts tasks (the stage's work goes first, once), answers questions (``call``), and
 reports its loss to the callback it was given. Two implementations: :class:`LocalExecutor`
 (the ``threads`` backend: one executor inside the driver's process, today's engine, for
-debugging: nothing is pickled) and ``processes.ProcessExecutor`` (one process each). A
-cluster backend adds a third handle (an actor per executor), not a new scheduler.
+debugging: nothing is pickled), ``processes.ProcessExecutor`` (one process each) and
+``ray_backend.RayExecutor`` (a Ray actor each, on a cluster's nodes): a third handle,
+not a new scheduler.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .core import ExecutorCore
 from .runtime import ExecutorRuntime, ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
-__all__ = ["ExecutorHandle", "LocalExecutor", "LostCallback", "Peers", "start_executor"]
+__all__ = ["ExecutorHandle", "LocalExecutor", "LostCallback", "Peers", "open_session", "start_executor"]
 
 #: ``on_lost(handle, reason)``: called once, from any thread, when an executor is gone
 LostCallback = Callable[["ExecutorHandle", str], None]
@@ -120,13 +121,29 @@ class LocalExecutor(ExecutorHandle):
         self.runtime.close()
 
 
+def open_session(config: Any) -> Any:
+    """What a backend shares among an application's executors, made before the first one
+    starts and closed after the last stops (``close()``): the ray backend's connection and
+    placement group; None for the others."""
+    if config.backend == "ray":
+        from .ray_backend import RaySession
+
+        return RaySession(config)
+    return None
+
+
 def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
-                   peers: Peers | None = None) -> ExecutorHandle:
-    """A new executor of the backend ``kind`` (it may still be starting: ``wait_ready``)."""
+                   peers: Peers | None = None, session: Any = None) -> ExecutorHandle:
+    """A new executor of the backend ``kind`` (it may still be starting: ``wait_ready``);
+    ``session``: what ``open_session`` made for the application."""
     if kind == "threads":
         return LocalExecutor(spec, events, on_lost)
     if kind == "processes":
         from .processes import ProcessExecutor
 
         return ProcessExecutor(spec, events, on_lost, peers)
+    if kind == "ray":
+        from .ray_backend import RayExecutor
+
+        return RayExecutor(spec, events, on_lost, peers, session)
     raise ValueError(f"unknown backend {kind!r}")

@@ -26,7 +26,7 @@ from ..config import Config
 from ..metrics import EventBus
 from ..storage import app_keys
 from ..storage.frame_auth import FrameAuth, new_key
-from .backend import ExecutorHandle, start_executor
+from .backend import ExecutorHandle, open_session, start_executor
 from .runtime import ExecutorSpec, app_dirs, executor_dirs
 from .work import ExecutorLost
 
@@ -54,6 +54,7 @@ class Fleet:
         self._stopping = False
         self._key = new_key()  # the application's secret: one per fleet, never on disk
         self._registered: list[str] = []  # the directories registered with it in this process
+        self._session = None  # the backend's shared part (``open_session``: Ray's connection)
 
     @property
     def stopping(self) -> bool:
@@ -83,13 +84,19 @@ class Fleet:
     def _start(self, spec: ExecutorSpec) -> ExecutorHandle:
         with self._lock:
             self._specs[spec.executor_id] = spec
-        return start_executor(self.config.backend, spec, self.events, self._lost, self.get)
+        return start_executor(self.config.backend, spec, self.events, self._lost, self.get, self._session)
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def start(self) -> float:
         """Starts every executor and waits until all are ready; returns the seconds taken."""
         t0 = time.perf_counter()
         self._register_key()
         try:
+            self._session = open_session(self.config)
             handles = [self._start(self._spec()) for _ in range(self.config.executors)]
             try:
                 for h in handles:
@@ -99,6 +106,7 @@ class Fleet:
                     h.stop()
                 raise
         except BaseException:
+            self._close_session()
             self._unregister_key()
             raise
         with self._lock:
@@ -212,4 +220,5 @@ class Fleet:
             h.stop()
         for t in stoppers:
             t.join()
+        self._close_session()
         self._unregister_key()

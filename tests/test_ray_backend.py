@@ -1,0 +1,450 @@
+"""The ray backend on a simulated Ray cluster, inside a private network namespace.
+
+The module enters a network namespace of its own (``netns.py``: only ``lo``, up) before
+it starts anything, so every Ray process binds to 127.0.0.1 and can reach no other
+address; without the privilege to do so (not root, no user namespaces) every test here
+is skipped with the reason. In it, one simulated cluster (``ray.cluster_utils.Cluster``:
+a head without CPUs and two worker nodes of 3 CPUs, small object stores, processes of
+this machine) serves every test; the module then shuts it down, checks that no Ray
+process is left, and goes back to the host's namespace, so the rest of the suite runs
+as before. (Module-scoped, not session-scoped: every Ray test is here, and the other
+modules should run without Ray's idle daemons on this machine's cores.)
+
+- the core API on executors in actors on two nodes: transformations, the four joins,
+  sort, shuffles, persist at every level, MEMORY_AND_DISK under pressure, task errors;
+- K-means (``strataflow run kmeans --backend ray``) with its result check;
+- locality: a cached partition's tasks run on the executor that holds it, iteration
+  after iteration, and a block read elsewhere is fetched from the holder's actor;
+- faults: a node removed mid-job (a third node added for it) and an actor killed
+  mid-job: the answer is right, ``ExecutorLost`` is logged, lost blocks are recomputed,
+  and a replacement starts;
+- the default: ``address=None`` starts a local Ray and stops it with the Context (in a
+  subprocess, in the same namespace).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+import netns
+
+from strataflow import Context, StorageLevel
+from strataflow.cli import main as cli_main
+from strataflow.config import ConfigError
+from strataflow.workloads import kmeans_job
+
+# Ray is imported by the cluster fixture, not at collection: the rest of the suite runs
+# without it in the process.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray is not installed (pip install strataflow[ray])")
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MB = 1 << 20
+_NODE = dict(num_cpus=3, node_ip_address="127.0.0.1", object_store_memory=80 * MB)
+
+
+def _is_ray(cmdline: str) -> bool:
+    return cmdline.startswith("ray::") or "/ray/" in cmdline or "raylet" in cmdline or "gcs_server" in cmdline
+
+
+def _ray_processes(tmpdir: str, descendants: bool = True) -> list[psutil.Process]:
+    """Processes of a Ray started here: anything naming its temp dir, and (``descendants``)
+    Ray's processes among ours (a worker's title, ``ray::...``, names no directory)."""
+    out = {}
+    for p in psutil.process_iter(["cmdline"]):
+        if tmpdir in " ".join(p.info["cmdline"] or []):
+            out[p.pid] = p
+    if descendants:
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if _is_ray(" ".join(p.cmdline())):
+                    out[p.pid] = p
+            except psutil.Error:
+                pass
+    alive = []
+    for p in out.values():
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            pass
+    return alive
+
+
+class SimCluster:
+    """The module's Ray cluster: head (no CPUs: the driver's node) and worker nodes."""
+
+    def __init__(self, tmpdir: str) -> None:
+        import ray
+        from ray.cluster_utils import Cluster
+
+        self.tmpdir = tmpdir
+        self.cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "include_dashboard": False, "node_ip_address": "127.0.0.1",
+            "object_store_memory": 80 * MB,
+            "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}})
+        self.nodes = [self.cluster.add_node(**_NODE) for _ in range(2)]
+        ray.init(address=self.cluster.address, logging_level="warning",
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([REPO, *sys.path])}})
+
+    def add_node(self):
+        node = self.cluster.add_node(**_NODE)
+        self.cluster.wait_for_nodes()
+        return node
+
+    def shutdown(self) -> None:
+        import ray
+
+        ray.shutdown()
+        self.cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    entered = netns.enter_private_netns()
+    if entered is not True:
+        pytest.skip(f"no private network namespace for the Ray tests: {entered}")
+    token = os.path.expanduser("~/.ray/auth_token")
+    had_token = os.path.exists(token)
+    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAY_USAGE_STATS_ENABLED")}
+    tmpdir = tempfile.mkdtemp(prefix="sfray", dir="/tmp")  # short: unix socket paths
+    os.environ.update(RAY_TMPDIR=tmpdir, RAY_USAGE_STATS_ENABLED="0")
+    sim = None
+    try:
+        sim = SimCluster(tmpdir)
+        yield sim
+    finally:
+        if sim is not None:
+            sim.shutdown()
+        elif "ray" in sys.modules and sys.modules["ray"].is_initialized():
+            sys.modules["ray"].shutdown()
+        deadline = time.monotonic() + 20
+        while _ray_processes(tmpdir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _ray_processes(tmpdir)
+        for p in left:
+            p.kill()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        if not had_token and os.path.exists(token):
+            os.remove(token)
+            try:
+                os.rmdir(os.path.dirname(token))
+            except OSError:
+                pass
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        back = netns.leave_private_netns()
+        assert not left, f"Ray processes left running: {[' '.join(p.cmdline()[:3]) for p in left]}"
+        assert back is True, back
+
+
+def _context(tmp_path, **kw) -> Context:
+    opts = dict(backend="ray", executors=2, memory="128MB", progress=False,
+                local_dirs=[str(tmp_path / "local")], shuffle_dirs=[str(tmp_path / "shuffle")])
+    opts.update(kw)
+    for d in opts["local_dirs"] + opts["shuffle_dirs"]:
+        os.makedirs(d, exist_ok=True)
+    return Context(**opts)
+
+
+def _recorder(c: Context) -> list[dict]:
+    """Every event of ``c`` from now on (the event log is flushed only after jobs)."""
+    seen: list[dict] = []
+    c.events.subscribe(seen.append)
+    return seen
+
+
+def _events(seen: list[dict], name: str) -> list[dict]:
+    return [e for e in list(seen) if e["event"] == name]
+
+
+@pytest.fixture(scope="module")
+def rctx(cluster, tmp_path_factory):
+    """Two executors of one core, one per worker node, shared by the core API tests."""
+    base = tmp_path_factory.mktemp("ray-ctx")
+    c = _context(base)
+    yield c
+    c.stop()
+    assert not os.listdir(base / "local") and not os.listdir(base / "shuffle")
+
+
+# -- configuration -----------------------------------------------------------------------------
+def test_ray_options_are_checked(monkeypatch):
+    with pytest.raises(ConfigError, match="address: only for backend='ray'"):
+        Context(backend="processes", address="auto")
+    with pytest.raises(ConfigError, match="address: expected"):
+        Context(backend="ray", address="nowhere")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"pip install strataflow\[ray\]"):
+        Context(backend="ray")
+
+
+def test_a_cluster_too_small_fails_at_once(cluster, tmp_path):
+    from strataflow.executor.work import ExecutorLost
+
+    t0 = time.monotonic()
+    with pytest.raises(ExecutorLost, match=r"has 6 CPUs, 4 executors of 2 need 8"):
+        _context(tmp_path, executors=4, cores_per_executor=2)
+    assert time.monotonic() - t0 < 10
+    assert not os.listdir(tmp_path / "local")  # nothing left behind
+
+
+# -- the core API ---------------------------------------------------------------------------------
+def test_executors_are_actors_spread_over_the_nodes(cluster, rctx):
+    live = rctx.fleet.live()
+    assert len(live) == 2 and rctx.backend == "ray"
+    assert len({h.node_id for h in live}) == 2  # SPREAD: one per worker node
+    assert {h.node_id for h in live} <= {n.node_id for n in cluster.nodes}
+    assert sorted(rctx.parallelize(range(8), 8).map(lambda _: os.getpid()).distinct().collect()) == \
+        sorted(h.pid for h in live)
+
+
+def test_transformations_joins_and_sort(rctx):
+    nums = rctx.parallelize(range(1000), 8)
+    assert nums.map(lambda x: x * 2).filter(lambda x: x % 3 == 0).sum() == sum(x * 2 for x in range(1000) if x * 2 % 3 == 0)
+    counts = nums.map(lambda x: (x % 13, 1)).reduce_by_key(lambda a, b: a + b, 5)
+    assert dict(counts.collect()) == {k: sum(1 for x in range(1000) if x % 13 == k) for k in range(13)}
+    left = rctx.parallelize([(k, k * k) for k in range(50)], 4)
+    right = rctx.parallelize([(k, -k) for k in range(25, 75)], 3)
+    assert sorted(left.join(right).collect()) == [(k, (k * k, -k)) for k in range(25, 50)]
+    assert len(left.left_outer_join(right).collect()) == 50 and len(left.full_outer_join(right).collect()) == 75
+    assert sorted(left.right_outer_join(right).collect())[-1] == (74, (None, -74))
+    words = rctx.parallelize([f"w{i % 37}" for i in range(2000)], 6)
+    top = words.map(lambda w: (w, 1)).reduce_by_key(lambda a, b: a + b).sort_by(lambda kv: (-kv[1], kv[0]))
+    assert top.take(2) == [("w0", 55), ("w1", 55)]
+    assert rctx.parallelize(list(range(500))[::-1], 7).sort_by(lambda x: x).collect() == list(range(500))
+
+
+def test_shuffles(rctx):
+    data = [(i % 17, i) for i in range(3000)]
+    ds = rctx.parallelize(data, 6)
+    grouped = dict(ds.group_by_key(9).map_values(sorted).collect())
+    assert grouped == {k: sorted(v for kk, v in data if kk == k) for k in range(17)}
+    assert sorted(ds.repartition(11).collect()) == sorted(data)
+    arr = rctx.from_numpy(np.arange(20_000.0).reshape(-1, 2), 5).repartition(3)
+    assert arr.num_partitions == 3 and arr.map_partitions(lambda a: [a.sum()]).sum() == np.arange(20_000.0).sum()
+
+
+@pytest.mark.parametrize("level", [lv.name for lv in StorageLevel.all() if lv.is_valid])
+def test_persist_at_every_level(rctx, level):
+    ds = rctx.from_numpy(np.arange(200_000.0).reshape(-1, 4), 6).map_partitions(lambda a: a * 2)
+    ds.name = f"doubled-{level}"
+    ds = ds.persist(level)
+    want = np.arange(200_000.0).sum() * 2
+    for _ in range(2):
+        assert ds.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(want)
+    status = {d.name: d for d in rctx.storage_status()}[ds.label]
+    assert status.level == level and status.memory_partitions + status.disk_partitions >= 6
+    ds.unpersist()
+
+
+def test_memory_and_disk_under_pressure(cluster, tmp_path):
+    """4x pressure: 16 MB of points against 4 MB of memory over two executors."""
+    pts = np.random.default_rng(0).normal(size=(500_000, 4))
+    with _context(tmp_path, memory="4MB") as c:
+        ds = c.from_numpy(pts, 16).map_partitions(np.array).persist(StorageLevel.MEMORY_AND_DISK)
+        for _ in range(3):
+            assert ds.map_partitions(lambda a: [a.sum(axis=0)]).sum() == pytest.approx(pts.sum(axis=0))
+        m = c.metrics()
+        assert m["disk_bytes_written"] > 0 and m["disk_hits"] > 0 and m["memory_hits"] > 0
+        assert m["misses"] == 16  # each block computed once: nothing lost to the pressure
+
+
+def test_a_task_error_comes_back_as_itself(rctx):
+    def bad(x):
+        if x == 7:
+            raise KeyError("seven")
+        return x
+
+    with pytest.raises(Exception) as info:
+        rctx.parallelize(range(10), 2).map(bad).collect()
+    assert "seven" in str(info.value) and "KeyError" in repr(info.value) + str(info.value.__cause__)
+    assert rctx.parallelize(range(10), 2).sum() == 45  # the executors go on
+
+
+# -- K-means ---------------------------------------------------------------------------------------------
+def test_kmeans_workload_through_the_cli(cluster, tmp_path):
+    data = tmp_path / "km"
+    kmeans_job.gen(str(data), size=0, points=12000, seed=3, fmt="text")  # ~2 MB: spills at 1 MB
+    out = tmp_path / "report.json"
+    code = cli_main(["run", "kmeans", "--data", str(data), "--backend", "ray", "--address", cluster.cluster.address,
+                     "--executors", "2", "--parallelism", "2", "--memory", "1MB", "--iterations", "3",
+                     "--quiet", "--json", str(out)])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["result_check"] == "ok", report["result_check"]
+    assert len(report["iteration_s"]) == 3 and report["metrics"]["disk_bytes_written"] > 0
+    assert report["metrics"]["executors"] == 2
+
+
+# -- locality ---------------------------------------------------------------------------------------------
+def test_cached_partitions_run_where_they_are_cached(cluster, tmp_path):
+    with _context(tmp_path) as c:
+        runs: list[dict] = []
+        c.events.subscribe(lambda e: runs.append(e) if e["event"] == "TaskEnd" and e.get("ok") else None)
+        ds = c.from_numpy(np.arange(160_000.0).reshape(-1, 4), 8).map_partitions(lambda a: a + 1)
+        ds = ds.persist(StorageLevel.MEMORY_ONLY)
+        ds.count()
+        where = {}
+        for it in range(3):
+            runs.clear()
+            assert ds.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx((np.arange(160_000.0) + 1).sum())
+            placed = {e["partition"]: e["executor"] for e in runs}
+            assert len(placed) == 8
+            if it == 0:
+                where = placed
+                assert set(where.values()) == {"0", "1"}  # both executors hold blocks
+            assert placed == where  # every iteration reads its own executor's memory
+        m = c.metrics()
+        assert m["misses"] == 8 and m["memory_hits"] == 24 and m["peer_hits"] == 0
+
+
+@pytest.mark.parametrize("level", ["MEMORY_ONLY", "DISK_ONLY"])
+def test_a_block_read_elsewhere_is_fetched_from_its_holder(cluster, tmp_path, level):
+    """One executor's tasks are slow, so with no locality wait the other runs some of the
+    partitions cached on the slow one: it fetches those blocks from the slow one's actor
+    (a disk copy too: the two are on different nodes), computing nothing again."""
+    with _context(tmp_path, locality_wait=0.0) as c:
+        ds = c.from_numpy(np.arange(80_000.0).reshape(-1, 4), 8).map_partitions(lambda a: a * 3).persist(level)
+        ds.count()
+        held = {e: sum(d.memory_partitions + d.disk_partitions for d in st)
+                for e, st in c.storage_status(by_executor=True).items()}
+        slow, fast = sorted(held, key=held.get, reverse=True)  # the one holding more blocks is slow
+        slow_pid = c.fleet.get(slow).pid
+
+        def part_sum(a, pid=slow_pid):
+            if os.getpid() == pid:
+                time.sleep(0.5)
+            return [a.sum()]
+
+        assert ds.map_partitions(part_sum).sum() == pytest.approx(np.arange(80_000.0).sum() * 3)
+        m = c.metrics(by_executor=True)
+        hits = {e: x["peer_hits"] for e, x in m.items()}
+        served = {e: x["peer_blocks_served"] for e, x in m.items()}
+        assert hits[fast] > 0, (held, hits, served)  # the fast one ran some of the slow one's partitions
+        assert sum(hits.values()) == sum(served.values()), (hits, served)  # each one sent by its holder
+        assert sum(e["misses"] for e in m.values()) == 8, m  # nothing recomputed
+
+
+# -- faults ---------------------------------------------------------------------------------------------------
+def _wait_executors(c: Context, n: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(c.executors()) < n and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(c.executors()) == n
+
+
+def test_a_node_removed_mid_job(cluster, tmp_path):
+    node = cluster.add_node()
+    try:
+        with _context(tmp_path, executors=3) as c:
+            seen = _recorder(c)
+            on_node = [h for h in c.fleet.live() if h.node_id == node.node_id]
+            assert len(on_node) == 1, "SPREAD put no executor on the third node"
+            doomed = on_node[0].executor_id
+            ds = c.from_numpy(np.arange(120_000.0).reshape(-1, 4), 12).map_partitions(lambda a: a - 1)
+            ds = ds.persist(StorageLevel.MEMORY_ONLY)
+            ds.count()
+            held = c.storage_status(by_executor=True)[doomed]
+            assert sum(d.memory_partitions for d in held) > 0
+
+            def slow_sum(a):
+                time.sleep(0.4)
+                return [a.sum()]
+
+            timer = threading.Timer(0.6, cluster.cluster.remove_node, (node,), {"allow_graceful": False})
+            timer.start()
+            try:
+                got = ds.map_partitions(slow_sum).sum()
+            finally:
+                timer.join()
+            want = (np.arange(120_000.0) - 1).sum()
+            assert got == pytest.approx(want)
+            assert ds.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(want)
+            lost = _events(seen, "ExecutorLost")
+            assert [e["executor"] for e in lost] == [doomed] and lost[0]["replaced"]
+            assert c.metrics()["misses"] > 12  # the lost node's blocks were computed again
+            _wait_executors(c, 3)  # its bundle moved to the nodes left; a replacement runs there
+            assert doomed not in c.executors()
+            assert len(_events(seen, "ExecutorAdded")) == 1
+            assert {h.node_id for h in c.fleet.live()} <= {n.node_id for n in cluster.nodes}
+            assert c.parallelize(range(100), 6).sum() == 4950
+    finally:
+        if node in cluster.cluster.worker_nodes:
+            cluster.cluster.remove_node(node, allow_graceful=False)
+
+
+def test_an_actor_killed_mid_job(cluster, tmp_path):
+    with _context(tmp_path) as c:
+        seen = _recorder(c)
+        pairs = c.parallelize(range(4000), 8).map(lambda x: (x % 11, x)).persist(StorageLevel.MEMORY_ONLY)
+        pairs.count()
+        victim = c.fleet.get("1")
+
+        def slow(kv):
+            time.sleep(0.002)
+            return kv
+
+        timer = threading.Timer(0.5, victim.kill)
+        timer.start()
+        try:
+            got = dict(pairs.map(slow).reduce_by_key(lambda a, b: a + b).collect())
+        finally:
+            timer.join()
+        assert got == {k: sum(x for x in range(4000) if x % 11 == k) for k in range(11)}
+        assert sorted(pairs.values().collect()) == list(range(4000))
+        lost = _events(seen, "ExecutorLost")
+        assert [e["executor"] for e in lost] == ["1"] and "actor died" in lost[0]["reason"]
+        _wait_executors(c, 2)
+        assert c.executors() == ["0", "2"]
+        assert c.parallelize(range(100), 4).map(lambda x: x + 1).sum() == 5050
+
+
+# -- a local Ray ------------------------------------------------------------------------------------------
+_LOCAL = r'''
+import os, sys
+import ray
+from strataflow import Context
+with Context(backend="ray", executors=2, memory="64MB", progress=False) as c:
+    assert ray.is_initialized()
+    print("sum", c.parallelize(range(100), 4).map(lambda x: x * 2).sum(), flush=True)
+    print("pids", *sorted({h.pid for h in c.fleet.live()}), flush=True)
+print("after", ray.is_initialized(), flush=True)
+'''
+
+
+def test_address_none_starts_a_local_ray_and_stops_it(cluster, tmp_path):
+    tmpdir = tempfile.mkdtemp(prefix="sfrl", dir="/tmp")
+    env = {**os.environ, "RAY_TMPDIR": tmpdir, "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": os.pathsep.join([REPO, *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    try:
+        proc = subprocess.run([sys.executable, "-c", _LOCAL], env=env, cwd=str(tmp_path), capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+        assert lines["sum"] == "9900" and lines["after"] == "False"
+        pids = [int(p) for p in lines["pids"].split()]
+        assert len(pids) == 2
+        deadline = time.monotonic() + 15
+        while _ray_processes(tmpdir, descendants=False) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _ray_processes(tmpdir, descendants=False), "the local Ray outlived its Context"
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)

@@ -188,12 +188,12 @@ class Context:
                 self.events.subscribe(self._progress)
             #: the policy's flags (does it take plans?); each executor makes its own instance
             self.policy_flags = make_policy(cfg.policy)
-            #: large driver collections, written once for the executors (processes backend)
+            #: large driver collections, written once for the executors (processes and ray backends)
             self.sources = SourceStore(self.local_dirs[0])
             self.block_master = BlockMaster()
             #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
             self._dead_shuffles: collections.deque[int] = collections.deque()
-            self.map_outputs = MapOutputTracker()
+            self.map_outputs = MapOutputTracker(local_files=cfg.backend != "ray")
             self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
             self._ids = itertools.count()
             self._lock = threading.Lock()
@@ -210,6 +210,8 @@ class Context:
                              executor_memory=cfg.executor_memory)
             #: seconds until every executor was ready
             self.startup_s = self.fleet.start()
+            if self.fleet.session is not None and hasattr(self.fleet.session, "source_store"):
+                self.sources = self.fleet.session.source_store()  # a cluster: not the driver's files
         except BaseException:
             self._release()
             raise
@@ -260,7 +262,12 @@ class Context:
         while self._dead_shuffles:
             shuffle_id = self._dead_shuffles.popleft()
             self.scheduler.forget_shuffle(shuffle_id)
-            self.map_outputs.remove_shuffle(shuffle_id)
+            by_writer = self.map_outputs.remove_shuffle(shuffle_id)
+            if not self.map_outputs.local_files:  # on the writers' nodes: they remove them
+                for eid, outs in by_writer.items():
+                    handle = self.fleet.get(eid)
+                    if handle is not None and handle.alive:
+                        handle.call_async("remove_map_outputs", outs)
             self.events.post("ShuffleCleaned", shuffle_id=shuffle_id)
 
     def __reduce__(self):
@@ -364,6 +371,8 @@ class Context:
         ``eviction_failures``, ``eviction_wait_s`` (time puts waited for the writer);
         prefetch: ``blocks_prefetched``, ``bytes_prefetched``, ``prefetch_scans`` (scans of the
         disk blocks for candidates; after an empty one they back off until memory is freed).
+        Shuffle on a cluster: ``shuffle_remote_fetches`` and ``shuffle_remote_bytes_read``
+        (buckets a reduce task fetched from the executor that wrote them, on another node).
         Executors: ``executors`` (live), ``executors_lost``."""
         answers = self.fleet.ask_all("metrics")
         if by_executor:

@@ -241,6 +241,68 @@ def test_shuffles(rctx):
     assert arr.num_partitions == 3 and arr.map_partitions(lambda a: [a.sum()]).sum() == np.arange(20_000.0).sum()
 
 
+def _shuffle_files(base) -> list[str]:
+    return [f for _, _, files in os.walk(base) for f in files if f.startswith("shuffle_")]
+
+
+def test_a_shuffle_across_nodes_reads_through_its_writers(cluster, tmp_path):
+    """Each reduce task reads the outputs of its own node from their files and the other
+    node's through the executor that wrote them (no shared file system is assumed); a
+    file gone on the writer's side is a FetchFailed there, and its map task is rerun; the
+    files of a shuffle no dataset reads are removed by their writers."""
+    import gc
+
+    data = [(i % 23, i) for i in range(6000)]
+    want = {k: sum(v for kk, v in data if kk == k) for k in range(23)}
+    with _context(tmp_path) as c:
+        seen = _recorder(c)
+        sums = c.parallelize(data, 6).reduce_by_key(lambda a, b: a + b, 4)
+        assert dict(sums.collect()) == want
+        m = c.metrics()
+        assert m["shuffle_remote_fetches"] > 0 and m["shuffle_remote_bytes_read"] > 0, m
+        # every reduce task read 6 outputs; those of the other node came through their writer
+        by_node = {h.executor_id: h.node_id for h in c.fleet.live()}
+        assert len(set(by_node.values())) == 2
+        assert m["shuffle_remote_fetches"] < 4 * 6
+
+        for root, _, files in os.walk(tmp_path / "shuffle"):  # lost on every node
+            for f in files:
+                if f.endswith(".data"):
+                    os.remove(os.path.join(root, f))
+        assert dict(sums.collect()) == want  # the maps ran again
+        assert _events(seen, "FetchFailed"), "no FetchFailed: the missing outputs were never read"
+
+        assert _shuffle_files(tmp_path / "shuffle")
+        del sums
+        gc.collect()
+        assert c.parallelize(range(4), 2).count() == 4  # the next job cleans the dead shuffle
+        deadline = time.monotonic() + 10
+        while _shuffle_files(tmp_path / "shuffle") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _shuffle_files(tmp_path / "shuffle")
+
+
+def test_large_sources_go_through_the_object_store(cluster, tmp_path):
+    """from_numpy and parallelize over 1 MB: the driver writes no slice files (another
+    node could not read them); each executor gets its slices from Ray's object store, as
+    arrays of its own (writable: not the store's read-only copy)."""
+    from strataflow.executor.ray_backend import RaySourceStore
+
+    arr = np.arange(600_000.0).reshape(-1, 3)  # 4.8 MB
+    recs = [(i, str(i)) for i in range(40_000)]
+    with _context(tmp_path) as c:
+        assert isinstance(c.sources, RaySourceStore)
+
+        def bump(a):
+            a += 1  # in place: fails on a read-only array
+            return [a.sum()]
+
+        assert c.from_numpy(arr, 4).map_partitions(bump).sum() == pytest.approx((arr + 1).sum())
+        assert c.parallelize(recs, 4).map(lambda r: r[0]).sum() == sum(range(40_000))
+        names = [n for _, dirs, files in os.walk(tmp_path) for n in dirs + files]
+        assert not [n for n in names if n.startswith("source-")], names
+
+
 @pytest.mark.parametrize("level", [lv.name for lv in StorageLevel.all() if lv.is_valid])
 def test_persist_at_every_level(rctx, level):
     ds = rctx.from_numpy(np.arange(200_000.0).reshape(-1, 4), 6).map_partitions(lambda a: a * 2)

@@ -1,4 +1,5 @@
 """Executors: where tasks run and blocks are cached. The driver (the user's process,
 ``Context``) plans and schedules; each executor has its own block manager, memory share,
 disk and shuffle directories and task slots. Backends start and reach them:
-``threads`` (one in-process executor) and ``processes`` (one process per executor)."""
+``threads`` (one in-process executor), ``processes`` (one process per executor) and
+``ray`` (one Ray actor per executor, on the nodes of a Ray cluster)."""

@@ -2,7 +2,7 @@
 
 An :class:`ExecutorHandle` is the driver's view of one executor, whatever runs it: it
 accepts tasks (the stage's work goes first, once), answers questions (``call``), and
-reports its loss to the callback it was given. Two implementations: :class:`LocalExecutor`
+reports its loss to the callback it was given. Three implementations: :class:`LocalExecutor`
 (the ``threads`` backend: one executor inside the driver's process, today's engine, for
 debugging: nothing is pickled), ``processes.ProcessExecutor`` (one process each) and
 ``ray_backend.RayExecutor`` (a Ray actor each, on a cluster's nodes): a third handle,
@@ -36,6 +36,9 @@ class ExecutorHandle(abc.ABC):
     cores: int
     #: whether ``submit`` needs the stage's work pickled (it crosses a process boundary)
     needs_pickled_stages: bool = True
+    #: the cluster node it runs on (None: the driver's machine); delay scheduling's
+    #: node-local level prefers a busy holder's node
+    node_id: str | None = None
 
     @property
     @abc.abstractmethod

@@ -57,6 +57,11 @@ class Fleet:
         self._session = None  # the backend's shared part (``open_session``: Ray's connection)
 
     @property
+    def session(self):
+        """What the backend shares among the executors (``open_session``; None but for ray)."""
+        return self._session
+
+    @property
     def stopping(self) -> bool:
         """Whether ``stop()`` has begun: no job may go on."""
         return self._stopping

@@ -64,7 +64,10 @@ except ImportError as _exc:  # pragma: no cover - the extra is not installed
     raise ConfigError("backend: 'ray' needs Ray, which is not installed (pip install strataflow[ray])") from _exc
 
 from ..metrics import EventBus
+from ..shuffle.files import FetchFailed, MapOutput, read_bucket
 from ..storage.peer_blocks import PeerBlock
+from . import source_store
+from .source_store import SourceStore
 from . import wire
 from .backend import ExecutorHandle, LostCallback, Peers
 from .runtime import ExecutorSpec, app_dirs
@@ -83,6 +86,7 @@ _INLINE_REPLY_BYTES = 256 << 10  # a task result up to this size is taken on Ray
 _DEAD_KEPT = 4096  # stage keys an executor remembers as finished
 _START_RETRIES = 5  # an actor that dies before it is ready (its bundle's node died): made again
 _START_RETRY_S = 1.0
+_SOURCE_PREFIX = "ray-source:"
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
@@ -101,6 +105,11 @@ class RaySession:
         self._lock = threading.Lock()
         self._free = list(range(n))
         self.pg = None
+        #: the executors' directory: id -> (node id, actor), and the source slices put in
+        #: the object store (uid -> one reference per slice); ``version`` counts changes
+        self._members: dict[str, tuple[str, Any]] = {}
+        self._sources: dict[str, list] = {}
+        self.version = 0
         try:
             if not ray.is_initialized():
                 self._connect(config)
@@ -141,6 +150,29 @@ class RaySession:
                 if bundle not in self._free:
                     self._free.append(bundle)
 
+    def join(self, executor_id: str, node_id: str, actor: Any) -> None:
+        with self._lock:
+            self._members[executor_id] = (node_id, actor)
+            self.version += 1
+
+    def leave(self, executor_id: str) -> None:
+        with self._lock:
+            if self._members.pop(executor_id, None) is not None:
+                self.version += 1
+
+    def add_source(self, uid: str, refs: list) -> None:
+        with self._lock:
+            self._sources[uid] = refs
+            self.version += 1
+
+    def directory(self) -> tuple[int, dict, dict]:
+        """(version, members, sources): what every executor is sent when it changes."""
+        with self._lock:
+            return self.version, dict(self._members), dict(self._sources)
+
+    def source_store(self) -> "RaySourceStore":
+        return RaySourceStore(self)
+
     def strategy(self, bundle: int | None):
         if bundle is None or self.pg is None:
             return "DEFAULT"
@@ -155,12 +187,36 @@ class RaySession:
             except Exception:  # noqa: BLE001 - Ray may be shutting down already (atexit)
                 pass
             self.pg = None
+        with self._lock:
+            self._members.clear()
+            self._sources.clear()  # the driver's references: Ray frees the slices
         if self.owned:
             self.owned = False
             try:
                 ray.shutdown()
             except Exception:  # noqa: BLE001
                 pass
+
+
+class RaySourceStore(SourceStore):
+    """Source slices (``parallelize``, ``from_numpy``) in Ray's object store, for executors
+    on nodes that cannot read the driver's files: each slice is put once (an ndarray
+    zero-copy, records pickled by Ray), the session's directory carries the references to
+    every executor, and a slice's "path" is ``ray-source:<uid>``, which the executor's
+    loader (:meth:`ExecutorActor._load_source`) resolves. The object store is Ray's and
+    trusted as Ray's messages are, so these slices are not authenticated again."""
+
+    def __init__(self, session: RaySession) -> None:
+        super().__init__(directory="")
+        self.session = session
+
+    def path_for(self, uid: str, slices: list) -> str:
+        with self._lock:
+            got = self._written.get(uid)
+            if got is None:
+                self.session.add_source(uid, [ray.put(s) for s in slices])
+                got = self._written[uid] = _SOURCE_PREFIX + uid
+            return got
 
 
 # -- the executor, inside its actor ------------------------------------------------------------------
@@ -183,12 +239,18 @@ class ExecutorActor:
         self.events.subscribe(self._queue_event)
         self.runtime = ExecutorRuntime(spec, self.events)
         self.runtime.block_manager.fetch_peer = self._fetch
+        self.runtime.read_bucket = self._read_bucket
+        source_store.register_loader(_SOURCE_PREFIX, self._load_source)
         self.core = ExecutorCore(self.runtime)
+        self.node_id = ray.get_runtime_context().get_node_id()
         self._stage_lock = threading.Lock()
         self._known: set[str] = set()  # stages loaded (or failed to load) here
         #: stages cancelled or forgotten (the latest ``_DEAD_KEPT``): a late task is cancelled
         self._dead: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self._peer_actors: dict[str, Any] = {}
+        #: the session's directory as last sent (``RaySession.directory``)
+        self._version = -1
+        self._members: dict[str, tuple[str, Any]] = {}
+        self._sources: dict[str, list] = {}
 
     # -- events ------------------------------------------------------------------------------
     def _queue_event(self, record: dict) -> None:
@@ -215,8 +277,13 @@ class ExecutorActor:
     # -- state ---------------------------------------------------------------------------------
     @ray.method(concurrency_group="control")
     def ready(self) -> tuple[int, str, str]:
-        ctx = ray.get_runtime_context()
-        return os.getpid(), ctx.get_node_id(), socket.gethostname()
+        return os.getpid(), self.node_id, socket.gethostname()
+
+    def _learn(self, directory: tuple[int, dict, dict] | None) -> None:
+        if directory is not None and directory[0] > self._version:
+            with self._stage_lock:
+                if directory[0] > self._version:
+                    self._version, self._members, self._sources = directory
 
     # -- tasks -----------------------------------------------------------------------------------
     def _ensure_stage(self, key: str, stage_ref: list) -> None:
@@ -234,20 +301,20 @@ class ExecutorActor:
                 self.core.stage_failed(key, exc)  # its tasks fail with this error
 
     @ray.method(concurrency_group="tasks")
-    def run(self, stage_ref: list, spec: TaskSpec, peer_actors: dict | None) -> tuple:
-        """Runs one task: ``("ok", head, buffers, events)`` (the outcome pickled with its
-        buffers out of band) or ``("err", pickled exception, events)``."""
-        if peer_actors:
-            self._peer_actors.update(peer_actors)
+    def run(self, stage_ref: list, spec: TaskSpec, directory: tuple | None) -> tuple:
+        """Runs one task: ``("ok", head, buffers, events, version)`` (the outcome pickled
+        with its buffers out of band) or ``("err", pickled exception, events, version)``;
+        ``version``: the directory this executor has (it comes with every task until then)."""
+        self._learn(directory)
         try:
             self._ensure_stage(spec.stage_key, stage_ref)
             outcome = self.core.run(spec)
             buffers: list[pickle.PickleBuffer] = []
             head = cloudpickle.dumps(outcome, protocol=5, buffer_callback=buffers.append)
             arrays = [np.frombuffer(b.raw(), dtype=np.uint8) for b in buffers]
-            return "ok", head, arrays, self._take_events()
+            return "ok", head, arrays, self._take_events(), self._version
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the driver
-            return "err", wire.dumps(portable_error(exc, wire.dumps)), self._take_events()
+            return "err", wire.dumps(portable_error(exc, wire.dumps)), self._take_events(), self._version
 
     # -- questions ---------------------------------------------------------------------------------
     @ray.method(concurrency_group="control")
@@ -272,14 +339,52 @@ class ExecutorActor:
         except Exception as exc:  # noqa: BLE001
             return False, _short(exc)
 
+    @ray.method(concurrency_group="control")
+    def bucket(self, out: MapOutput, reduce_id: int, shuffle_id: int, map_id: int) -> tuple[bool, Any]:
+        """A bucket of a map output written here, for a reduce task on another node:
+        verified here, sent as bytes (zero-copy into the object store)."""
+        try:
+            return True, np.frombuffer(read_bucket(out, reduce_id, shuffle_id, map_id), dtype=np.uint8)
+        except FetchFailed as ff:
+            return False, ff.reason
+
+    def _read_bucket(self, out: MapOutput, reduce_id: int, shuffle_id: int, map_id: int):
+        """The runtime's ``read_bucket``: an output written on this node is read from its
+        files; one of another node is fetched from the executor that wrote it."""
+        writer = out.executor_id
+        member = self._members.get(writer) if writer is not None else None
+        if writer is None or writer == self.spec.executor_id or (member is not None and member[0] == self.node_id):
+            return read_bucket(out, reduce_id, shuffle_id, map_id)
+        if member is None:
+            raise FetchFailed(shuffle_id, map_id, f"executor {writer}, which wrote it on another node, is gone")
+        try:
+            ok, value = ray.get(member[1].bucket.remote(out, reduce_id, shuffle_id, map_id), timeout=_FETCH_S)
+        except (GetTimeoutError, RayError) as exc:
+            raise FetchFailed(shuffle_id, map_id, f"executor {writer} on node {member[0][:8]}: {_short(exc)}") from None
+        if not ok:
+            raise FetchFailed(shuffle_id, map_id, f"(read by executor {writer}) {value}")
+        self.runtime.count_remote_bucket(value.nbytes)
+        return value
+
+    def _load_source(self, path: str, split: int) -> Any:
+        """A source slice from the object store (``RaySourceStore``); an ndarray is copied
+        into this executor's memory (the store's copy is read-only, and not in our budget)."""
+        uid = path[len(_SOURCE_PREFIX):]
+        refs = self._sources.get(uid)
+        if refs is None or not 0 <= split < len(refs):
+            raise source_store.SourceSliceError(f"source {uid} split {split}: not in this executor's directory")
+        value = ray.get(refs[split], timeout=_FETCH_S)
+        return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
     def _fetch(self, holder_id: str, bid) -> Any:
         """The block manager's ``fetch_peer``: a block in another executor's memory (or on
         another node's disk), straight from that executor's actor."""
         from ..storage.disk_store import BlockUnavailable
 
-        actor = self._peer_actors.get(holder_id)
-        if actor is None:
+        member = self._members.get(holder_id)
+        if member is None:
             raise BlockUnavailable(f"executor {holder_id} is not known here")
+        actor = member[1]
         try:
             ok, value = ray.get(actor.block.remote(bid), timeout=_FETCH_S)
         except GetTimeoutError:
@@ -300,6 +405,7 @@ class ExecutorActor:
             self._cond.notify_all()
         self.core.cancel_all()
         self.runtime.close()
+        source_store.register_loader(_SOURCE_PREFIX, None)
         s = self.spec
         for d in app_dirs(s.cache_dirs, s.shuffle_dirs, s.tier_dirs):
             try:
@@ -344,6 +450,7 @@ class RayExecutor(ExecutorHandle):
         self._lost_reason: str | None = None
         self._stopped = False
         self.pid: int | None = None
+        self._acked = -1  # the version of the session's directory the actor has
         self.node_id: str | None = None
         self.host: str | None = None
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -466,6 +573,7 @@ class RayExecutor(ExecutorHandle):
     def _handle(self, kind: str, result: Any, fut: Future | None) -> None:
         if kind == "ready":
             self.pid, self.node_id, self.host = result
+            self.session.join(self.executor_id, self.node_id, self.actor)
             if not self._ready.done():
                 self._ready.set_result(True)
             self._poll_events()
@@ -475,10 +583,11 @@ class RayExecutor(ExecutorHandle):
             if not stopped:
                 self._poll_events()
         elif kind == "task":
-            if result[-1]:
-                self._forward(result[-1])
+            self._acked = max(self._acked, result[-1])
+            if result[-2]:
+                self._forward(result[-2])
             if result[0] == "ok":
-                _, head, arrays, _ = result
+                _, head, arrays, _, _ = result
                 value = pickle.loads(head, buffers=[bytearray(a) for a in arrays])  # writable, as processes'
                 fut.set_result(value)
             else:
@@ -505,6 +614,7 @@ class RayExecutor(ExecutorHandle):
             ray.kill(self.actor, no_restart=True)  # an unreachable actor must not come back
         except Exception:  # noqa: BLE001
             pass
+        self.session.leave(self.executor_id)
         self.session.release(self.bundle)  # first: the replacement takes this bundle
         self.bundle = None
         self._on_lost(self, reason)  # then: the driver forgets its blocks before tasks retry
@@ -522,25 +632,17 @@ class RayExecutor(ExecutorHandle):
         fut.set_exception(ExecutorLost(self.executor_id, self._lost_reason or "stopped"))
         return fut
 
-    def _localize(self, spec: TaskSpec) -> tuple[TaskSpec, dict | None]:
+    def _localize(self, spec: TaskSpec) -> TaskSpec:
         """The task's peer blocks as this executor can read them: a disk copy on its own
-        node from the file, anything else from the holder's actor (whose handle goes with
-        the task)."""
+        node from the file, anything else from the holder's actor (``_fetch``)."""
         if not spec.peers or self._peers is None:
-            return spec, None
-        actors: dict[str, Any] = {}
+            return spec
         out: dict = {}
         for bid, pb in spec.peers.items():
             holder = self._peers(pb.executor_id)
-            if not isinstance(holder, RayExecutor):
-                out[bid] = pb
-                continue
-            if pb.source is not None and holder.node_id == self.node_id:
-                out[bid] = pb
-            else:
-                out[bid] = PeerBlock(pb.executor_id, pb.where, None)
-                actors[pb.executor_id] = holder.actor
-        return replace(spec, peers=out), actors or None
+            same_node = isinstance(holder, RayExecutor) and holder.node_id == self.node_id
+            out[bid] = pb if pb.source is None or same_node else PeerBlock(pb.executor_id, pb.where, None)
+        return replace(spec, peers=out)
 
     def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
         if not self.alive:
@@ -556,8 +658,9 @@ class RayExecutor(ExecutorHandle):
                 ref = (payload, plan) if size <= _INLINE_STAGE_BYTES else ray.put((payload, plan))
                 with self._lock:
                     self._stage_refs[work.key] = ref
-            spec, actors = self._localize(spec)
-            self._watch(self.actor.run.remote([ref], spec, actors), "task", fut)
+            # the session's directory goes with every task until the actor has it
+            directory = self.session.directory() if self._acked < self.session.version else None
+            self._watch(self.actor.run.remote([ref], self._localize(spec), directory), "task", fut)
         except Exception as exc:  # noqa: BLE001 - Ray is gone
             self._lost(_short(exc))
             if not fut.done():
@@ -598,6 +701,7 @@ class RayExecutor(ExecutorHandle):
             pending = list(self._pending.values())
             self._pending.clear()
             self._stage_refs.clear()
+        self.session.leave(self.executor_id)
         if was_alive:
             try:
                 self._forward(ray.get(self.actor.stop.remote(), timeout=_STOP_S))

@@ -21,12 +21,15 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import threading
 from dataclasses import dataclass, field
 
 from ..config import Config
 from ..memory import MemoryManager
 from ..metrics import EventBus, gc_timer
 from ..shuffle import ShuffleWriter
+from ..shuffle.files import MapOutput, read_bucket
+from ..shuffle.manager import BucketReader, remove_output
 from ..storage import app_keys
 from ..storage.disk_store import DiskStore
 from ..storage.frame_auth import FrameAuth, new_key
@@ -121,7 +124,13 @@ class ExecutorRuntime:
                                           self.events, regions=self.regions, mmap_memory=_share(cfg.mmap_memory, n),
                                           gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
                                           watermarks=cfg.eviction_watermarks)
-        self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync, key=key)
+        self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync, key=key, executor_id=spec.executor_id)
+        #: how this executor's reduce tasks read a bucket (the ray backend's actor reads an
+        #: output of another node through the executor that wrote it)
+        self.read_bucket: BucketReader = read_bucket
+        #: buckets its reduce tasks fetched from another node's executor (ray), and bytes
+        self._remote_shuffle = [0, 0]
+        self._remote_lock = threading.Lock()
         self._auth = FrameAuth(key)
         self._app_dirs = app_dirs(spec.cache_dirs, spec.shuffle_dirs, spec.tier_dirs)
         app_keys.register(self._app_dirs, self._auth)  # last: a failed constructor leaves none
@@ -154,8 +163,15 @@ class ExecutorRuntime:
                    execution_memory_used=self.memory.execution_used,
                    peak_execution_memory=self.memory.peak_execution,
                    tier_bytes=tier_bytes(bm), tier_hits=tier_hits(bm),
-                   eviction_wait_s=self.memory.reclaim_waited_s)
+                   eviction_wait_s=self.memory.reclaim_waited_s,
+                   shuffle_remote_fetches=self._remote_shuffle[0], shuffle_remote_bytes_read=self._remote_shuffle[1])
         return out
+
+    def count_remote_bucket(self, nbytes: int) -> None:
+        """A bucket fetched from the executor that wrote it, on another node."""
+        with self._remote_lock:
+            self._remote_shuffle[0] += 1
+            self._remote_shuffle[1] += nbytes
 
     def storage_status(self) -> StorageStatus:
         return storage_status(self.block_manager)
@@ -165,6 +181,18 @@ class ExecutorRuntime:
 
     def unpersist(self, dataset_id: int) -> int:
         return self.block_manager.unregister(dataset_id)
+
+    def remove_map_outputs(self, outputs: list[MapOutput]) -> int:
+        """Removes this executor's files of a shuffle no dataset reads any more (on a
+        cluster the driver cannot); another directory's paths are refused. How many."""
+        mine = [os.path.join(os.path.realpath(d), "") for d in self.shuffle_dirs]
+        n = 0
+        for out in outputs:
+            paths = [os.path.realpath(p) for p in (out.index_path, out.data_path)]
+            if all(any(p.startswith(d) for d in mine) for p in paths):
+                remove_output(out)
+                n += 1
+        return n
 
     def close(self, remove_files: bool = True) -> None:
         """Stops the background writer, unmaps the region store, undoes the GC freeze and

@@ -19,6 +19,10 @@ raises :class:`SourceSliceError`, loudly. The key is the application's: the driv
 and every executor register it for the application's directories (``storage/app_keys.py``),
 and the driver writes and the executors read by path. Slice files are mode 0600, written
 under a unique temporary name and renamed into place (``storage/private_file.py``).
+
+On a cluster the driver's files are not on the executors' nodes: the ray backend's store
+(``ray_backend.RaySourceStore``) puts each slice in Ray's object store instead, and its
+"path" names a loader the executor registered (:func:`register_loader`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import struct
 import threading
 import uuid
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -37,10 +41,13 @@ from ..storage import app_keys
 from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
 from ..storage.private_file import atomic_write
 
-__all__ = ["SourceStore", "SourceSliceError", "spilling_sources", "current_store", "INLINE_BYTES", "load_slice"]
+__all__ = ["SourceStore", "SourceSliceError", "spilling_sources", "current_store", "INLINE_BYTES", "load_slice",
+           "register_loader"]
 
 INLINE_BYTES = 1 << 20
 _local = threading.local()
+#: path prefix -> ``load(path, split)``: slices that are not files (``register_loader``)
+_loaders: dict[str, Callable[[str, int], Any]] = {}
 _MAGIC = b"SFSRC01\0"
 _HEAD = struct.Struct(f"<8s{TAG_BYTES}s")  # magic, tag
 _DOMAIN = b"sf-source-v1"
@@ -105,10 +112,21 @@ def _write_pickled(path: str, value: Any, auth: FrameAuth) -> None:
         f.write(data)
 
 
+def register_loader(prefix: str, load: Callable[[str, int], Any] | None) -> None:
+    """Slices whose path starts with ``prefix`` are ``load(path, split)`` (None: no more)."""
+    if load is None:
+        _loaders.pop(prefix, None)
+    else:
+        _loaders[prefix] = load
+
+
 def load_slice(path: str, split: int, key: bytes | None = None) -> Any:
     """Slice ``split`` of the source written under ``path``. A pickled slice is
     authenticated first, with ``key`` or else the application's key registered for its
     directory; SourceSliceError if it fails or no key is known."""
+    for prefix, load in _loaders.items():
+        if path.startswith(prefix):
+            return load(path, split)
     npy = os.path.join(path, f"{split}.npy")
     if os.path.exists(npy):
         # read into the executor's memory, not mapped: a cached partition is then an

@@ -61,14 +61,15 @@ class TaskContext:
 
     def read_shuffle(self, shuffle_id: int, reduce_id: int, num_maps: int) -> Iterator[Any]:
         """The task's bucket of every map output, read straight from the files the
-        map-output tracker named (on this machine, whichever executor wrote them)."""
+        map-output tracker named (on this machine, whichever executor wrote them; on a
+        cluster, an output of another node through its writer: ``runtime.read_bucket``)."""
         def count(n: int) -> None:
             self.metrics.shuffle_bytes_read += n
 
         outputs = self.stage.map_outputs.get(shuffle_id)
         if outputs is None or len(outputs) != num_maps:
             raise FetchFailed(shuffle_id, 0, "the stage was sent no map outputs for this shuffle")
-        return read_buckets(outputs, shuffle_id, reduce_id, on_bytes=count)
+        return read_buckets(outputs, shuffle_id, reduce_id, on_bytes=count, read=self.runtime.read_bucket)
 
     def aggregator(self, agg: Aggregator) -> ExternalAggregator:
         def spilled(n: int) -> None:

@@ -5,8 +5,10 @@ once and sent to each executor once; a task is then its stage key and partition.
 task prefers the executors that hold its partition's persisted blocks (memory before
 disk, from the block-location master); it waits for one of them to have a free slot,
 as Spark's delay scheduling does, for at most ``locality_wait`` seconds since the stage
-last launched a task where its data was, then runs wherever a slot is free, told where
-the blocks it reads are (``peers``: it reads them from there instead of recomputing).
+last launched a task where its data was, then for as long again on another executor of
+the holder's node (on a cluster: it reads the disk copy from the file), then runs
+wherever a slot is free, told where the blocks it reads are (``peers``: it reads them
+from there instead of recomputing).
 Partitions no executor holds go to the free executor with the fewest running tasks. An
 executor takes ``_TASKS_PER_SLOT`` tasks per slot at once: the next one waits there, so a
 slot never idles for a round trip to the driver between tasks.
@@ -117,7 +119,10 @@ class TaskSetRunner:
                     continue
                 timeout = _POLL_S  # at most this long before noticing a stop from another thread
                 if queue and stop_error is None:
-                    timeout = max(0.01, min(_POLL_S, self.locality_wait - (time.monotonic() - last_local)))
+                    waited = time.monotonic() - last_local
+                    level_ends = self.locality_wait * (1 if waited < self.locality_wait else 2)
+                    if waited < level_ends:  # past both levels, a task ending wakes us
+                        timeout = max(0.01, min(_POLL_S, level_ends - waited))
                 done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
                 for fut in done:
                     if fut not in running:  # drained after the stage failed
@@ -169,7 +174,12 @@ class TaskSetRunner:
                 load[eid] += 1
         by_id = {h.executor_id: h for h in live}
         free = lambda eid: load[eid] < by_id[eid].cores * _TASKS_PER_SLOT  # noqa: E731
-        anywhere = since_local >= self.locality_wait
+        # delay scheduling's levels (Spark's PROCESS_LOCAL, NODE_LOCAL, ANY): the holder's
+        # executor; after one wait, an executor on the holder's node (it reads the disk
+        # copy from the file); after two, any. Executors without a node (threads,
+        # processes: all on the driver's machine) are one node.
+        node_local = since_local >= self.locality_wait
+        anywhere = since_local >= 2 * self.locality_wait
         left: list[tuple[int, int]] = []
         launched_local = False
         for p, attempt in queue:
@@ -178,6 +188,10 @@ class TaskSetRunner:
                 continue
             pref = [e for e in self.preferred.get(p, ()) if e in load]
             target = next((e for e in pref if free(e)), None)
+            if target is None and pref and node_local:
+                nodes = {by_id[e].node_id for e in pref}
+                target = min((e for e in load if free(e) and by_id[e].node_id in nodes), key=lambda e: load[e],
+                             default=None)
             if target is None and (not pref or anywhere):
                 target = min((e for e in load if free(e)), key=lambda e: load[e], default=None)
             if target is None:

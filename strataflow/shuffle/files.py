@@ -65,6 +65,8 @@ class MapOutput:
     data_path: str
     index_path: str
     bucket_bytes: tuple[int, ...]
+    #: the executor that wrote it (a reader on another node fetches through that executor)
+    executor_id: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -91,9 +93,10 @@ def _tag(auth: FrameAuth, data_path: str, reduce_id: int, length: int, auth_len:
                     prefix)
 
 
-def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: bool = False) -> MapOutput:
+def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: bool = False,
+                     executor_id: str | None = None) -> MapOutput:
     """Writes the encoded buckets of one map task atomically (temp files, then rename),
-    each tagged with ``auth``."""
+    each tagged with ``auth``; ``executor_id``: the writer, named in the output."""
     data_path, index_path = base + ".data", base + ".index"
     n = len(buckets)
     offsets = np.zeros(n + 1, dtype=np.int64)
@@ -114,7 +117,7 @@ def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: boo
                 + bytes(tags))
     if sync:
         _fsync_dir(index_path)
-    return MapOutput(data_path, index_path, tuple(int(x) for x in np.diff(offsets)))
+    return MapOutput(data_path, index_path, tuple(int(x) for x in np.diff(offsets)), executor_id)
 
 
 def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Sequence
 import os
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from ..storage.frame_auth import FrameAuth
 from .codec import decode, encode
 from .files import FetchFailed, MapOutput, read_bucket, write_map_output
 
-__all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "split_into_buckets", "read_buckets"]
+__all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "BucketReader", "split_into_buckets", "read_buckets",
+           "remove_output"]
 
 
 def _key_column(value) -> np.ndarray | None:
@@ -99,10 +100,12 @@ class ShuffleWriter:
     application's ``key`` (``files.py``); without one the writer makes its own, and only
     a reader given that writer's key (never the application's) can read its outputs."""
 
-    def __init__(self, dirs: list[str], sync: bool = False, key: bytes | None = None) -> None:
+    def __init__(self, dirs: list[str], sync: bool = False, key: bytes | None = None,
+                 executor_id: str | None = None) -> None:
         self.dirs = dirs
         self.sync = sync
         self.auth = FrameAuth(key)
+        self.executor_id = executor_id
 
     def _base_path(self, shuffle_id: int, map_id: int) -> str:
         d = self.dirs[(shuffle_id + map_id) % len(self.dirs)]
@@ -110,11 +113,17 @@ class ShuffleWriter:
 
     def write(self, shuffle_id: int, map_id: int, buckets: list) -> MapOutput:
         encoded = [encode(b) for b in buckets]
-        return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.auth, self.sync)
+        return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.auth, self.sync, self.executor_id)
+
+
+#: ``read(output, reduce_id, shuffle_id, map_id) -> bytes``: one bucket, verified, or
+#: FetchFailed (``files.read_bucket`` reads the files; the ray backend's reader fetches an
+#: output of another node through the executor that wrote it)
+BucketReader = Callable[[MapOutput, int, int, int], bytes]
 
 
 def read_buckets(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int,
-                 on_bytes=None) -> Iterator[Any]:
+                 on_bytes=None, read: BucketReader = read_bucket) -> Iterator[Any]:
     """Decoded buckets for one reduce task, one per map output, in map order; a missing,
     unreadable or unauthenticated output raises :class:`FetchFailed` (the driver reruns its
     map task). The key is the application's, found by the files' directory
@@ -125,31 +134,39 @@ def read_buckets(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id
         try:
             if out is None:
                 raise FetchFailed(shuffle_id, m, "no output registered")
-            data = read_bucket(out, reduce_id, shuffle_id, m)
+            data = read(out, reduce_id, shuffle_id, m)
         except FetchFailed as ff:
-            raise FetchFailed(shuffle_id, m, ff.reason, (m, *_bad_outputs(outputs, shuffle_id, reduce_id, m + 1))) from ff
+            raise FetchFailed(shuffle_id, m, ff.reason,
+                              (m, *_bad_outputs(outputs, shuffle_id, reduce_id, m + 1, read))) from ff
         if on_bytes:
             on_bytes(len(data))
         yield decode(data)
 
 
-def _bad_outputs(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int, start: int) -> list[int]:
+def _bad_outputs(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int, start: int,
+                 read: BucketReader) -> list[int]:
     bad = []
     for m in range(start, len(outputs)):
         out = outputs[m]
         try:
             if out is None:
                 raise FetchFailed(shuffle_id, m, "no output registered")
-            read_bucket(out, reduce_id, shuffle_id, m)
+            read(out, reduce_id, shuffle_id, m)
         except FetchFailed:
             bad.append(m)
     return bad
 
 
 class MapOutputTracker:
-    """The driver's record of map outputs: shuffle id -> map id -> (executor, output)."""
+    """The driver's record of map outputs: shuffle id -> map id -> (executor, output).
 
-    def __init__(self) -> None:
+    ``local_files``: whether the outputs' files are on the driver's machine (threads and
+    processes backends), so that the driver can check that they still exist and remove
+    them. On a cluster (ray) they are on the executors' nodes: a missing one is found by
+    its reader (FetchFailed), and the executor that wrote one removes it."""
+
+    def __init__(self, local_files: bool = True) -> None:
+        self.local_files = local_files
         self._outputs: dict[int, dict[int, tuple[str, MapOutput]]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count()
@@ -165,7 +182,8 @@ class MapOutputTracker:
         """Map tasks whose output is not registered or no longer on disk."""
         with self._lock:
             outs = dict(self._outputs.get(shuffle_id, {}))
-        return [m for m in range(num_maps) if m not in outs or not outs[m][1].exists()]
+        return [m for m in range(num_maps)
+                if m not in outs or (self.local_files and not outs[m][1].exists())]
 
     def unregister(self, shuffle_id: int, map_id: int) -> None:
         with self._lock:
@@ -192,12 +210,22 @@ class MapOutputTracker:
             outs = self._outputs.get(shuffle_id, {})
             return [outs[m][1] if m in outs else None for m in range(num_maps)]
 
-    def remove_shuffle(self, shuffle_id: int) -> None:
+    def remove_shuffle(self, shuffle_id: int) -> dict[str, list[MapOutput]]:
+        """Forgets the shuffle; removes its files where they are local, and returns its
+        outputs by the executor that wrote them (which removes them on a cluster)."""
         with self._lock:
             outs = self._outputs.pop(shuffle_id, {})
-        for _, out in outs.values():
-            for p in (out.index_path, out.data_path):
-                try:
-                    os.remove(p)
-                except FileNotFoundError:
-                    pass
+        by_writer: dict[str, list[MapOutput]] = {}
+        for eid, out in outs.values():
+            by_writer.setdefault(eid, []).append(out)
+            if self.local_files:
+                remove_output(out)
+        return by_writer
+
+
+def remove_output(out: MapOutput) -> None:
+    for p in (out.index_path, out.data_path):
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            pass

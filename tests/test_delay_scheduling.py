@@ -1,0 +1,93 @@
+"""Delay scheduling's three levels (``scheduler/task_set.py``), on executors that are
+stand-ins: a task waits ``locality_wait`` for the executor that holds its block, then as
+long again for another executor of that executor's node, then goes anywhere. Executors
+without a node (threads, processes: all on the driver's machine) are one node, so for
+them the second level is already "anywhere", as before there were levels."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from types import SimpleNamespace
+
+import pytest
+
+from strataflow.scheduler.task_set import _TASKS_PER_SLOT, TaskSetRunner
+
+WAIT = 3.0
+
+
+class Handle:
+    needs_pickled_stages = False
+
+    def __init__(self, executor_id: str, node_id: str | None) -> None:
+        self.executor_id, self.node_id, self.cores = executor_id, node_id, 1
+        self.submitted: list[int] = []
+
+    def submit(self, work, payload, plan, spec) -> Future:
+        self.submitted.append(spec.partition)
+        return Future()
+
+
+def _runner(preferred: dict[int, list[str]]) -> TaskSetRunner:
+    dag = SimpleNamespace(fleet=None, config=SimpleNamespace(max_task_attempts=2, locality_wait=WAIT),
+                          map_outputs_for=lambda ds: {})
+    stage = SimpleNamespace(id=0, attempts=1, dataset=None, shuffle_dep=None)
+    return TaskSetRunner(dag, stage, 0, list(preferred), None, preferred, None, lambda *a: None)
+
+
+def _busy(handle: Handle) -> dict:
+    """Running tasks that fill every slot of ``handle``."""
+    return {Future(): (100 + i, 1, handle.executor_id) for i in range(handle.cores * _TASKS_PER_SLOT)}
+
+
+def _cluster() -> tuple[Handle, Handle, Handle]:
+    return Handle("holder", "node-a"), Handle("neighbour", "node-a"), Handle("far", "node-b")
+
+
+@pytest.mark.parametrize("waited, goes_to", [(0.0, None), (WAIT, "neighbour"), (1.9 * WAIT, "neighbour"),
+                                             (2 * WAIT, "neighbour-or-far")])
+def test_a_busy_holders_task_waits_then_goes_to_its_node_then_anywhere(waited, goes_to):
+    holder, neighbour, far = _cluster()
+    running = _busy(holder)
+    far_running = {Future(): (200, 1, "far")}  # 'far' is the least loaded only if the level allows it
+    neighbour_running = {Future(): (201, 1, "neighbour")}
+    running.update(far_running)
+    running.update(neighbour_running)
+    left, local = _runner({0: ["holder"]})._launch([(0, 1)], running, [holder, neighbour, far], waited)
+    placed = {h.executor_id: h.submitted for h in (holder, neighbour, far) if h.submitted}
+    assert not local  # never on the holder: it is full
+    if goes_to is None:
+        assert left == [(0, 1)] and not placed
+    elif goes_to == "neighbour":
+        assert left == [] and placed == {"neighbour": [0]}
+    else:
+        assert left == [] and len(placed) == 1 and set(placed) <= {"neighbour", "far"}
+
+
+def test_past_the_node_level_a_full_node_sends_its_tasks_elsewhere():
+    holder, neighbour, far = _cluster()
+    running = {**_busy(holder), **_busy(neighbour)}
+    runner = _runner({0: ["holder"]})
+    assert runner._launch([(0, 1)], running, [holder, neighbour, far], WAIT)[0] == [(0, 1)]  # node level: waits
+    assert runner._launch([(0, 1)], running, [holder, neighbour, far], 2 * WAIT)[0] == []
+    assert far.submitted == [0]
+
+
+def test_a_free_holder_is_always_first():
+    holder, neighbour, far = _cluster()
+    left, local = _runner({0: ["holder"], 1: ["far"]})._launch([(0, 1), (1, 1)], {}, [holder, neighbour, far], 10 * WAIT)
+    assert left == [] and local and holder.submitted == [0] and far.submitted == [1]
+
+
+def test_executors_without_nodes_are_one_node():
+    """threads and processes: after one wait a task goes to any executor, as before."""
+    holder, other = Handle("holder", None), Handle("other", None)
+    left, _ = _runner({0: ["holder"]})._launch([(0, 1)], _busy(holder), [holder, other], WAIT)
+    assert left == [] and other.submitted == [0]
+
+
+def test_a_partition_nobody_holds_goes_to_the_least_loaded_at_once():
+    holder, neighbour, far = _cluster()
+    running = {**_busy(holder), Future(): (300, 1, "neighbour")}
+    left, _ = _runner({0: []})._launch([(0, 1)], running, [holder, neighbour, far], 0.0)
+    assert left == [] and far.submitted == [0]

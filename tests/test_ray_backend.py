@@ -52,6 +52,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = 1 << 20
+CLIENT_PORT = 10001  # the head's Ray Client server (a private namespace: the port is free)
 _NODE = dict(num_cpus=3, node_ip_address="127.0.0.1", object_store_memory=80 * MB)
 
 
@@ -93,7 +94,7 @@ class SimCluster:
         self.tmpdir = tmpdir
         self.cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 0, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-            "object_store_memory": 80 * MB,
+            "object_store_memory": 80 * MB, "ray_client_server_port": CLIENT_PORT,
             "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}})
         self.nodes = [self.cluster.add_node(**_NODE) for _ in range(2)]
         ray.init(address=self.cluster.address, logging_level="warning",
@@ -272,14 +273,16 @@ def test_a_shuffle_across_nodes_reads_through_its_writers(cluster, tmp_path):
         assert dict(sums.collect()) == want  # the maps ran again
         assert _events(seen, "FetchFailed"), "no FetchFailed: the missing outputs were never read"
 
-        assert _shuffle_files(tmp_path / "shuffle")
+        sid = max(c.map_outputs._outputs)
+        paths = [p for out in c.map_outputs.outputs(sid, 6) for p in (out.index_path, out.data_path)]
+        assert len(paths) == 12 and all(map(os.path.exists, paths))
         del sums
         gc.collect()
         assert c.parallelize(range(4), 2).count() == 4  # the next job cleans the dead shuffle
         deadline = time.monotonic() + 10
-        while _shuffle_files(tmp_path / "shuffle") and time.monotonic() < deadline:
+        while any(map(os.path.exists, paths)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _shuffle_files(tmp_path / "shuffle")
+        assert not [p for p in paths if os.path.exists(p)]  # each removed by its writer
 
 
 def test_large_sources_go_through_the_object_store(cluster, tmp_path):
@@ -510,3 +513,37 @@ def test_address_none_starts_a_local_ray_and_stops_it(cluster, tmp_path):
         assert not _ray_processes(tmpdir, descendants=False), "the local Ray outlived its Context"
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+# -- joining a running cluster ------------------------------------------------------------------------------
+_JOIN = r"""
+import sys
+import numpy as np
+import ray
+from strataflow import Context
+with Context(backend="ray", address=sys.argv[1], executors=2, memory="64MB", progress=False) as c:
+    print("nodes", len({h.node_id for h in c.fleet.live()}), flush=True)
+    print("sum", c.from_numpy(np.arange(300_000.0), 4).map_partitions(lambda a: [a.sum()]).sum(), flush=True)
+    pairs = c.parallelize([(i % 7, 1) for i in range(7000)], 5).reduce_by_key(lambda a, b: a + b, 3)
+    print("counts", sorted(v for _, v in pairs.collect()) == [1000] * 7, flush=True)
+print("after", ray.is_initialized(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["gcs", "ray-client"])
+def test_joining_a_running_cluster(cluster, tmp_path, how):
+    """A driver in another process joins the running cluster by its address (``HOST:PORT``,
+    as ``ray start`` prints it) or through Ray Client (``ray://``), runs jobs on executors
+    of both worker nodes, and leaves the cluster running when its Context stops."""
+    import ray
+
+    address = cluster.cluster.address if how == "gcs" else f"ray://127.0.0.1:{CLIENT_PORT}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, "-c", _JOIN, address], env=env, cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    assert lines["nodes"] == "2" and float(lines["sum"]) == np.arange(300_000.0).sum()
+    assert lines["counts"] == "True" and lines["after"] == "False"
+    assert len([n for n in ray.nodes() if n["Alive"]]) >= 3  # the cluster is still up

@@ -16,11 +16,12 @@ object store carries stages, task results and blocks; it caches nothing of ours.
   the nodes (``SPREAD``). An executor takes a free bundle; a lost one's bundle is freed
   for its replacement (Ray re-places the bundles of a lost node when resources allow).
 - A task is one actor call in the ``tasks`` concurrency group (``cores_per_executor``
-  threads). A stage's pickled work (and the policy's plan for that executor) goes with
-  every task -- in line when small (up to 32 KB: a K-means iteration's is ~5 KB), else
-  put in the object store once per executor and passed by reference -- and the first
-  task to arrive loads it (calls are not ordered across concurrency groups, nor within
-  one when their arguments are fetched). Results come back as pickle-5 out-of-band
+  threads), whose argument is the task's spec pickled by the driver (a bytes argument
+  costs Ray least). A stage's pickled work (and the policy's plan for that executor) goes
+  once per executor before its first task, in a ``control`` call -- in line when small
+  (up to 32 KB: a K-means iteration's is ~5 KB), else through the object store -- and a
+  task that arrives first waits for it (calls of two groups are not ordered; the control
+  group's threads are never all taken by waiting tasks). Results come back as pickle-5 out-of-band
   buffers (through the object store when large) and are copied into buffers of their
   own, so arrays are writable as with the processes backend.
 - Questions (``call``) run in the ``control`` group, so a busy executor still answers. A
@@ -81,7 +82,7 @@ _FLUSH_S = 0.2  # events of a busy executor come at most this often
 _FETCH_S = 60.0  # a block of another executor: recomputed if it takes longer
 _STOP_S = 10.0
 _CONTROL_THREADS = 4
-_INLINE_STAGE_BYTES = 32 << 10  # a stage (and its plan) up to this size travels with each task
+_INLINE_STAGE_BYTES = 32 << 10  # a stage (and its plan) up to this size travels in line
 _INLINE_REPLY_BYTES = 256 << 10  # a task result up to this size is taken on Ray's callback thread
 _DEAD_KEPT = 4096  # stage keys an executor remembers as finished
 _START_RETRIES = 5  # an actor that dies before it is ready (its bundle's node died): made again
@@ -244,6 +245,7 @@ class ExecutorActor:
         self.core = ExecutorCore(self.runtime)
         self.node_id = ray.get_runtime_context().get_node_id()
         self._stage_lock = threading.Lock()
+        self._stage_cond = threading.Condition(self._stage_lock)
         self._known: set[str] = set()  # stages loaded (or failed to load) here
         #: stages cancelled or forgotten (the latest ``_DEAD_KEPT``): a late task is cancelled
         self._dead: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -286,28 +288,42 @@ class ExecutorActor:
                     self._version, self._members, self._sources = directory
 
     # -- tasks -----------------------------------------------------------------------------------
-    def _ensure_stage(self, key: str, stage_ref: list) -> None:
-        with self._stage_lock:
+    @ray.method(concurrency_group="control")
+    def add_stage(self, key: str, stage_ref: list) -> tuple:
+        """A stage's work (and the policy's plan for this executor), sent once before its
+        first task: in the control group, so that it never waits behind the tasks that
+        wait for it."""
+        with self._stage_cond:
+            if key not in self._dead and key not in self._known:
+                self._known.add(key)
+                try:
+                    got = stage_ref[0]
+                    payload, plan = got if isinstance(got, tuple) else ray.get(got)
+                    self.core.add_stage(pickle.loads(payload), plan)
+                except BaseException as exc:  # noqa: BLE001 - e.g. a module the driver has and we lack
+                    self.core.stage_failed(key, exc)  # its tasks fail with this error
+                self._stage_cond.notify_all()
+        return "ok", None, self._take_events()
+
+    def _wait_stage(self, key: str) -> None:
+        """Until the stage's work is here (calls of two concurrency groups are not ordered)."""
+        with self._stage_cond:
+            here = self._stage_cond.wait_for(lambda: key in self._known or key in self._dead, timeout=_FETCH_S)
             if key in self._dead:
                 raise TaskCancelled(f"stage {key} was cancelled")
-            if key in self._known:
-                return
-            self._known.add(key)
-            try:
-                got = stage_ref[0]
-                payload, plan = got if isinstance(got, tuple) else ray.get(got)
-                self.core.add_stage(pickle.loads(payload), plan)
-            except BaseException as exc:  # noqa: BLE001 - e.g. a module the driver has and we lack
-                self.core.stage_failed(key, exc)  # its tasks fail with this error
+            if not here:
+                raise ExecutorLost(self.spec.executor_id, f"the work of stage {key} did not arrive in {_FETCH_S:.0f} s")
 
     @ray.method(concurrency_group="tasks")
-    def run(self, stage_ref: list, spec: TaskSpec, directory: tuple | None) -> tuple:
-        """Runs one task: ``("ok", head, buffers, events, version)`` (the outcome pickled
+    def run(self, task: bytes, directory: tuple | None) -> tuple:
+        """Runs one task (its :class:`TaskSpec`, pickled by the driver: a bytes argument
+        costs Ray least): ``("ok", head, buffers, events, version)`` (the outcome pickled
         with its buffers out of band) or ``("err", pickled exception, events, version)``;
         ``version``: the directory this executor has (it comes with every task until then)."""
         self._learn(directory)
         try:
-            self._ensure_stage(spec.stage_key, stage_ref)
+            spec: TaskSpec = pickle.loads(task)
+            self._wait_stage(spec.stage_key)
             outcome = self.core.run(spec)
             buffers: list[pickle.PickleBuffer] = []
             head = cloudpickle.dumps(outcome, protocol=5, buffer_callback=buffers.append)
@@ -320,12 +336,13 @@ class ExecutorActor:
     @ray.method(concurrency_group="control")
     def call(self, op: str, args: tuple) -> tuple:
         if op in ("forget_stage", "cancel_stage") and args:
-            with self._stage_lock:
+            with self._stage_cond:
                 self._dead[args[0]] = None
                 if len(self._dead) > _DEAD_KEPT:
                     self._dead.popitem(last=False)
                 if op == "forget_stage":
                     self._known.discard(args[0])
+                self._stage_cond.notify_all()
         try:
             return "ok", self.core.call(op, *args), self._take_events()
         except BaseException as exc:  # noqa: BLE001
@@ -650,17 +667,21 @@ class RayExecutor(ExecutorHandle):
         fut: Future = Future()
         try:
             with self._lock:
-                ref = self._stage_refs.get(work.key)
-            if ref is None:
+                first = work.key not in self._stage_refs
+                if first:
+                    self._stage_refs[work.key] = None
+            if first:
                 size = len(payload or b"") + (0 if plan is None else 64 * len(plan))
-                # a small stage goes with every task (no object store round trip, no order
-                # to keep); a large one is put in the object store once and passed by reference
+                # a small stage goes in line; a large one through the object store (the
+                # reference kept here until the stage is forgotten)
                 ref = (payload, plan) if size <= _INLINE_STAGE_BYTES else ray.put((payload, plan))
                 with self._lock:
                     self._stage_refs[work.key] = ref
+                self._watch(self.actor.add_stage.remote(work.key, [ref]), "call", None)
             # the session's directory goes with every task until the actor has it
             directory = self.session.directory() if self._acked < self.session.version else None
-            self._watch(self.actor.run.remote([ref], self._localize(spec), directory), "task", fut)
+            task = pickle.dumps(self._localize(spec), protocol=5)
+            self._watch(self.actor.run.remote(task, directory), "task", fut)
         except Exception as exc:  # noqa: BLE001 - Ray is gone
             self._lost(_short(exc))
             if not fut.done():
@@ -669,7 +690,8 @@ class RayExecutor(ExecutorHandle):
 
     def forget_stage(self, key: str) -> None:
         with self._lock:
-            had = self._stage_refs.pop(key, None) is not None
+            had = key in self._stage_refs
+            self._stage_refs.pop(key, None)
         if had and self.alive:
             try:
                 self._watch(self.actor.call.remote("forget_stage", (key,)), "call", None)

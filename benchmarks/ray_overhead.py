@@ -12,6 +12,8 @@ nodes of one CPU each). Runs are interleaved (processes, ray, processes, ray, ..
 
 Reported: each backend's median per-iteration time (the first iteration, which parses
 the text and caches the points, left out) and the ratio ray / processes (target <= 1.3x);
+what a task costs each backend (a job of 16 trivial tasks on cached blocks), and the CPU
+Ray's daemons take while idle (here they share the 2 cores with the executors);
 and start-up, until every executor is ready (``Context.startup_s``, median of 3):
 processes; ray on the running cluster (actors only); ray with ``address=None`` (a local
 Ray started and stopped by the Context: ``ray.init`` included).
@@ -58,6 +60,44 @@ def kmeans_run(backend: str, data: str, memory: int, iterations: int) -> dict:
     return {"backend": backend, "iteration_s": its, "median_iteration_s": med(its[1:]), "total_s": r["total_s"],
             "disk_bytes_read": r["metrics"]["disk_bytes_read"], "disk_hits": r["metrics"]["disk_hits"],
             "memory_hits": r["metrics"]["memory_hits"], "misses": r["metrics"]["misses"]}
+
+
+def task_overhead(backend: str, jobs: int = 30, tasks: int = 16) -> float:
+    """Median seconds of a job of ``tasks`` trivial tasks on cached blocks (what each
+    task costs the backend: submission, the call, the reply)."""
+    import numpy as np
+
+    from strataflow import Context, StorageLevel
+
+    with Context(backend=backend, executors=2, memory="256MB", progress=False) as c:
+        ds = c.from_numpy(np.ones((16_000, 4)), tasks).map_partitions(np.array).persist(StorageLevel.MEMORY_ONLY)
+        ds.count()
+        times = []
+        for _ in range(jobs):
+            t0 = time.perf_counter()
+            ds.map_partitions(lambda a: [a.shape[0]]).sum()
+            times.append(time.perf_counter() - t0)
+        return med(times)
+
+
+def idle_cpu(seconds: float = 3.0) -> float:
+    """Cores' worth of CPU that this process's descendants (Ray's daemons and idle
+    workers) use while nothing runs: on this 2-core machine they compete with the work."""
+    import psutil
+
+    def total() -> float:
+        t = 0.0
+        for p in psutil.Process().children(recursive=True):
+            try:
+                ct = p.cpu_times()
+                t += ct.user + ct.system
+            except psutil.Error:
+                pass
+        return t
+
+    t0, c0 = time.perf_counter(), total()
+    time.sleep(seconds)
+    return (total() - c0) / (time.perf_counter() - t0)
 
 
 def startup(backend: str, **kw) -> float:
@@ -129,6 +169,16 @@ def main() -> int:
         cluster_s = time.perf_counter() - t0
         log(f"simulated cluster (head + {len(nodes)} nodes) up in {cluster_s:.1f} s")
 
+        idle = idle_cpu()
+        log(f"Ray's daemons and idle workers, nothing running: {idle:.2f} of a core")
+        per_job = {b: [] for b in ("processes", "ray")}
+        for _ in range(2):
+            for backend in ("processes", "ray"):
+                per_job[backend].append(task_overhead(backend))
+        per_task_ms = {b: 1000 * med(v) / 16 for b, v in per_job.items()}
+        log(f"16 trivial tasks on cached blocks: {json.dumps({b: round(x * 16, 2) for b, x in per_task_ms.items()})} "
+            f"ms per job")
+
         starts = {"processes": [], "ray": []}
         for _ in range(3):
             for backend in ("processes", "ray"):
@@ -149,6 +199,7 @@ def main() -> int:
             "data_mb": manifest["bytes"] / MB, "memory_mb": memory / MB, "iterations": args.iterations,
             "repeat": args.repeat, "network_namespace": isolated is True, "cluster_start_s": cluster_s,
             "median_iteration_s": it, "ratio_ray_over_processes": ratio,
+            "ray_idle_cpu_cores": idle, "trivial_task_ms": per_task_ms,
             "startup_s": {"processes": med(starts["processes"]), "ray_on_cluster": med(starts["ray"]),
                           "ray_local_address_none": med(s for s, _ in local),
                           "ray_local_with_imports": med(w for _, w in local)},
@@ -158,6 +209,8 @@ def main() -> int:
               f"{memory / MB:.0f} MB memory), 2 executors x 1 core, median per iteration (2nd on):")
         print(f"  processes {it['processes']:.3f} s   ray (2 simulated nodes) {it['ray']:.3f} s   "
               f"ratio {ratio:.2f}x  [{'PASS' if ratio <= 1.3 else 'FAIL'} <= 1.3x]")
+        print(f"  per task, trivial tasks on cached blocks (a job of 16): processes {per_task_ms['processes']:.2f} ms, "
+              f"ray {per_task_ms['ray']:.2f} ms; Ray's daemons idle: {idle:.2f} of a core (of 2)")
         su = result["startup_s"]
         print(f"start-up (until every executor is ready, median of 3): processes {su['processes']:.2f} s; "
               f"ray on a running cluster {su['ray_on_cluster']:.2f} s; ray with address=None "

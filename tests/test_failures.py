@@ -156,13 +156,12 @@ def test_corrupt_shuffle_file_is_detected_and_regenerated(ctx):
 
 def test_shuffle_loss_that_never_heals_fails_loudly(local_ctx, monkeypatch):
     ctx = local_ctx
-    import strataflow.shuffle.manager as manager
     from strataflow.shuffle import FetchFailed
 
     def always_lost(output, reduce_id, shuffle_id, map_id):
         raise FetchFailed(shuffle_id, map_id, "device gone")
 
-    monkeypatch.setattr(manager, "read_bucket", always_lost)
+    monkeypatch.setattr(ctx._local_executor.runtime, "read_bucket", always_lost)  # how its reducers read
     ds = ctx.parallelize(range(10), 2).map(lambda x: (x, x)).partition_by(2)
     with pytest.raises(JobError, match="device gone") as info:
         ds.collect()

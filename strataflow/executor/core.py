@@ -139,6 +139,8 @@ class ExecutorCore:
             if value is MISS:
                 raise BlockUnavailable(f"executor {rt.executor_id} no longer holds block {args[0]}")
             return value
+        if op == "remove_lost_executor":
+            return rt.remove_lost_executor(*args)
         if op == "remove_map_outputs":
             return rt.remove_map_outputs(*args)
         if op == "ping":

@@ -179,7 +179,11 @@ class ProcessExecutor(ExecutorHandle):
     def _send(self, msg: Any) -> None:
         try:
             wire.send(self.conn, msg, self._send_lock)
-        except (OSError, EOFError, ValueError) as exc:
+        except (OSError, EOFError, ValueError, TypeError) as exc:
+            # TypeError: the connection was closed by the loss of the executor while this
+            # send was writing (Connection's handle is None then); anything else re-raised
+            if isinstance(exc, TypeError) and not self.conn.closed:
+                raise
             self._lost(self._why(exc))
             raise ExecutorLost(self.executor_id, self._lost_reason or "gone") from exc
 

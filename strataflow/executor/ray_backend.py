@@ -632,6 +632,7 @@ class RayExecutor(ExecutorHandle):
         except Exception:  # noqa: BLE001
             pass
         self.session.leave(self.executor_id)
+        self._clean_up_after(reason)
         self.session.release(self.bundle)  # first: the replacement takes this bundle
         self.bundle = None
         self._on_lost(self, reason)  # then: the driver forgets its blocks before tasks retry
@@ -642,6 +643,18 @@ class RayExecutor(ExecutorHandle):
             if not fut.done():
                 fut.set_exception(err)
         self._inbox.put(None)
+
+    def _clean_up_after(self, reason: str) -> None:
+        """A lost executor's directories are on its node, which the driver may not reach:
+        an executor of that node (if it still has one) removes them."""
+        _, members, _ = self.session.directory()
+        sibling = next((actor for eid, (node, actor) in members.items()
+                        if node == self.node_id and eid != self.executor_id), None)
+        if sibling is not None:
+            try:
+                sibling.call.remote("remove_lost_executor", (self.executor_id,))
+            except Exception:  # noqa: BLE001 - Ray is going; the node's dirs go with the app
+                pass
 
     # -- requests ----------------------------------------------------------------------------------
     def _failed(self) -> Future:

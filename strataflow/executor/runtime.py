@@ -182,6 +182,20 @@ class ExecutorRuntime:
     def unpersist(self, dataset_id: int) -> int:
         return self.block_manager.unregister(dataset_id)
 
+    def remove_lost_executor(self, executor_id: str) -> int:
+        """Removes the directories of a lost executor of this node (on a cluster the
+        driver cannot reach them): ``exec-<id>`` under the application's directories.
+        How many were there."""
+        if not str(executor_id).isdigit() or str(executor_id) == self.executor_id:
+            raise ValueError(f"remove_lost_executor: {executor_id!r} is not another executor's id")
+        n = 0
+        for base in self._app_dirs:
+            d = os.path.join(base, f"exec-{executor_id}")
+            if os.path.isdir(d):
+                shutil.rmtree(d, ignore_errors=True)
+                n += 1
+        return n
+
     def remove_map_outputs(self, outputs: list[MapOutput]) -> int:
         """Removes this executor's files of a shuffle no dataset reads any more (on a
         cluster the driver cannot); another directory's paths are refused. How many."""

@@ -136,8 +136,7 @@ def main() -> int:
     isolated = netns.enter_private_netns()
     log(f"network namespace: {'private (lo only)' if isolated is True else isolated}")
     tmp = tempfile.mkdtemp(prefix="sfrb", dir="/tmp")  # short: Ray's unix sockets
-    token = os.path.expanduser("~/.ray/auth_token")
-    had_token = os.path.exists(token)
+    had_token = os.path.exists(netns.RAY_TOKEN)
     os.environ.update(RAY_TMPDIR=tmp, RAY_USAGE_STATS_ENABLED="0")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, *sys.path])}
     cluster = None
@@ -229,12 +228,7 @@ def main() -> int:
         if cluster is not None:
             cluster.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
-        if not had_token and os.path.exists(token):
-            os.remove(token)
-            try:
-                os.rmdir(os.path.dirname(token))
-            except OSError:
-                pass
+        netns.remove_new_ray_token(had_token)
     return 0
 
 

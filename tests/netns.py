@@ -33,7 +33,7 @@ import struct
 import sys
 import threading
 
-__all__ = ["enter_private_netns", "leave_private_netns", "in_private_netns", "interfaces", "threads_outside",
+__all__ = ["remove_new_ray_token", "enter_private_netns", "leave_private_netns", "in_private_netns", "interfaces", "threads_outside",
            "unshare_argv"]
 
 CLONE_NEWNET = 0x40000000
@@ -195,3 +195,19 @@ if __name__ == "__main__":
     answer = enter_private_netns()
     print(f"before: {before}; enter_private_netns() -> {answer!r}; now: {interfaces()}; "
           f"threads outside: {threads_outside()}")
+
+
+RAY_TOKEN = os.path.expanduser("~/.ray/auth_token")
+
+
+def remove_new_ray_token(had_token: bool) -> None:
+    """Ray writes an auth token under ~/.ray when it starts a cluster: removed (and its
+    directory, if empty) unless it was there before (``had_token``), so a test or
+    benchmark leaves the host's home as it found it."""
+    if had_token or not os.path.exists(RAY_TOKEN):
+        return
+    os.remove(RAY_TOKEN)
+    try:
+        os.rmdir(os.path.dirname(RAY_TOKEN))
+    except OSError:
+        pass

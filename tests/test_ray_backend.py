@@ -117,8 +117,7 @@ def cluster():
     entered = netns.enter_private_netns()
     if entered is not True:
         pytest.skip(f"no private network namespace for the Ray tests: {entered}")
-    token = os.path.expanduser("~/.ray/auth_token")
-    had_token = os.path.exists(token)
+    had_token = os.path.exists(netns.RAY_TOKEN)
     saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAY_USAGE_STATS_ENABLED")}
     tmpdir = tempfile.mkdtemp(prefix="sfray", dir="/tmp")  # short: unix socket paths
     os.environ.update(RAY_TMPDIR=tmpdir, RAY_USAGE_STATS_ENABLED="0")
@@ -138,12 +137,7 @@ def cluster():
         for p in left:
             p.kill()
         shutil.rmtree(tmpdir, ignore_errors=True)
-        if not had_token and os.path.exists(token):
-            os.remove(token)
-            try:
-                os.rmdir(os.path.dirname(token))
-            except OSError:
-                pass
+        netns.remove_new_ray_token(had_token)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

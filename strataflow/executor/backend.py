@@ -20,7 +20,7 @@ from .core import ExecutorCore
 from .runtime import ExecutorRuntime, ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
-__all__ = ["ExecutorHandle", "LocalExecutor", "LostCallback", "Peers", "open_session", "start_executor"]
+__all__ = ["ExecutorHandle", "LocalExecutor", "fail_waiting", "LostCallback", "Peers", "open_session", "start_executor"]
 
 #: ``on_lost(handle, reason)``: called once, from any thread, when an executor is gone
 LostCallback = Callable[["ExecutorHandle", str], None]
@@ -122,6 +122,16 @@ class LocalExecutor(ExecutorHandle):
         self.core.cancel_all()  # running tasks stop at their next partition read
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.runtime.close()
+
+
+def fail_waiting(ready: Future, pending: list[Future], err: BaseException) -> None:
+    """An executor gone (lost or stopped): whoever waits for it to be ready, and for its
+    pending tasks and answers, gets ``err``."""
+    if not ready.done():
+        ready.set_exception(err)
+    for fut in pending:
+        if not fut.done():
+            fut.set_exception(err)
 
 
 def open_session(config: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..metrics import EventBus
 from . import wire
-from .backend import ExecutorHandle, LostCallback, Peers
+from .backend import ExecutorHandle, LostCallback, Peers, fail_waiting
 from .runtime import ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
@@ -168,12 +168,7 @@ class ProcessExecutor(ExecutorHandle):
         except OSError:
             pass
         self._on_lost(self, reason)  # first: the driver forgets its blocks before tasks retry
-        err = ExecutorLost(self.executor_id, reason)
-        if not self._ready.done():
-            self._ready.set_exception(err)
-        for fut in pending:
-            if not fut.done():
-                fut.set_exception(err)
+        fail_waiting(self._ready, pending, ExecutorLost(self.executor_id, reason))
 
     # -- requests ---------------------------------------------------------------------------------
     def _send(self, msg: Any) -> None:

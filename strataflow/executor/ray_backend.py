@@ -70,7 +70,7 @@ from ..storage.peer_blocks import PeerBlock
 from . import source_store
 from .source_store import SourceStore
 from . import wire
-from .backend import ExecutorHandle, LostCallback, Peers
+from .backend import ExecutorHandle, LostCallback, Peers, fail_waiting
 from .runtime import ExecutorSpec, app_dirs
 from .work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec, portable_error
 
@@ -632,19 +632,14 @@ class RayExecutor(ExecutorHandle):
         except Exception:  # noqa: BLE001
             pass
         self.session.leave(self.executor_id)
-        self._clean_up_after(reason)
+        self._clean_up_after()
         self.session.release(self.bundle)  # first: the replacement takes this bundle
         self.bundle = None
         self._on_lost(self, reason)  # then: the driver forgets its blocks before tasks retry
-        err = ExecutorLost(self.executor_id, reason)
-        if not self._ready.done():
-            self._ready.set_exception(err)
-        for fut in pending:
-            if not fut.done():
-                fut.set_exception(err)
+        fail_waiting(self._ready, pending, ExecutorLost(self.executor_id, reason))
         self._inbox.put(None)
 
-    def _clean_up_after(self, reason: str) -> None:
+    def _clean_up_after(self) -> None:
         """A lost executor's directories are on its node, which the driver may not reach:
         an executor of that node (if it still has one) removes them."""
         _, members, _ = self.session.directory()
@@ -748,12 +743,7 @@ class RayExecutor(ExecutorHandle):
                 pass
             self.session.release(self.bundle)
             self.bundle = None
-        err = ExecutorLost(self.executor_id, "stopped")
-        if not self._ready.done():
-            self._ready.set_exception(err)
-        for fut in pending:
-            if not fut.done():
-                fut.set_exception(err)
+        fail_waiting(self._ready, pending, ExecutorLost(self.executor_id, "stopped"))
         self._inbox.put(None)
         if threading.current_thread() is not self._dispatcher:
             self._dispatcher.join(5.0)

@@ -541,3 +541,37 @@ def test_joining_a_running_cluster(cluster, tmp_path, how):
     assert lines["nodes"] == "2" and float(lines["sum"]) == np.arange(300_000.0).sum()
     assert lines["counts"] == "True" and lines["after"] == "False"
     assert len([n for n in ray.nodes() if n["Alive"]]) >= 3  # the cluster is still up
+
+
+def test_a_ray_client_session_that_fails_to_start_is_tried_again(caplog):
+    """Ray Client's server forks a process per client, and that process dies at birth now
+    and then (ray-project/ray#63202): the connection is tried again, with a warning, and
+    the last failure goes to the caller naming the address; other errors are not retried."""
+    from strataflow.executor.ray_backend import connect_ray_client
+
+    calls = []
+
+    def flaky(failures):
+        def init(address):
+            calls.append(address)
+            if len(calls) <= failures:
+                raise ConnectionAbortedError("Initialization failure from server")
+        return init
+
+    with caplog.at_level("WARNING", logger="strataflow"):
+        connect_ray_client("ray://h:1", attempts=3, init=flaky(2))
+    assert calls == ["ray://h:1"] * 3
+    assert sum("attempt" in r.getMessage() for r in caplog.records) == 2
+    calls.clear()
+    with pytest.raises(ConnectionAbortedError, match=r"ray://h:1.*3 times"):
+        connect_ray_client("ray://h:1", attempts=3, init=flaky(5))
+    assert len(calls) == 3
+    calls.clear()
+
+    def refused(address):
+        calls.append(address)
+        raise ConnectionError("refused")
+
+    with pytest.raises(ConnectionError, match="refused"):
+        connect_ray_client("ray://h:1", attempts=3, init=refused)
+    assert len(calls) == 1

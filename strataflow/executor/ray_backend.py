@@ -88,6 +88,7 @@ _DEAD_KEPT = 4096  # stage keys an executor remembers as finished
 _START_RETRIES = 5  # an actor that dies before it is ready (its bundle's node died): made again
 _START_RETRY_S = 1.0
 _SOURCE_PREFIX = "ray-source:"
+log = logging.getLogger("strataflow.ray")
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
@@ -96,6 +97,30 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 
 
 # -- the application's connection ------------------------------------------------------------------
+#: attempts at a Ray Client connection: its server's proxier starts a process per client
+#: by fork(), and that process dies at birth now and then (ray-project/ray#63202, about 7%
+#: of connections; the client sees ConnectionAbortedError "Initialization failure from server")
+RAY_CLIENT_ATTEMPTS = 3
+
+
+def connect_ray_client(address: str, attempts: int = RAY_CLIENT_ATTEMPTS, init=None) -> None:
+    """``ray.init(address)`` for a ``ray://`` address, tried again when the server fails to
+    start this client's session (a failed attempt leaves no connection behind: Ray Client
+    disconnects before raising). Any other error, and the last failure, go to the caller."""
+    init = init or ray.init
+    for attempt in range(1, attempts + 1):
+        try:
+            init(address=address)
+            return
+        except ConnectionAbortedError as err:
+            if attempt == attempts:
+                raise ConnectionAbortedError(f"Ray Client at {address}: its server failed to start a session "
+                                             f"{attempts} times; last: {err}") from err
+            log.warning("Ray Client at %s: the server failed to start a session (attempt %d of %d), "
+                        "trying again", address, attempt, attempts)
+            time.sleep(0.5 * attempt)
+
+
 class RaySession:
     """The application's connection to Ray and its placement group (one per fleet)."""
 
@@ -135,7 +160,7 @@ class RaySession:
             path = os.pathsep.join(p for p in [os.getcwd(), *sys.path, os.environ.get("PYTHONPATH", "")] if p)
             ray.init(address="local", num_cpus=n * cores, runtime_env={"env_vars": {"PYTHONPATH": path}}, **opts)
         elif config.address.startswith("ray://"):  # Ray Client: the server's init, not ours
-            ray.init(address=config.address)
+            connect_ray_client(config.address)
         else:
             ray.init(address=config.address, **opts)
         self.owned = True

@@ -11,7 +11,7 @@ executor, P task threads) and ``processes`` (P executors of one core each):
   combines the partial sums): the median iteration time, the first iteration (which
   computes and caches the partitions) left out. MEMORY_ONLY with ample memory (3x the
   data), and MEMORY_AND_DISK with the memory budget a quarter of the data (4x pressure).
-- Beside it, the compute floor: the very same ``kmeans_kernel`` in P processes forked
+- Beside it, the compute floor: the very same kernel (``--kernel``) in P processes forked
   (``multiprocessing`` "fork" context) after the data were generated, so they share them
   copy-on-write, each with the same 4 partitions per worker and BLAS threads as an
   executor; per iteration the parent sends the centres through a pipe, each process
@@ -67,6 +67,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from strataflow import Context  # noqa: E402
 from strataflow.storage.level import StorageLevel  # noqa: E402
+from strataflow.workloads.kmeans import kmeans_partition  # noqa: E402
 from strataflow.workloads.wordcount_job import gen_text  # noqa: E402
 
 MB = 1 << 20
@@ -104,11 +105,16 @@ def gen_points(lo: int, hi: int, n: int, dims: int, seed: int) -> np.ndarray:
 KERNEL_CHUNK = 8192  # rows per step: the (rows, k) distances and the index array stay in cache
 
 
-def kmeans_kernel(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def bincount_kernel(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Per-centre sums and counts of the points nearest each centre, and the cost (sum of
     squared distances to the nearest centre). Squared distances are |x|^2 - 2 x.c + |c|^2
     (one matrix product a chunk), the nearest centre is an ``argmin``, and the sums are one
-    ``bincount`` over (label, dimension) cells."""
+    ``bincount`` over (label, dimension) cells.
+
+    Kept to show a cost of read-only arrays: ``np.bincount`` copies ``weights`` that are not
+    writeable (it asks numpy for a C-contiguous, aligned, *writeable* array), and a cached
+    batch is handed to tasks read-only, so this kernel runs ~2x slower on a cached
+    partition than on a writable copy of it (``--kernel bincount``)."""
     k, d = centres.shape
     sums = np.zeros(k * d)
     counts = np.zeros(k, dtype=np.int64)
@@ -126,6 +132,12 @@ def kmeans_kernel(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, 
         counts += np.bincount(lab, minlength=k)
         sums += np.bincount((lab[:, None] * d + offs).ravel(), weights=x.ravel(), minlength=k * d)
     return sums.reshape(k, d), counts, cost
+
+
+#: the kernel both sides run: the engine's own K-means kernel (``strataflow run kmeans``'s,
+#: BLAS products only, indifferent to a read-only input) unless ``--kernel bincount``
+KERNELS = {"workload": kmeans_partition, "bincount": bincount_kernel}
+kmeans_kernel = kmeans_partition
 
 
 def combine(parts) -> tuple[np.ndarray, np.ndarray, float]:
@@ -371,7 +383,7 @@ def markdown(summary: dict, ps: list[int], sizes: dict, nproc: int) -> str:
     head = ["P", "KM MO threads s", "KM MO processes s", "KM MO forked numpy s", "processes / forked",
             "KM MO processes, gen. source s", "KM MAD 4x threads s", "KM MAD 4x processes s", "WC threads s",
             "WC processes s", "WC threads speed-up", "WC processes speed-up"]
-    lines = [f"K-means: {sizes['points']:,} x {sizes['dims']} float64 points ({sizes['data_mb']:.0f} MB), "
+    lines = [f"K-means ({sizes['kernel']} kernel): {sizes['points']:,} x {sizes['dims']} float64 points ({sizes['data_mb']:.0f} MB), "
              f"k={sizes['k']}, median iteration of {sizes['iterations']} (first left out), {sizes['ppw']} partitions "
              f"per worker; word count: {sizes['wc_mb']:.0f} MB of text; nproc={nproc}, repeat={sizes['repeat']}.", "",
              "| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
@@ -467,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=6)
     ap.add_argument("--wc-mb", type=float, default=512, help="MB of text for word count at scale 1")
     ap.add_argument("--parts-per-worker", type=int, default=4)
+    ap.add_argument("--kernel", choices=sorted(KERNELS), default="workload",
+                    help="the K-means kernel both sides run (bincount: shows the cost of read-only batches)")
     ap.add_argument("--tasks-per-worker", type=int, default=200, help="empty tasks per worker for the overhead job")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--max-parallelism", type=int, default=None, help="default: os.cpu_count()")
@@ -475,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="base for the temporary data, cache and shuffle dirs")
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "strataflow-scaling"))
     args = ap.parse_args(argv)
+    global kmeans_kernel
+    kmeans_kernel = KERNELS[args.kernel]
 
     nproc = os.cpu_count() or 1
     ps = list(range(1, (args.max_parallelism or nproc) + 1))
@@ -495,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest = gen_text(os.path.join(tmp, "text"), wc_bytes, seed=args.seed)
         text_path = os.path.join(tmp, "text", manifest["files"][0])
         gen_s = time.perf_counter() - t0
-        sizes = {"points": n, "dims": args.dims, "k": args.k, "iterations": args.iterations, "seed": args.seed,
+        sizes = {"kernel": args.kernel, "points": n, "dims": args.dims, "k": args.k, "iterations": args.iterations, "seed": args.seed,
                  "ppw": args.parts_per_worker, "data_mb": data.nbytes / MB, "wc_mb": manifest["bytes"] / MB,
                  "wc_words": manifest["words"], "wc_lines": manifest["lines"], "repeat": args.repeat,
                  "scale": args.scale, "memory_only_budget": 3 * data.nbytes,

@@ -295,8 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evict to disk from a background writer (watermarks 0.85/0.95)")
     r.set_defaults(func=cmd_run)
 
-    b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure")
-    b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure"])
+    b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure; or auto "
+                                     "(AUTO beside every fixed level)")
+    b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure", "auto"])
     b.add_argument("--scale", type=_positive(float), default=1.0, help="data size factor (1 = the paper-like sizes)")
     b.add_argument("--repeat", type=_positive(int), default=3)
     b.add_argument("--peer", choices=["pyspark"], default=None)
@@ -305,8 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--parallelism", type=_positive(int), default=2)
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
     b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
-    b.add_argument("--workloads", default=None, help="pressure: comma-separated workloads")
-    b.add_argument("--pressures", default=None, help="pressure: comma-separated ratios, e.g. 0.5,2,4,8")
+    b.add_argument("--workloads", default=None, help="pressure, auto: comma-separated workloads")
+    b.add_argument("--pressures", default=None, help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
+    b.add_argument("--levels", default=None, help="auto: comma-separated levels beside AUTO")
     b.add_argument("--policies", default=None, help="pressure: comma-separated policies")
     b.set_defaults(func=cmd_bench)
 

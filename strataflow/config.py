@@ -18,11 +18,12 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .options import (DEFAULT_WATERMARKS, ConfigError, check_dirs, check_num_partitions, check_watermarks,
                       parse_size)
 from .storage.policies import Policy, make_policy
+from .storage.level import StorageLevel
 from .storage.serde import Serializer, get_serializer
 from .storage.tier_spec import TierSpec, parse_tiers
 
@@ -65,6 +66,8 @@ class Config:
     locality_wait: float
     #: the Ray cluster (``ray`` backend): None (a local instance), ``"auto"`` or ``"ray://host:port"``
     address: str | None = None
+    #: the level of ``persist()`` and ``cache()`` without one (Spark's MEMORY_ONLY unless set)
+    default_level: Any = StorageLevel.MEMORY_ONLY
 
     @property
     def task_slots(self) -> int:
@@ -101,6 +104,7 @@ class Config:
         executor_memory: int | str | None = None,
         locality_wait: float = 3.0,
         address: str | None = None,
+        default_level: Any = "MEMORY_ONLY",
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -143,6 +147,7 @@ class Config:
             executor_memory=exec_mem,
             locality_wait=_check_seconds(locality_wait, "locality_wait"),
             address=_check_address(address, kind),
+            default_level=_check_default_level(default_level),
         )
 
 
@@ -185,6 +190,16 @@ def _check_address(address: object, kind: str) -> str | None:
     if text != "auto" and not (host and port.isdigit()):
         raise ConfigError(f"address: expected 'auto', 'ray://HOST:PORT' or 'HOST:PORT', got {address!r}")
     return text
+
+
+def _check_default_level(level: Any) -> Any:
+    try:
+        parsed = StorageLevel.parse(level)
+    except ConfigError as exc:
+        raise ConfigError(f"default_level: {exc}") from None
+    if not parsed.is_valid:
+        raise ConfigError(f"default_level: {parsed.name} stores nothing; persist() needs a level that caches")
+    return parsed
 
 
 def _check_seconds(value: object, name: str) -> float:

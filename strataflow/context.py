@@ -118,6 +118,9 @@ class Context:
             ``executors * cores_per_executor`` CPUs (stopped with the Context), ``"auto"``
             joins the one ``ray start`` made, ``"ray://host:port"`` connects through Ray
             Client; a connection the caller already made (``ray.init``) is used as it is.
+        default_level: the level of ``persist()`` and ``cache()`` called without one:
+            ``MEMORY_ONLY`` (Spark's), or ``"AUTO"`` to let the engine choose per dataset
+            (see ``StorageLevel.AUTO``).
     """
 
     def __init__(
@@ -148,6 +151,7 @@ class Context:
         executor_memory: int | str | None = None,
         locality_wait: float = 3.0,
         address: str | None = None,
+        default_level: str | Any = "MEMORY_ONLY",
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = cfg = Config.build(
@@ -158,7 +162,7 @@ class Context:
             disk_capacity=disk_capacity, mmap_memory=mmap_memory, gc_free_cache=gc_free_cache, tiers=tiers,
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
-            locality_wait=locality_wait, address=address)
+            locality_wait=locality_wait, address=address, default_level=default_level)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)

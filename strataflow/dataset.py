@@ -140,11 +140,14 @@ class Dataset(PairOps, ActionOps):
         return "\n".join(lines)
 
     # -- persistence ---------------------------------------------------------------------------
-    def persist(self, level=StorageLevel.MEMORY_ONLY, serializer: str | None = None) -> "Dataset":
-        """Keeps computed partitions at ``level`` (a StorageLevel or its name) so that later
-        jobs read them instead of recomputing; ``serializer`` overrides the context's for
-        this dataset. Like Spark, the level cannot change once set (unpersist first)."""
-        level = StorageLevel.parse(level)
+    def persist(self, level=None, serializer: str | None = None) -> "Dataset":
+        """Keeps computed partitions at ``level`` (a StorageLevel or its name; default the
+        Context's ``default_level``, MEMORY_ONLY unless set) so that later jobs read them
+        instead of recomputing; ``StorageLevel.AUTO`` lets the engine choose, per dataset
+        and from what it measures, whether blocks leaving memory are dropped, mapped or
+        serialized to disk. ``serializer`` overrides the context's for this dataset. Like
+        Spark, the level cannot change once set (unpersist first)."""
+        level = StorageLevel.parse(self.ctx.config.default_level if level is None else level)
         if self.storage_level not in (StorageLevel.NONE, level):
             raise ValueError(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
                              f"unpersist() it before choosing {level.name}")
@@ -157,8 +160,8 @@ class Dataset(PairOps, ActionOps):
         return self
 
     def cache(self) -> "Dataset":
-        """``persist(StorageLevel.MEMORY_ONLY)``."""
-        return self.persist(StorageLevel.MEMORY_ONLY)
+        """``persist()``: the Context's ``default_level`` (Spark's MEMORY_ONLY unless set)."""
+        return self.persist()
 
     def unpersist(self, blocking: bool = True) -> "Dataset":
         """Removes this dataset's blocks from every store (always synchronously here, so

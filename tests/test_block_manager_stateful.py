@@ -304,9 +304,17 @@ class BlockManagerMachine(RuleBasedStateMachine):
             level = self.model[bid.dataset_id][0]
             assert level.use_memory and entry.deserialized == level.deserialized
         for bid, _ in self.disk.items():
-            assert self.model[bid.dataset_id][0].use_disk and not self.model[bid.dataset_id][0].mmap
+            assert self._spills_to(bid.dataset_id) == "tiers"
         for bid, _ in self.regions.entries():
-            assert self.model[bid.dataset_id][0].mmap
+            assert self._spills_to(bid.dataset_id) == "mapped"
+
+    def _spills_to(self, did) -> str | None:
+        """Where the dataset's blocks may go below memory: its level's, or for AUTO the
+        form its first block fixed (``DatasetInfo.mapped``)."""
+        level = self.model[did][0]
+        if level.auto:
+            return "mapped" if self.bm.info(did).mapped else "tiers"
+        return "mapped" if level.mmap else "tiers" if level.use_disk else None
 
     @invariant()
     def files_match_records(self):

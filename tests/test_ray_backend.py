@@ -309,7 +309,8 @@ def test_persist_at_every_level(rctx, level):
     for _ in range(2):
         assert ds.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(want)
     status = {d.name: d for d in rctx.storage_status()}[ds.label]
-    assert status.level == level and status.memory_partitions + status.disk_partitions >= 6
+    assert status.level.split(":")[0] == level  # AUTO shows its choice: AUTO:MEMORY_ONLY...
+    assert status.memory_partitions + status.disk_partitions >= (6 if level != "AUTO" else 1)
     ds.unpersist()
 
 

@@ -77,7 +77,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     os.makedirs(data_root, exist_ok=True)
     kw = dict(root=data_root, scale=args.scale, repeat=args.repeat, parallelism=args.parallelism,
               dirs=_split(args.dirs), threads=_split(args.threads, int), workloads=_split(args.workloads),
-              pressures=_split(args.pressures, float), policies=_split(args.policies))
+              pressures=_split(args.pressures, float), policies=_split(args.policies),
+              levels=_split(getattr(args, "levels", None)))
     console.print(f"planning bench {args.experiment} at scale {args.scale} (data in {data_root})")
     runs = plan(args.experiment, **kw)
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

@@ -9,6 +9,9 @@
 - ``pressure`` (Fig. 7, Tables III-VI): MEMORY_AND_DISK with the cached data at 1/2, 2, 4
   and 8 times the memory budget, every policy, for kmeans, lr, bayes and als: blocks and
   MB dropped and re-cached, time, speed-up over ``spark``.
+- ``auto`` (ours): every workload at pressures 1, 2, 4 and 8, at AUTO and at each fixed
+  level beside it, the default policy: AUTO's time over the best fixed level's at the
+  same point (target <= 1.05x) and over MEMORY_AND_DISK's (never above 1).
 
 Each experiment is a plan (a list of runs) so the command can show one progress bar for
 all of it; every run yields one row (a flat dict) for the report. Runs of variants that
@@ -34,6 +37,9 @@ MB = 1 << 20
 LEVELS = ["NONE", "MEMORY_ONLY", "MEMORY_ONLY_SER", "OFF_HEAP", "DISK_ONLY", "MEMORY_AND_DISK"]
 PRESSURES = [0.5, 2, 4, 8]
 PRESSURE_WORKLOADS = ["kmeans", "lr", "bayes", "als"]
+AUTO_LEVELS = ["AUTO", "MEMORY_ONLY", "MEMORY_AND_DISK", "MEMORY_AND_DISK_SER", "DISK_ONLY", "DISK_MMAP",
+               "MEMORY_AND_DISK_MMAP"]
+AUTO_PRESSURES = [1, 2, 4, 8]
 # (api, serializer): records with the generic serializers (the paper's RDD path), batches
 # with pickle5 and the Arrow encoders (the counterpart of DataFrame encoding).
 SERDE_VARIANTS = [("records", "pickle"), ("records", "pickle5"), ("batches", "pickle5"), ("batches", "arrow"),
@@ -156,6 +162,22 @@ def plan_devices(root: str, scale: float, repeat: int, parallelism: int, dirs: l
     return runs
 
 
+def _cached_size(w: str, data: str, api: str, parallelism: int) -> Callable[[], int]:
+    """The bytes the workload caches (one MEMORY_ONLY iteration with ample memory),
+    measured once, when a run first needs them: the base of every pressure ratio."""
+    sized: dict = {}
+
+    def measure() -> int:
+        if "bytes" not in sized:
+            with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+                rep = run_workload(w, data, api=api, level="MEMORY_ONLY", memory=_ample(data),
+                                   parallelism=parallelism, local_dirs=[tmp], check=False, iterations=1)
+            sized["bytes"] = max(1, rep["cached_memory_bytes"])
+        return sized["bytes"]
+
+    return measure
+
+
 def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
                   pressures: list[float] | None = None, policies: list[str] | None = None, **_) -> list[Run]:
     from ..workloads.api import WORKLOADS
@@ -167,16 +189,7 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
     for w in workloads:
         data = ensure_data(w, root, scale)
         api = "batches"
-        sized: dict = {}
-
-        def measure(w=w, data=data, api=api, sized=sized) -> int:
-            if "bytes" not in sized:
-                with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-                    rep = run_workload(w, data, api=api, level="MEMORY_ONLY", memory=_ample(data),
-                                       parallelism=parallelism, local_dirs=[tmp], check=False, iterations=1)
-                sized["bytes"] = max(1, rep["cached_memory_bytes"])
-            return sized["bytes"]
-
+        measure = _cached_size(w, data, api, parallelism)
         for r in range(repeat):
             for pressure in pressures:
                 order = policies if r % 2 == 0 else list(reversed(policies))
@@ -199,7 +212,39 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
     return runs
 
 
-EXPERIMENTS = {"levels": plan_levels, "serde": plan_serde, "devices": plan_devices, "pressure": plan_pressure}
+def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
+              pressures: list[float] | None = None, levels: list[str] | None = None, **_) -> list[Run]:
+    """AUTO beside every fixed level, per workload and pressure; the levels' order is
+    reversed every other repeat (paired runs: drift in the machine hits all alike)."""
+    from ..workloads.api import WORKLOADS
+
+    workloads = [w for w in (workloads or PRESSURE_WORKLOADS) if w in WORKLOADS]
+    pressures = pressures or AUTO_PRESSURES
+    levels = [lv.upper() for lv in levels or AUTO_LEVELS]
+    levels = levels if "AUTO" in levels else ["AUTO", *levels]
+    runs = []
+    for w in workloads:
+        data = ensure_data(w, root, scale)
+        measure = _cached_size(w, data, "batches", parallelism)
+        for r in range(repeat):
+            for pressure in pressures:
+                for level in (levels if r % 2 == 0 else list(reversed(levels))):
+                    key = {"experiment": "auto", "workload": w, "api": "batches", "level": level,
+                           "pressure": pressure, "repeat": r}
+                    memory_fn = (lambda measure=measure, pressure=pressure: max(1 * MB, int(measure() / pressure)))
+
+                    def call(w=w, data=data, key=key, level=level, memory_fn=memory_fn):
+                        with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+                            report = run_workload(w, data, api="batches", level=level, memory=memory_fn(),
+                                                  parallelism=parallelism, local_dirs=[tmp])
+                        return _row(report, key)
+
+                    runs.append(Run(key, call, extra={"memory_fn": memory_fn}))
+    return runs
+
+
+EXPERIMENTS = {"levels": plan_levels, "serde": plan_serde, "devices": plan_devices, "pressure": plan_pressure,
+               "auto": plan_auto}
 
 
 def plan(experiment: str, **kw) -> list[Run]:
@@ -242,6 +287,17 @@ def summarize(rows: list[dict]) -> list[dict]:
                      and o.get("pressure") == row.get("pressure") and o.get("peer") == row.get("peer")]
             least = min((o.get("mb_moved", 0) for o in peers), default=0)
             row["moved_vs_min"] = (row.get("mb_moved", 0) + 1) / (least + 1)  # +1 MB: a ratio of zeros is 1
+        if row.get("experiment") == "auto" and row.get("total_s"):
+            same = [o for o in out if o.get("experiment") == "auto" and o.get("workload") == row.get("workload")
+                    and o.get("pressure") == row.get("pressure") and o.get("total_s")]
+            fixed = [o for o in same if o.get("level") != "AUTO"]
+            if fixed:
+                best = min(fixed, key=lambda o: o["total_s"])
+                row["vs_best_fixed"] = row["total_s"] / best["total_s"]
+                row["best_fixed"] = best["level"]
+            mad = next((o for o in same if o.get("level") == "MEMORY_AND_DISK"), None)
+            if mad:
+                row["vs_memory_and_disk"] = row["total_s"] / mad["total_s"]
     return out
 
 

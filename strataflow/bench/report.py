@@ -16,6 +16,8 @@ COLUMNS = {
               "deserialize_s", "result_check"],
     "devices": ["dir", "kind", "threads", "size_scale", "cached_mb", "total_s", "mb_per_s", "write_mb_per_s",
                 "read_mb_per_s", "result_check"],
+    "auto": ["workload", "pressure", "level", "total_s", "iteration_s", "vs_best_fixed", "best_fixed",
+             "vs_memory_and_disk", "mb_dropped", "disk_written_mb", "disk_read_mb", "memory_mb", "result_check"],
     "pressure": ["workload", "peer", "pressure", "policy", "total_s", "iteration_s", "speedup_vs_spark",
                  "blocks_dropped", "mb_dropped", "blocks_recached", "mb_recached", "mb_prefetched", "mb_moved",
                  "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "result_check"],
@@ -74,6 +76,22 @@ def _charts(rows: list[dict], experiment: str, out_dir: str) -> list[str]:
             ax.set_title(w)
             ax.legend()
         files.append(_save(fig, out_dir, "pressure.png"))
+    elif experiment == "auto":
+        workloads = list(dict.fromkeys(r["workload"] for r in rows))
+        fig, axes = plt.subplots(1, len(workloads), figsize=(4.5 * len(workloads), 4), squeeze=False)
+        for ax, w in zip(axes[0], workloads):
+            sub = [r for r in rows if r["workload"] == w and r.get("total_s")]
+            for level in dict.fromkeys(r["level"] for r in sub):
+                pts = sorted((r["pressure"], r["total_s"]) for r in sub if r["level"] == level)
+                ax.plot([p for p, _ in pts], [t for _, t in pts], marker="o", label=level,
+                        linewidth=3 if level == "AUTO" else 1, color="black" if level == "AUTO" else None)
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel("cached data / memory budget")
+            ax.set_ylabel("seconds (whole run)")
+            ax.set_title(f"{w}: AUTO and the fixed levels")
+            ax.legend(fontsize=7)
+        files.append(_save(fig, out_dir, "auto.png"))
     elif experiment == "serde":
         fig, ax = plt.subplots(figsize=(8, 4))
         labels = [f"{r.get('kind')}\n{r.get('api')}\n{r.get('serializer')}" for r in rows]

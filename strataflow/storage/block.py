@@ -43,6 +43,17 @@ class DatasetInfo:
 
     dataset_id: int
     label: Callable[[], str]
-    level: Any
+    level: Any  # for an AUTO dataset: the level chosen now (``auto_level.py``)
     serializer: Serializer
     num_partitions: int
+    auto: Any = None  # an AUTO dataset's DatasetFacts
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the dataset's blocks leave memory for the mapped layout (an AUTO
+        dataset's spill form is fixed by its first block, whatever it chooses now)."""
+        return bool(self.level.mmap or (self.auto is not None and self.auto.zero_copy))
+
+    @property
+    def level_name(self) -> str:
+        return f"AUTO:{self.level.name}" if self.auto is not None else self.level.name

@@ -18,6 +18,8 @@ METRIC_KEYS = (
     "task_rereads",
     # blocks another executor held, read by this one's tasks; blocks this one served to others
     "peer_hits", "peer_bytes_read", "peer_blocks_served",
+    # AUTO datasets: how often an executor chose or changed a dataset's level
+    "auto_level_changes",
 )
 
 

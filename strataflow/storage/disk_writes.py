@@ -32,6 +32,7 @@ class DiskWriter:
         self.disk, self.regions, self.codec = disk, regions, codec
         self.metrics, self.events = metrics, events
         self.on_write = on_write  # a block landed on disk (the prefetch scan may look again)
+        self.costs: Any = None  # the block manager's DiskCosts: every timed write is counted
 
     def not_stored(self, bid: BlockId, reason: str, warn: bool = True, **fields: Any) -> None:
         self.metrics.add(blocks_not_stored=1)
@@ -67,7 +68,10 @@ class DiskWriter:
         except OSError as exc:  # DiskFull or an unwritable directory
             self.not_stored(bid, f"cannot write block to its region: {exc}")
             return False
-        self.metrics.add(disk_bytes_written=entry.length, serialize_s=time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        self.metrics.add(disk_bytes_written=entry.length, serialize_s=seconds)
+        if self.costs is not None:
+            self.costs.observe("mapped", "write", entry.length, seconds)
         return True
 
     def write_entry(self, bid: BlockId, entry: MemoryEntry, info: DatasetInfo, strict: bool = False) -> str:
@@ -82,6 +86,7 @@ class DiskWriter:
             return "discarded"
         if bid in self.disk:
             return "disk"
+        t0 = time.perf_counter()
         try:
             if entry.deserialized:
                 frames, size, ser = self.codec.encode(entry.value, info, bid)
@@ -94,4 +99,8 @@ class DiskWriter:
             self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id,
                              reason=self.codec.failure(bid, info, exc))
             return "discarded"
-        return "disk" if self.write_disk(bid, frames, size, ser_name, strict=strict) else "discarded"
+        if not self.write_disk(bid, frames, size, ser_name, strict=strict):
+            return "discarded"
+        if self.costs is not None and entry.deserialized:  # serializing included: what a spill costs
+            self.costs.observe("serialized", "write", size, time.perf_counter() - t0)
+        return "disk"

@@ -11,6 +11,7 @@
 | OFF_HEAP            | bytes outside the heap | -    | an anonymous mmap: the GC never sees it |
 | DISK_MMAP           | -                      | mapped | zero-copy layout, served by mapping   |
 | MEMORY_AND_DISK_MMAP| values                 | mapped | evicted once to the mapped layout, then served by mapping, never re-cached |
+| AUTO                | values                 | chosen | per dataset, from measurements: dropped, mapped or serialized when it leaves memory (``auto_level.py``) |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class _Level:
     deserialized: bool
     off_heap: bool = False
     mmap: bool = False  # the disk part is the region store's zero-copy mapped layout
+    auto: bool = False  # the block manager chooses the disk part per dataset (AUTO)
 
     @property
     def is_valid(self) -> bool:
@@ -53,6 +55,7 @@ class StorageLevel:
     OFF_HEAP = _Level("OFF_HEAP", True, False, False, off_heap=True)
     DISK_MMAP = _Level("DISK_MMAP", False, True, False, mmap=True)
     MEMORY_AND_DISK_MMAP = _Level("MEMORY_AND_DISK_MMAP", True, True, True, mmap=True)
+    AUTO = _Level("AUTO", True, True, True, auto=True)
 
     Level = _Level
 

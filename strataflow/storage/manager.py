@@ -40,10 +40,12 @@ prefetches the policy names, scheduled by the writer itself.
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from typing import Any, Callable
 
 from ..metrics import EventBus
+from .auto_level import AutoLevels, DiskCosts
 from .block import MISS, BlockId, BlockStoreError, DatasetInfo
 from .block_codec import BlockCodec
 from .cache_metrics import METRIC_KEYS, CacheMetrics
@@ -93,6 +95,9 @@ class BlockManager:
         self.disk.post = self.events.post
         self.disk.count = self.metrics.add
         self.writes = DiskWriter(self.disk, regions, self.codec, self.metrics, self.events, on_write=self._disk_grew)
+        #: AUTO datasets' facts and choices; the disk costs are timed on every write and read
+        self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add)
+        self.writes.costs = self.auto.costs
         self.eviction = Eviction(memory, self.memory_store, policy, self._datasets, self.writes, self.metrics,
                                  self.events, headroom=self.headroom)
         self.writer = EvictionWriter(self.eviction, self, memory, evicting=async_eviction, watermarks=watermarks)
@@ -112,11 +117,13 @@ class BlockManager:
     def register(self, dataset_id: int, label: Callable[[], str], level: Any,
                  serializer: "str | Serializer | None", num_partitions: int) -> None:
         ser = get_serializer(serializer) if serializer is not None else self.serializer
-        self._datasets[dataset_id] = DatasetInfo(dataset_id, label, level, ser, num_partitions)
+        auto = self.auto.register(dataset_id) if getattr(level, "auto", False) else None
+        self._datasets[dataset_id] = DatasetInfo(dataset_id, label, level, ser, num_partitions, auto=auto)
 
     def unregister(self, dataset_id: int) -> int:
         """Removes every block of the dataset from every store; returns how many."""
         info = self._datasets.pop(dataset_id, None)
+        self.auto.forget(dataset_id)
         removed = 0
         with self.memory.lock:
             for bid, entry in self.memory_store.items():
@@ -206,8 +213,12 @@ class BlockManager:
             self.metrics.add(misses=1)
             self.events.post("BlockAccess", block=str(block_id), dataset_id=block_id.dataset_id,
                              split=block_id.split, result="miss")
+            t0 = time.perf_counter()
             value = compute()
+            if info.auto is not None:  # the choice, from this block's cost and size
+                self.auto.computed(info, value, estimate_size(value), time.perf_counter() - t0)
             where = self._put(block_id, value, info)
+            level = info.level
             if where == "disk" and level.use_memory and not level.mmap and self.policy.recache_after_spill:
                 # Spark's getOrElseUpdate reads the block it just spilled back through
                 # getLocalValues, which tries to cache it in memory again.
@@ -231,13 +242,15 @@ class BlockManager:
         return readonly(self.codec.decode(entry.data(), entry.serializer, bid))
 
     def _get_disk(self, bid: BlockId, info: DatasetInfo, count_hit: bool) -> Any:
-        if info.level.mmap:
+        if info.mapped:
             return self._get_mapped(bid)
         if bid not in self.disk:
             return MISS
         try:
+            t0 = time.perf_counter()
             payload, ser_name, tier = self.disk.read(bid)
             value = self.codec.decode(payload, ser_name, bid)
+            self.auto.costs.observe("serialized", "read", payload.nbytes, time.perf_counter() - t0)
         except (BlockUnavailable, SerializationError) as exc:
             self.disk.remove(bid)
             self._lost(bid, exc)
@@ -344,7 +357,7 @@ class BlockManager:
         thread); skipped when a task is reading it now (it caches it itself if the policy
         says so). A bad block is left for the next read to find, report and recompute."""
         info = self._datasets.get(bid.dataset_id)
-        if info is None or not info.level.use_memory or info.level.mmap:
+        if info is None or not info.level.use_memory or info.mapped:
             return False
         lock = self._lock(bid)
         if not lock.acquire(blocking=False):
@@ -374,7 +387,7 @@ class BlockManager:
             on_disk = {}
             for bid, e in self.disk.items():
                 info = self._datasets.get(bid.dataset_id)
-                if (info is not None and info.level.use_memory and not info.level.mmap
+                if (info is not None and info.level.use_memory and not info.mapped
                         and bid not in self.memory_store):
                     on_disk[bid] = e.size
             room = self.room()

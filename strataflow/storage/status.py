@@ -119,9 +119,9 @@ def storage_status(bm: "BlockManager") -> StorageStatus:
     out = StorageStatus()
     for info in bm.datasets():
         mem, disk = blocks_of(bm, info.dataset_id)
-        out.append(DatasetStorage(info.label(), info.level.name, info.num_partitions, len(mem), len(disk),
+        out.append(DatasetStorage(info.label(), info.level_name, info.num_partitions, len(mem), len(disk),
                                   sum(mem.values()), sum(disk.values()), info.serializer.name,
-                                  _layout_of(bm, info.dataset_id) if info.level.mmap else "",
+                                  _layout_of(bm, info.dataset_id) if info.mapped else "",
                                   _tier_bytes_of(bm, info.dataset_id)))
     hits = tier_hits(bm)
     out.tiers = [{**t, "hits": hits.get(t["name"], 0)} for t in bm.disk.describe()]

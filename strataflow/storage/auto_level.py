@@ -1,0 +1,194 @@
+"""AUTO: the engine chooses, per dataset, where its blocks go when they leave memory.
+
+Why: the right level depends on things a user cannot judge before running (Zhang 2017's
+central finding, and TeraCache's): whether recomputing a partition is cheaper than a disk
+round trip, whether the value has a zero-copy layout (numeric batches map without
+deserializing; Python records do not), and what this machine's disks cost. The block
+manager measures all of them as the job runs, so it decides.
+
+What AUTO does. A block of an AUTO dataset is kept in memory, deserialized, as long as
+it fits (nothing is faster to read). What happens when it must leave memory is chosen per
+dataset, and revised as measurements come in:
+
+- **drop** (``MEMORY_ONLY``) when recomputing the block costs less than writing it and
+  reading it back: its measured compute time (the task's time in ``compute()``, parents'
+  reads included: what a recomputation would cost now) against the round trip of its
+  bytes at the measured disk costs;
+- else **the mapped layout** (``MEMORY_AND_DISK_MMAP``) for a value with a zero-copy
+  layout (an ndarray of a plain dtype, an Arrow table): evicted once, then served by
+  mapping, no deserialization and never re-cached;
+- else **serialized to the disk tiers** (``MEMORY_AND_DISK``) with the dataset's
+  serializer (by default ``auto``, the fastest that round-trips each value: pickle5 for
+  batches, pickle for records), re-cached as the policy decides.
+
+The spill form (mapped or tiers) is fixed by the dataset's first block, so a block is
+always found where its form puts it; the drop/spill choice may flip either way, with a
+hysteresis (``SWITCH_MARGIN``) so that noise in the timings does not make it flap. Blocks
+spilled before a switch to drop stay on disk and are read from there.
+
+Disk costs are seconds per byte of (serialize +) write and of read (+ deserialize), per
+form: priors until this executor has timed its own writes and reads, then a moving
+average of what it measured (the tiers' configured or measured bandwidth, when known,
+replaces the read prior). Every choice and change is a ``AutoLevelChosen`` event and
+counts in ``auto_level_changes``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .level import StorageLevel
+
+__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "zero_copy_layout", "SWITCH_MARGIN"]
+
+MB = 1 << 20
+#: a choice changes only when the other side wins by this factor (timings are noisy)
+SWITCH_MARGIN = 1.5
+_EWMA = 0.3  # weight of a new observation
+#: seconds per byte until measured: serialized (pickle + write to a tier / read + unpickle)
+#: and mapped (layout + write / map, no decoding); conservative figures for an SSD
+PRIORS = {"serialized": (1 / (250 * MB), 1 / (500 * MB)), "mapped": (1 / (400 * MB), 1 / (2000 * MB))}
+
+DROP, MAPPED, SERIALIZED = StorageLevel.MEMORY_ONLY, StorageLevel.MEMORY_AND_DISK_MMAP, StorageLevel.MEMORY_AND_DISK
+
+
+def zero_copy_layout(value: Any) -> bool:
+    """Whether the region store lays ``value`` out for mapping without a pickle (the
+    types ``layout.encode`` writes as extents of their own)."""
+    if type(value) in (np.ndarray, np.memmap):
+        return not value.dtype.hasobject and value.dtype.itemsize > 0
+    return isinstance(value, (pa.Table, pa.RecordBatch))
+
+
+def _mix(old: float | None, new: float) -> float:
+    return new if old is None else (1 - _EWMA) * old + _EWMA * new
+
+
+class DiskCosts:
+    """Seconds per byte of a block's way to disk and back, per form (``serialized``,
+    ``mapped``), as this executor measured them (priors until then)."""
+
+    def __init__(self, read_bandwidth: float | None = None) -> None:
+        self._lock = threading.Lock()
+        self._write: dict[str, float | None] = {"serialized": None, "mapped": None}
+        self._read: dict[str, float | None] = {"serialized": None, "mapped": None}
+        self._read_prior = dict((k, v[1]) for k, v in PRIORS.items())
+        if read_bandwidth:  # the top tier's configured or measured bandwidth
+            self._read_prior["serialized"] = 1 / read_bandwidth
+
+    def observe(self, form: str, op: str, nbytes: int, seconds: float) -> None:
+        """One timed write or read of ``nbytes`` (blocks under 64 kB are not counted:
+        their time is fixed cost, not bytes)."""
+        if nbytes < (64 << 10) or seconds <= 0:
+            return
+        table = self._write if op == "write" else self._read
+        with self._lock:
+            table[form] = _mix(table[form], seconds / nbytes)
+
+    def per_byte(self, form: str) -> tuple[float, float]:
+        with self._lock:
+            w, r = self._write[form], self._read[form]
+        return (PRIORS[form][0] if w is None else w, self._read_prior[form] if r is None else r)
+
+    def round_trip_s(self, form: str, nbytes: int) -> float:
+        """Writing ``nbytes`` in ``form`` and reading them back once."""
+        w, r = self.per_byte(form)
+        return nbytes * (w + r)
+
+    def measured(self) -> dict:
+        with self._lock:
+            return {f"{op}_{form}_mb_per_s": (None if v is None else 1 / v / MB)
+                    for op, table in (("write", self._write), ("read", self._read)) for form, v in table.items()}
+
+
+@dataclass
+class DatasetFacts:
+    """What an executor measured of one AUTO dataset's blocks."""
+
+    compute_s_per_byte: float | None = None
+    block_bytes: float | None = None
+    zero_copy: bool | None = None  # fixed by the first block: the spill form
+    computed: int = 0
+    level: Any = None  # the current choice (None: nothing computed yet)
+    reason: str = ""
+    changes: int = 0
+
+    @property
+    def form(self) -> str:
+        return "mapped" if self.zero_copy else "serialized"
+
+
+def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
+           margin: float = SWITCH_MARGIN) -> tuple[Any, str, float, float]:
+    """(level, reason, compute seconds, round-trip seconds) for a block of the dataset's
+    average size: drop when recomputing is cheaper than the round trip of its spill form;
+    ``current``, when given, is kept unless the other side wins by ``margin``."""
+    nbytes = facts.block_bytes or 0.0
+    spill = MAPPED if facts.zero_copy else SERIALIZED
+    compute_s = (facts.compute_s_per_byte or 0.0) * nbytes
+    trip_s = costs.round_trip_s(facts.form, int(nbytes))
+    if current is DROP:
+        drop = compute_s <= trip_s * margin
+    elif current is spill:
+        drop = compute_s * margin < trip_s
+    else:
+        drop = compute_s < trip_s
+    if drop:
+        return DROP, f"recomputing ({compute_s * 1e3:.2f} ms) is cheaper than a disk round trip " \
+                     f"({trip_s * 1e3:.2f} ms)", compute_s, trip_s
+    form = "zero-copy layout: mapped" if facts.zero_copy else "no zero-copy layout: serialized to the tiers"
+    return spill, f"recomputing ({compute_s * 1e3:.2f} ms) costs more than a disk round trip " \
+                  f"({trip_s * 1e3:.2f} ms); {form}", compute_s, trip_s
+
+
+@dataclass
+class AutoLevels:
+    """The AUTO datasets of one block manager: their facts and current choices. ``post``
+    and ``count`` are the manager's event and metric sinks."""
+
+    costs: DiskCosts
+    post: Any
+    count: Any
+    _facts: dict[int, DatasetFacts] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def register(self, dataset_id: int) -> DatasetFacts:
+        with self._lock:
+            return self._facts.setdefault(dataset_id, DatasetFacts())
+
+    def forget(self, dataset_id: int) -> None:
+        with self._lock:
+            self._facts.pop(dataset_id, None)
+
+    def facts(self, dataset_id: int) -> DatasetFacts | None:
+        return self._facts.get(dataset_id)
+
+    def computed(self, info: Any, value: Any, nbytes: int, seconds: float) -> Any:
+        """A block of ``info``'s dataset was computed in ``seconds`` and holds ``nbytes``:
+        the facts are updated, the choice revised, and ``info.level`` set to it (returned)."""
+        f = self.register(info.dataset_id)
+        with self._lock:
+            if f.zero_copy is None:
+                f.zero_copy = zero_copy_layout(value)
+            f.computed += 1
+            nbytes = max(1, nbytes)
+            f.block_bytes = _mix(f.block_bytes, float(nbytes))
+            f.compute_s_per_byte = _mix(f.compute_s_per_byte, seconds / nbytes)
+            level, reason, compute_s, trip_s = choose(f, self.costs, f.level)
+            changed = level is not f.level
+            if changed:
+                before, f.level, f.reason = f.level, level, reason
+                f.changes += 1
+        if changed:
+            info.level = level
+            self.count(auto_level_changes=1)
+            self.post("AutoLevelChosen", dataset_id=info.dataset_id, name=info.label(), level=level.name,
+                      before=None if before is None else before.name, reason=reason,
+                      compute_ms=round(compute_s * 1e3, 3), round_trip_ms=round(trip_s * 1e3, 3),
+                      block_bytes=int(f.block_bytes or 0))
+        return info.level

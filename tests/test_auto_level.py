@@ -1,0 +1,198 @@
+"""StorageLevel.AUTO: the engine chooses, per dataset, whether blocks leaving memory are
+dropped, mapped or serialized to disk, from what it measures (``storage/auto_level.py``).
+
+The choice itself is tested with known costs (``choose``, ``DiskCosts``, ``AutoLevels``);
+then whole jobs under memory pressure, on datasets whose costs are known by construction:
+a cheap one (a multiply: recomputing beats a disk round trip), dear numeric batches and
+dear Python records (a sleep in the task: a round trip wins), and one whose cost changes
+phase while the job runs (the choice follows it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from strataflow import Context, StorageLevel
+from strataflow.config import ConfigError
+from strataflow.storage.auto_level import (DROP, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
+                                           DiskCosts, choose, zero_copy_layout)
+from strataflow.storage.block import DatasetInfo
+from strataflow.storage.serde import get_serializer
+
+MB = 1 << 20
+
+
+# -- the choice, with known costs -----------------------------------------------------------------
+def costs_of(write_mb_s: float, read_mb_s: float) -> DiskCosts:
+    c = DiskCosts()
+    for form in ("serialized", "mapped"):
+        c.observe(form, "write", 8 * MB, 8 / write_mb_s)
+        c.observe(form, "read", 8 * MB, 8 / read_mb_s)
+    return c
+
+
+def facts(compute_ms: float, nbytes: int, zero_copy: bool) -> DatasetFacts:
+    return DatasetFacts(compute_s_per_byte=compute_ms / 1e3 / nbytes, block_bytes=nbytes, zero_copy=zero_copy)
+
+
+def test_cheap_blocks_are_dropped_and_dear_ones_spilled_in_their_form():
+    costs = costs_of(100, 100)  # 8 MB: 80 ms there, 80 ms back
+    assert choose(facts(50, 8 * MB, True), costs)[0] is DROP
+    assert choose(facts(50, 8 * MB, False), costs)[0] is DROP
+    level, reason, compute_s, trip_s = choose(facts(500, 8 * MB, True), costs)
+    assert level is MAPPED and "mapped" in reason and compute_s == pytest.approx(0.5)
+    assert trip_s == pytest.approx(0.16)
+    assert choose(facts(500, 8 * MB, False), costs)[0] is SERIALIZED
+    assert choose(facts(50, 8 * MB, True), costs_of(1000, 1000))[0] is MAPPED  # a fast disk: spill
+
+
+def test_a_choice_changes_only_when_the_other_side_wins_by_the_margin():
+    costs = costs_of(100, 100)  # round trip of 8 MB: 160 ms
+    just_above = facts(160 * 1.2, 8 * MB, True)  # 1.2x the round trip: within the margin
+    assert SWITCH_MARGIN > 1.2
+    assert choose(just_above, costs)[0] is MAPPED  # a first choice takes the cheaper side
+    assert choose(just_above, costs, current=DROP)[0] is DROP  # a standing one needs the margin
+    assert choose(facts(160 * SWITCH_MARGIN * 1.1, 8 * MB, True), costs, current=DROP)[0] is MAPPED
+    just_below = facts(160 / 1.2, 8 * MB, True)
+    assert choose(just_below, costs, current=MAPPED)[0] is MAPPED
+    assert choose(facts(160 / SWITCH_MARGIN / 1.1, 8 * MB, True), costs, current=MAPPED)[0] is DROP
+
+
+def test_disk_costs_start_from_priors_and_follow_what_is_measured():
+    c = DiskCosts()
+    prior = c.round_trip_s("serialized", 100 * MB)
+    assert 0 < prior < 10
+    c.observe("serialized", "write", 1000, 5.0)  # a tiny block: fixed cost, not counted
+    assert c.round_trip_s("serialized", 100 * MB) == prior
+    for _ in range(20):
+        c.observe("serialized", "write", 10 * MB, 1.0)  # 10 MB/s
+        c.observe("serialized", "read", 10 * MB, 0.5)  # 20 MB/s
+    assert c.round_trip_s("serialized", 100 * MB) == pytest.approx(15.0, rel=0.01)
+    assert c.measured()["write_serialized_mb_per_s"] == pytest.approx(10, rel=0.01)
+    assert c.measured()["read_mapped_mb_per_s"] is None  # nothing measured: the prior is used
+    assert DiskCosts(read_bandwidth=1000 * MB).per_byte("serialized")[1] == pytest.approx(1 / (1000 * MB))
+
+
+def test_zero_copy_layouts():
+    assert zero_copy_layout(np.zeros((3, 2)))
+    assert zero_copy_layout(pa.table({"a": [1, 2]}))
+    assert not zero_copy_layout(np.array([object()], dtype=object))
+    assert not zero_copy_layout([(1, "a")])
+
+
+def test_the_choice_is_revised_as_measurements_come_in_and_each_change_is_posted():
+    posted, counted = [], []
+    auto = AutoLevels(costs_of(100, 100), lambda kind, **f: posted.append((kind, f)),
+                      lambda **d: counted.append(d))
+    info = DatasetInfo(7, lambda: "points", StorageLevel.AUTO, get_serializer("auto"), 4, auto=auto.register(7))
+    block = np.zeros(MB // 8)  # 1 MB: a round trip of 20 ms
+    assert auto.computed(info, block, MB, 0.001) is DROP and info.level is DROP
+    assert info.level_name == "AUTO:MEMORY_ONLY" and info.mapped  # its spill form: mapped, from the first block
+    for _ in range(3):
+        auto.computed(info, block, MB, 0.001)
+    assert len(posted) == 1  # unchanged: nothing more posted
+    for _ in range(10):  # the dataset became dear (its parents left the cache, say)
+        auto.computed(info, block, MB, 0.5)
+    assert info.level is MAPPED
+    kinds = [k for k, _ in posted]
+    assert kinds == ["AutoLevelChosen", "AutoLevelChosen"]
+    assert posted[1][1]["before"] == "MEMORY_ONLY" and posted[1][1]["level"] == "MEMORY_AND_DISK_MMAP"
+    assert posted[1][1]["name"] == "points" and posted[1][1]["compute_ms"] > posted[1][1]["round_trip_ms"]
+    assert counted == [{"auto_level_changes": 1}] * 2
+    auto.forget(7)
+    assert auto.facts(7) is None
+
+
+# -- whole jobs under pressure ------------------------------------------------------------------
+def events(path: str, name: str) -> list[dict]:
+    with open(path) as f:
+        return [e for e in map(json.loads, f) if e["event"] == name]
+
+
+def _dear(a):
+    time.sleep(0.15)
+    return a * 3.0
+
+
+def _dear_records(it):
+    time.sleep(0.15)
+    return [(i, str(i) * 3) for i in it]
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
+    """8 MB of memory per executor against ~25 MB of each numeric dataset: the cheap one
+    is dropped (recomputed, nothing written), the dear numeric one goes to the mapped
+    layout, the dear records to the tiers, serialized; every answer is right and the dear
+    ones are not recomputed on the second read."""
+    log = str(tmp_path / "events.jsonl")
+    (tmp_path / "local").mkdir()
+    data = np.random.default_rng(0).standard_normal((400_000, 8))
+    with Context(memory="16MB", parallelism=2, backend=backend, progress=False, local_dirs=[str(tmp_path / "local")],
+                 event_log=log) as ctx:
+        base = ctx.from_numpy(data, 8)
+        cheap = base.map_partitions(lambda a: a * 2.0).persist(StorageLevel.AUTO)
+        dear = base.map_partitions(_dear).persist("auto")
+        recs = ctx.parallelize(range(40_000), 8).map_partitions(_dear_records).persist(StorageLevel.AUTO)
+        assert cheap.storage_level is StorageLevel.AUTO
+        sums = {}
+        for name, ds in (("cheap", cheap), ("dear", dear), ("recs", recs)):
+            first = ds.map_partitions(lambda v: [len(v)]).sum()
+            before = ctx.metrics()["misses"]
+            assert ds.map_partitions(lambda v: [len(v)]).sum() == first
+            sums[name] = (first, ctx.metrics()["misses"] - before)
+        assert sums["cheap"][0] == sums["dear"][0] == 400_000 and sums["recs"][0] == 40_000
+        assert sums["dear"][1] == 0 and sums["recs"][1] == 0  # read back, not recomputed
+        assert sums["cheap"][1] > 0  # dropped: recomputed
+        np.testing.assert_array_equal(np.concatenate(dear.collect_partitions()), data * 3.0)
+        assert sorted(recs.collect())[:2] == [(0, "000"), (1, "111")]
+        status = {d.name: d for d in ctx.storage_status()}
+        assert status[cheap.label].level == "AUTO:MEMORY_ONLY" and status[cheap.label].disk_bytes == 0
+        assert status[dear.label].level == "AUTO:MEMORY_AND_DISK_MMAP" and "ndarray" in status[dear.label].layout
+        assert status[recs.label].level == "AUTO:MEMORY_AND_DISK" and status[recs.label].serializer == "auto"
+        assert status[recs.label].disk_partitions > 0
+        assert ctx.metrics()["auto_level_changes"] >= 3
+    chosen = {(e["name"], e["level"]) for e in events(log, "AutoLevelChosen")}
+    assert chosen == {(cheap.label, "MEMORY_ONLY"), (dear.label, "MEMORY_AND_DISK_MMAP"),
+                      (recs.label, "MEMORY_AND_DISK")}
+
+
+def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path):
+    """Cheap at first (dropped), then dear (the phase flag in a file): the executor
+    revises its choice to spill, with an event saying so, and the answer stays right."""
+    flag = tmp_path / "dear"
+    log = str(tmp_path / "events.jsonl")
+    data = np.arange(800_000, dtype=np.float64).reshape(-1, 8)
+
+    def phase(a, flag=str(flag)):
+        if os.path.exists(flag):
+            time.sleep(0.2)
+        return a + 1.0
+
+    with Context(memory="4MB", parallelism=1, progress=False, local_dirs=[str(tmp_path)], event_log=log) as ctx:
+        ds = ctx.from_numpy(data, 8).map_partitions(phase).persist(StorageLevel.AUTO)
+        total = ds.map_partitions(lambda a: [a.sum()])
+        assert total.sum() == (data + 1.0).sum()
+        flag.touch()
+        for _ in range(3):
+            assert total.sum() == (data + 1.0).sum()
+        levels = [(e["before"], e["level"]) for e in events(log, "AutoLevelChosen")]
+    assert levels[0] == (None, "MEMORY_ONLY")
+    assert (("MEMORY_ONLY", "MEMORY_AND_DISK_MMAP") in levels), levels
+
+
+def test_default_level_makes_persist_and_cache_auto(tmp_path):
+    with Context(memory="64MB", parallelism=1, progress=False, local_dirs=[str(tmp_path)],
+                 default_level="auto") as ctx:
+        assert ctx.parallelize(range(4), 2).persist().storage_level is StorageLevel.AUTO
+        assert ctx.parallelize(range(4), 2).cache().storage_level is StorageLevel.AUTO
+        assert ctx.parallelize(range(4), 2).persist("DISK_ONLY").storage_level is StorageLevel.DISK_ONLY
+    with pytest.raises(ConfigError, match="default_level.*memory_sometimes"):
+        Context(default_level="memory_sometimes")
+    with pytest.raises(ConfigError, match="default_level: NONE"):
+        Context(default_level="NONE")

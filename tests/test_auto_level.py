@@ -20,8 +20,9 @@ import pytest
 from strataflow import Context, StorageLevel
 from strataflow.config import ConfigError
 from strataflow.storage.auto_level import (DROP, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
-                                           DiskCosts, choose, zero_copy_layout)
+                                           DiskCosts, choose)
 from strataflow.storage.block import DatasetInfo
+from strataflow.storage.layout import zero_copy_layout
 from strataflow.storage.serde import get_serializer
 
 MB = 1 << 20

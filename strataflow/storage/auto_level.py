@@ -39,12 +39,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
+from .layout import zero_copy_layout
 from .level import StorageLevel
 
-__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "zero_copy_layout", "SWITCH_MARGIN"]
+__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "SWITCH_MARGIN"]
 
 MB = 1 << 20
 #: a choice changes only when the other side wins by this factor (timings are noisy)
@@ -55,14 +53,6 @@ _EWMA = 0.3  # weight of a new observation
 PRIORS = {"serialized": (1 / (250 * MB), 1 / (500 * MB)), "mapped": (1 / (400 * MB), 1 / (2000 * MB))}
 
 DROP, MAPPED, SERIALIZED = StorageLevel.MEMORY_ONLY, StorageLevel.MEMORY_AND_DISK_MMAP, StorageLevel.MEMORY_AND_DISK
-
-
-def zero_copy_layout(value: Any) -> bool:
-    """Whether the region store lays ``value`` out for mapping without a pickle (the
-    types ``layout.encode`` writes as extents of their own)."""
-    if type(value) in (np.ndarray, np.memmap):
-        return not value.dtype.hasobject and value.dtype.itemsize > 0
-    return isinstance(value, (pa.Table, pa.RecordBatch))
 
 
 def _mix(old: float | None, new: float) -> float:

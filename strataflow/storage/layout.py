@@ -49,7 +49,7 @@ import pyarrow as pa
 
 from .serde import SerializationError
 
-__all__ = ["encode", "decode", "pickled_spans", "KINDS", "PAGE", "ALIGN"]
+__all__ = ["encode", "decode", "pickled_spans", "zero_copy_layout", "KINDS", "PAGE", "ALIGN"]
 
 PAGE = mmap.PAGESIZE
 ALIGN = 64
@@ -70,10 +70,21 @@ def _pad(pos: int, align: int) -> bytes:
     return b"\0" * (-pos % align)
 
 
+def is_plain_array(value: Any) -> bool:
+    """An ndarray laid out as its raw buffer (a plain dtype: no Python objects inside)."""
+    return type(value) in (np.ndarray, np.memmap) and not value.dtype.hasobject and value.dtype.itemsize > 0
+
+
+def zero_copy_layout(value: Any) -> bool:
+    """Whether ``value`` gets an extent of its own that readers map without a pickle: a
+    plain ndarray or an Arrow table (an Arrow type IPC cannot write still falls back)."""
+    return is_plain_array(value) or isinstance(value, (pa.Table, pa.RecordBatch))
+
+
 def encode(value: Any) -> tuple[str, list, dict]:
     """The layout of ``value``: its kind, the frames of its extent and its meta.
     Raises SerializationError for a value that pickle cannot hold."""
-    if type(value) in (np.ndarray, np.memmap) and not value.dtype.hasobject and value.dtype.itemsize:
+    if is_plain_array(value):
         return _encode_ndarray(value)
     if isinstance(value, (pa.Table, pa.RecordBatch)):
         try:

@@ -215,9 +215,11 @@ class BlockManager:
                              split=block_id.split, result="miss")
             t0 = time.perf_counter()
             value = compute()
+            nbytes = None
             if info.auto is not None:  # the choice, from this block's cost and size
-                self.auto.computed(info, value, estimate_size(value), time.perf_counter() - t0)
-            where = self._put(block_id, value, info)
+                nbytes = estimate_size(value)
+                self.auto.computed(info, value, nbytes, time.perf_counter() - t0)
+            where = self._put(block_id, value, info, nbytes)
             level = info.level
             if where == "disk" and level.use_memory and not level.mmap and self.policy.recache_after_spill:
                 # Spark's getOrElseUpdate reads the block it just spilled back through
@@ -398,15 +400,16 @@ class BlockManager:
         return wanted, min(on_disk.values())
 
     # -- the write path -----------------------------------------------------------------------
-    def _put(self, bid: BlockId, value: Any, info: DatasetInfo) -> str:
-        """Stores a computed block; returns where: ``memory``, ``disk`` or ``none``."""
+    def _put(self, bid: BlockId, value: Any, info: DatasetInfo, nbytes: int | None = None) -> str:
+        """Stores a computed block; returns where: ``memory``, ``disk`` or ``none``.
+        ``nbytes``: its estimated size, when the caller has it already."""
         level = info.level
         frames = None
         if level.use_memory:
             try:
                 if level.deserialized:
                     value = owned(value)
-                    entry = MemoryEntry(value, estimate_size(value), True)
+                    entry = MemoryEntry(value, estimate_size(value) if nbytes is None else nbytes, True)
                 else:
                     frames, size, ser = self.codec.encode(value, info, bid)
                     blob = off_heap_buffer(frames, size) if level.off_heap else join_frames(frames, size)

@@ -112,6 +112,11 @@ def _cache_summary(report: dict) -> Table:
         ("blocks prefetched (MB)", f"{m.get('blocks_prefetched', 0):.0f} ({mb(m.get('bytes_prefetched', 0))})"),
     ]:
         t.add_row(what, value)
+    split = report.get("memory_split")
+    if split:
+        t.add_row("memory split now: heap / mapped MB", f"{mb(split['heap'])} / {mb(split['mapped'])}")
+        t.add_row("split moves (MB to heap / mapped)", f"{m.get('memory_split_moves', 0):.0f} "
+                  f"({mb(m.get('memory_split_bytes_to_heap', 0))} / {mb(m.get('memory_split_bytes_to_mapped', 0))})")
     tiers = [k for k in m.get("tier_hits", {}) if k != "memory"]
     if len(tiers) > 1 or m.get("bytes_moved_between_tiers"):
         t.add_row("hits by tier", " / ".join(f"{k} {m['tier_hits'][k]:.0f}" for k in m["tier_hits"]))
@@ -143,6 +148,11 @@ def _context_options(args: argparse.Namespace) -> dict:
         opts["tiers"] = args.tier
     if getattr(args, "async_eviction", False):
         opts["async_eviction"] = True
+    mmap_memory = getattr(args, "mmap_memory", None)
+    if mmap_memory is None and str(getattr(args, "level", "")).upper() == "AUTO":
+        mmap_memory = "auto"  # AUTO divides the memory too
+    if mmap_memory is not None:
+        opts["mmap_memory"] = mmap_memory
     if getattr(args, "backend", None):
         opts["backend"] = args.backend
     if getattr(args, "executors", None):
@@ -293,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a storage tier below memory, fastest first (repeat for more), e.g. shm:/dev/shm/sf:1GB")
     r.add_argument("--async-eviction", action="store_true",
                    help="evict to disk from a background writer (watermarks 0.85/0.95)")
+    r.add_argument("--mmap-memory", default=None, metavar="SIZE|auto",
+                   help="page cache the mapped levels' blocks may hold; auto (the default with --level AUTO): "
+                        "the memory split moves the budget between heap and mapped pages as the job runs")
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure; or auto "

@@ -52,7 +52,8 @@ class Config:
     policy: str | Policy
     serializer: Serializer
     disk_capacity: int | None
-    mmap_memory: int | None
+    #: bytes, None (no bound) or ``"auto"`` (the dynamic memory split, within ``mmap_share``)
+    mmap_memory: int | str | None
     gc_free_cache: bool
     tiers: list[TierSpec] | None
     async_eviction: bool
@@ -68,6 +69,13 @@ class Config:
     address: str | None = None
     #: the level of ``persist()`` and ``cache()`` without one (Spark's MEMORY_ONLY unless set)
     default_level: Any = StorageLevel.MEMORY_ONLY
+    #: least and most fractions of each executor's memory the mapped pages may hold (split)
+    mmap_share: tuple[float, float] = (0.0, 0.5)
+
+    @property
+    def memory_split(self) -> tuple[float, float] | None:
+        """The mapped share's bounds when the memory split is dynamic, else None."""
+        return self.mmap_share if self.mmap_memory == "auto" else None
 
     @property
     def task_slots(self) -> int:
@@ -94,6 +102,7 @@ class Config:
         serializer: str | Serializer | None = None,
         disk_capacity: int | str | None = None,
         mmap_memory: int | str | None = None,
+        mmap_share: tuple[float, float] = (0.0, 0.5),
         gc_free_cache: bool = True,
         tiers: Sequence[Mapping] | None = None,
         async_eviction: bool = False,
@@ -118,6 +127,7 @@ class Config:
             raise ConfigError(f"executor_memory: {exec_mem} bytes per executor is below the 64KB minimum "
                               f"(memory {memory!r} divided among {n_exec} executors)")
         slots = n_exec * per_exec
+        level = _check_default_level(default_level)
         return cls(
             memory=mem,
             parallelism=par,
@@ -136,7 +146,8 @@ class Config:
             policy=_check_policy(policy),
             serializer=get_serializer(serializer),
             disk_capacity=None if disk_capacity is None else parse_size(disk_capacity, "disk_capacity"),
-            mmap_memory=None if mmap_memory is None else parse_size(mmap_memory, "mmap_memory"),
+            mmap_memory=_check_mmap_memory(mmap_memory, level),
+            mmap_share=_check_mmap_share(mmap_share),
             gc_free_cache=bool(gc_free_cache),
             tiers=None if tiers is None else parse_tiers(tiers),
             async_eviction=bool(async_eviction),
@@ -147,7 +158,7 @@ class Config:
             executor_memory=exec_mem,
             locality_wait=_check_seconds(locality_wait, "locality_wait"),
             address=_check_address(address, kind),
-            default_level=_check_default_level(default_level),
+            default_level=level,
         )
 
 
@@ -190,6 +201,25 @@ def _check_address(address: object, kind: str) -> str | None:
     if text != "auto" and not (host and port.isdigit()):
         raise ConfigError(f"address: expected 'auto', 'ray://HOST:PORT' or 'HOST:PORT', got {address!r}")
     return text
+
+
+def _check_mmap_memory(mmap_memory: Any, default_level: Any) -> int | str | None:
+    """Bytes, None, or ``"auto"`` (the default under ``default_level="AUTO"``)."""
+    if mmap_memory is None:
+        return "auto" if getattr(default_level, "auto", False) else None
+    if isinstance(mmap_memory, str) and mmap_memory.strip().lower() == "auto":
+        return "auto"
+    return parse_size(mmap_memory, "mmap_memory")
+
+
+def _check_mmap_share(share: Any) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in share)
+    except (TypeError, ValueError):
+        raise ConfigError(f"mmap_share: expected (least, most) fractions of memory, got {share!r}") from None
+    if not 0.0 <= lo <= hi < 0.9:
+        raise ConfigError(f"mmap_share: need 0 <= least <= most < 0.9 (the heap keeps a tenth), got {share!r}")
+    return lo, hi
 
 
 def _check_default_level(level: Any) -> Any:

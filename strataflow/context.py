@@ -84,6 +84,12 @@ class Context:
             own ``capacity``).
         mmap_memory: the most page cache the mapped levels' recently read blocks may hold
             (default: no bound but the kernel's); older blocks' pages are released.
+            ``"auto"`` (the default when ``default_level="AUTO"``): the dynamic memory
+            split, in which ``memory`` holds those pages too and the engine moves it, while
+            running, between the heap (execution and cached values) and the mapped
+            pages, toward whichever saves more time per byte (``MemorySplitMoved`` events).
+        mmap_share: ``(least, most)`` fractions of ``memory`` the mapped pages may hold
+            under ``mmap_memory="auto"`` (default ``(0.0, 0.5)``; most below 0.9).
         gc_free_cache: keep cached Python records out of the garbage collector's walks
             (``gc.freeze`` after each records put; undone on unpersist and stop).
         tiers: disk tiers below memory, fastest first, e.g. ``[{"name": "ssd", "dirs":
@@ -141,6 +147,7 @@ class Context:
         serializer: str | None = None,
         disk_capacity: int | str | None = None,
         mmap_memory: int | str | None = None,
+        mmap_share: tuple[float, float] = (0.0, 0.5),
         gc_free_cache: bool = True,
         tiers: Sequence[dict] | None = None,
         async_eviction: bool = False,
@@ -159,7 +166,8 @@ class Context:
             event_log=event_log, shuffle_sync=shuffle_sync, max_task_attempts=max_task_attempts,
             max_stage_attempts=max_stage_attempts, progress=progress, app_name=app_name,
             blas_threads=blas_threads, storage_fraction=storage_fraction, policy=policy, serializer=serializer,
-            disk_capacity=disk_capacity, mmap_memory=mmap_memory, gc_free_cache=gc_free_cache, tiers=tiers,
+            disk_capacity=disk_capacity, mmap_memory=mmap_memory, mmap_share=mmap_share,
+            gc_free_cache=gc_free_cache, tiers=tiers,
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
             locality_wait=locality_wait, address=address, default_level=default_level)

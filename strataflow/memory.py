@@ -26,6 +26,11 @@ only to release a victim that is still the entry it chose. The bytes of a victim
 free only once it is gone, so the budget holds at every instant; a caller whose freed
 bytes were taken by another thread meanwhile selects again, a bounded number of times.
 
+The total may change while running (:meth:`MemoryManager.resize`, called by the memory
+split, ``storage/memory_split.py``): shrinking evicts cached blocks down to the new total
+first and only then lowers it, so used bytes never exceed the total, and it never takes
+memory a task holds for execution (the shrink stops short instead).
+
 Asynchronous eviction (a *reclaimer*, the block manager's background writer) changes one
 thing: a block put that finds no room first asks the reclaimer for the missing bytes and
 waits, with the lock released, only until that many bytes are free or ``reclaim_wait_s``
@@ -73,6 +78,7 @@ class Reclaimer(Protocol):
 class MemoryManager:
     def __init__(self, total: int, storage_fraction: float = 0.5) -> None:
         self.total = int(total)
+        self.storage_fraction = float(storage_fraction)
         self.storage_region = int(total * storage_fraction)
         self.lock = threading.RLock()
         self._cond = threading.Condition(self.lock)
@@ -81,6 +87,7 @@ class MemoryManager:
         self.storage_used = 0
         self.peak_execution = 0
         self.peak_storage = 0
+        self._window_peak = 0  # the most used (storage + execution) since take_window_peak()
         self._evictor: Evictor | None = None
         self._reclaimer: Reclaimer | None = None
         self.reclaim_wait_s = 1.0
@@ -129,6 +136,52 @@ class MemoryManager:
         with self.lock:
             return self._held.get(task_id, 0)
 
+    def _note_use(self) -> None:
+        """Under the lock: keeps the window's peak use current."""
+        used = self.storage_used + sum(self._held.values())
+        if used > self._window_peak:
+            self._window_peak = used
+
+    def take_window_peak(self) -> int:
+        """The most memory used at once (storage + execution) since the last call; the
+        window starts over from what is used now."""
+        with self.lock:
+            peak = self._window_peak
+            self._window_peak = self.storage_used + sum(self._held.values())
+            return max(peak, self._window_peak)
+
+    def resize(self, new_total: int) -> int:
+        """Sets the total to ``new_total`` or as near as it can get; returns the total now.
+        Growing is immediate. Shrinking first evicts blocks (the evictor's policy picks
+        them, as for execution memory) until storage and execution fit in the new total,
+        then lowers it: used bytes never exceed the total. Memory a task holds for
+        execution is never taken: the total stops at what is used after evicting all that
+        may go. Must be called without the lock held (victims are written with it
+        released)."""
+        new_total = max(0, int(new_total))
+        for _ in range(_EVICTION_ROUNDS + 1):
+            victims: Sequence = ()
+            with self.lock:
+                used = self.storage_used + sum(self._held.values())
+                if new_total >= self.total or used <= new_total:
+                    self._set_total(new_total)
+                    return self.total
+                if self._evictor is not None and self.storage_used > 0:
+                    victims = self._evictor.select(used - new_total, None)
+                if not victims:
+                    self._set_total(max(new_total, used))
+                    return self.total
+            self._evictor.drop(victims)
+        with self.lock:
+            self._set_total(max(new_total, self.storage_used + sum(self._held.values())))
+            return self.total
+
+    def _set_total(self, total: int) -> None:
+        """Under the lock; Spark's protected storage region keeps its fraction."""
+        self.total = total
+        self.storage_region = int(total * self.storage_fraction)
+        self._cond.notify_all()
+
     # -- storage memory -------------------------------------------------------------------
     def acquire_storage(self, num_bytes: int, block_id: Any = None, evict: bool = True) -> bool:
         """Reserves ``num_bytes`` for a block, evicting other blocks if needed and allowed
@@ -146,6 +199,7 @@ class MemoryManager:
                 if short <= 0 and num_bytes <= self.free:
                     self.storage_used += num_bytes
                     self.peak_storage = max(self.peak_storage, self.storage_used)
+                    self._note_use()
                     return True
                 if not evict or self._evictor is None:
                     return False
@@ -220,6 +274,7 @@ class MemoryManager:
             grant = max(0, min(num_bytes, free))  # waited long enough: take what there is
         self._held[task_id] = held + grant
         self.peak_execution = max(self.peak_execution, execution + grant)
+        self._note_use()
         return grant
 
     def release_execution(self, num_bytes: int, task_id: int) -> None:

@@ -40,6 +40,7 @@ class ExecutorCore:
                 bm.register(ds.id, (lambda d=ds: d.label), ds.storage_level, ds.serializer_name, ds.num_partitions)
         with self._lock:
             self._stages[work.key] = (work, threading.Event())
+        bm.stage_started()
         if plan is not None and bm.policy.plans:
             try:
                 bm.plan(plan)

@@ -121,7 +121,9 @@ class ExecutorRuntime:
         self.memory = MemoryManager(cfg.executor_memory, cfg.storage_fraction)
         self.regions = RegionStore(self.local_dirs, capacity=_share(cfg.disk_capacity, n), key=key)
         self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
-                                          self.events, regions=self.regions, mmap_memory=_share(cfg.mmap_memory, n),
+                                          self.events, regions=self.regions,
+                                          mmap_memory=None if cfg.memory_split else _share(cfg.mmap_memory, n),
+                                          split=cfg.memory_split,
                                           gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
                                           watermarks=cfg.eviction_watermarks)
         self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync, key=key, executor_id=spec.executor_id)

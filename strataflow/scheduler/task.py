@@ -72,8 +72,12 @@ class TaskContext:
         return read_buckets(outputs, shuffle_id, reduce_id, on_bytes=count, read=self.runtime.read_bucket)
 
     def aggregator(self, agg: Aggregator) -> ExternalAggregator:
+        split = self.runtime.block_manager.split
+
         def spilled(n: int) -> None:
             self.metrics.spill_bytes += n
+            if split is not None:  # execution short of heap: the spill's round trip is a heap miss
+                split.miss("heap", None, n, split.spill_cost(n))
 
         return ExternalAggregator(
             agg, self.runtime.memory, self.task_id, self.runtime.spill_dir(self.task_id), on_spill=spilled

@@ -20,6 +20,8 @@ METRIC_KEYS = (
     "peer_hits", "peer_bytes_read", "peer_blocks_served",
     # AUTO datasets: how often an executor chose or changed a dataset's level
     "auto_level_changes",
+    # the dynamic memory split: moves, and bytes moved to each side
+    "memory_split_moves", "memory_split_bytes_to_heap", "memory_split_bytes_to_mapped",
 )
 
 

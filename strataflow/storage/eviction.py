@@ -51,6 +51,8 @@ class Eviction:
         self.writes, self.metrics, self.events = writes, metrics, events
         self.headroom = headroom  # the block manager's: what the policy's reserve is
         self._marked: dict[BlockId, MemoryEntry] = {}  # chosen and being written (memory lock)
+        #: told of each block that left memory and its size there (the memory split's evidence)
+        self.left_memory: Callable[[BlockId, int], None] | None = None
 
     # -- phase 1, under the memory lock ------------------------------------------------------
     def select(self, space: int, for_block: Any) -> list[Victim]:
@@ -127,6 +129,8 @@ class Eviction:
                     self.writes.regions.remove(bid)
         if not done:
             return 0
+        if self.left_memory is not None:
+            self.left_memory(bid, entry.size)
         self.metrics.add(blocks_dropped=1, bytes_dropped=entry.size,
                          **({"blocks_discarded": 1} if to == "discarded" else {}),
                          **({"async_evictions": 1} if mode == "async" else {}))

@@ -54,6 +54,7 @@ from .disk_writes import DiskWriter
 from .eviction import Eviction, Victim
 from .eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
 from .gc_free import gc_freeze, gc_unfreeze
+from .memory_split import MemorySplit
 from .memory_store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
 from .page_cache import MappedPageBound
 from .peer_blocks import Fetch, PeerBlock
@@ -77,7 +78,8 @@ class BlockManager:
     def __init__(self, memory, disk: "DiskStore | TieredStore", policy: Policy, serializer: Serializer | None = None,
                  events: EventBus | None = None, regions: "RegionStore | None" = None,
                  mmap_memory: int | None = None, gc_free: bool = True, async_eviction: bool = False,
-                 watermarks: tuple[float, float] = DEFAULT_WATERMARKS, async_wait_s: float = 1.0) -> None:
+                 watermarks: tuple[float, float] = DEFAULT_WATERMARKS, async_wait_s: float = 1.0,
+                 split: tuple[float, float] | None = None) -> None:
         self.memory = memory
         self.disk = disk if isinstance(disk, TieredStore) else TieredStore.single(disk)
         self.regions = regions
@@ -88,7 +90,8 @@ class BlockManager:
         self.memory_store = MemoryStore()
         self.metrics = CacheMetrics()
         self.codec = BlockCodec(self.metrics)
-        self.mapped_pages = MappedPageBound(regions.release_pages if regions is not None else None, mmap_memory)
+        self.mapped_pages = MappedPageBound(regions.release_pages if regions is not None else None,
+                                            0 if split is not None else mmap_memory)
         self._datasets: dict[int, DatasetInfo] = {}
         self._locks: defaultdict = defaultdict(threading.RLock)
         self._locks_guard = threading.Lock()
@@ -98,12 +101,20 @@ class BlockManager:
         #: AUTO datasets' facts and choices; the disk costs are timed on every write and read
         self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add)
         self.writes.costs = self.auto.costs
+        #: the dynamic memory split (``split``: bounds of the mapped share), or None (fixed)
+        self.split: MemorySplit | None = None
+        if split is not None and regions is not None:
+            self.split = MemorySplit(memory, self.mapped_pages, memory.total, split, self._miss_prior,
+                                     self.events.post, self.metrics.add,
+                                     spill_s_per_byte=lambda: sum(self.auto.costs.per_byte("serialized")))
         self.eviction = Eviction(memory, self.memory_store, policy, self._datasets, self.writes, self.metrics,
                                  self.events, headroom=self.headroom)
         self.writer = EvictionWriter(self.eviction, self, memory, evicting=async_eviction, watermarks=watermarks)
         #: how a block in another executor's memory is fetched (None: there are no peers)
         self.fetch_peer: Fetch | None = None
         self.policy.reserve = self.headroom()  # the manager owns it (see policies/base.py)
+        if self.split is not None:
+            self.eviction.left_memory = self.split.left_memory
         memory.set_evictor(self.eviction)
         if async_eviction:
             memory.set_reclaimer(self.writer, async_wait_s)
@@ -139,6 +150,8 @@ class BlockManager:
         if self.regions is not None:
             removed += self.regions.remove_dataset(dataset_id)  # the whole region at once
             self.mapped_pages.forget_dataset(dataset_id)
+        if self.split is not None:
+            self.split.forget_dataset(dataset_id)
         if info is not None and info.level.deserialized and self.gc_free:
             gc_unfreeze()
         with self._locks_guard:
@@ -160,6 +173,17 @@ class BlockManager:
         if self.policy.plans:
             self.policy.plan(blocks)
             self.writer.rescan()
+
+    def stage_started(self) -> None:
+        """A stage begins here: the memory split is revised at stage boundaries, as
+        TeraCache resizes between stages (and within one after enough misses)."""
+        if self.split is not None:
+            self.split.evaluate()
+
+    def _miss_prior(self, side: str) -> float:
+        """Seconds per byte of a miss before the split measured one: a serialized read
+        from the tiers (heap) or a mapped read from the device (mapped)."""
+        return self.auto.costs.per_byte("serialized" if side == "heap" else "mapped")[1]
 
     def headroom(self) -> int:
         """Free memory that is not free for promotions and prefetches: what the writer
@@ -194,6 +218,8 @@ class BlockManager:
             held.hold(block_id, value)
         if self.policy.prefetches:
             self.writer.maybe_prefetch()
+        if self.split is not None and self.split.due:
+            self.split.evaluate()
         return value
 
     def _get_or_compute(self, block_id: BlockId, level: Any, info: DatasetInfo, compute: Callable[[], Any],
@@ -215,10 +241,13 @@ class BlockManager:
                              split=block_id.split, result="miss")
             t0 = time.perf_counter()
             value = compute()
+            compute_s = time.perf_counter() - t0
             nbytes = None
             if info.auto is not None:  # the choice, from this block's cost and size
                 nbytes = estimate_size(value)
-                self.auto.computed(info, value, nbytes, time.perf_counter() - t0)
+                self.auto.computed(info, value, nbytes, compute_s)
+            if self.split is not None and (left := self.split.heap_size(block_id)) is not None:
+                self.split.miss("heap", block_id, left, compute_s)  # recomputed: it had left memory
             where = self._put(block_id, value, info, nbytes)
             level = info.level
             if where == "disk" and level.use_memory and not level.mmap and self.policy.recache_after_spill:
@@ -237,6 +266,8 @@ class BlockManager:
             self.policy.record_access(bid, "memory")
         self.metrics.add(memory_hits=1)
         self.metrics.hit("memory")
+        if self.split is not None:
+            self.split.hit("heap", entry.size)
         self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
                          result="memory", bytes=entry.size)
         if entry.deserialized:
@@ -252,12 +283,15 @@ class BlockManager:
             t0 = time.perf_counter()
             payload, ser_name, tier = self.disk.read(bid)
             value = self.codec.decode(payload, ser_name, bid)
-            self.auto.costs.observe("serialized", "read", payload.nbytes, time.perf_counter() - t0)
+            read_s = time.perf_counter() - t0
+            self.auto.costs.observe("serialized", "read", payload.nbytes, read_s)
         except (BlockUnavailable, SerializationError) as exc:
             self.disk.remove(bid)
             self._lost(bid, exc)
             return MISS
         self.metrics.add(disk_bytes_read=payload.nbytes, **({"disk_hits": 1} if count_hit else {}))
+        if count_hit and self.split is not None and info.level.use_memory:
+            self.split.miss("heap", bid, self.split.heap_size(bid) or payload.nbytes, read_s)
         if count_hit:
             self.metrics.hit(tier)
             self.policy.record_access(bid, "disk")
@@ -277,13 +311,22 @@ class BlockManager:
         regions = self.regions
         if regions is None or bid not in regions:
             return MISS
+        pages = self.mapped_pages.state(bid)
+        t0 = time.perf_counter()
         try:
             value, decode_s = regions.get_timed(bid)
         except BlockUnavailable as exc:
             self._lost(bid, exc)
             return MISS
+        read_s = time.perf_counter() - t0
         entry = regions.entry(bid)
         size = entry.length if entry is not None else 0
+        if self.split is not None and pages != "new":
+            if pages == "held":
+                self.split.hit("mapped", size)
+            else:  # its pages were released: read from the device again
+                self.split.miss("mapped", bid, size, read_s)
+                self.auto.costs.observe("mapped", "read", size, read_s)
         self.metrics.add(disk_hits=1, deserialize_s=decode_s)
         self.metrics.hit("mapped")  # the region store: outside the tiers
         self.policy.record_access(bid, "disk")
@@ -423,6 +466,8 @@ class BlockManager:
                     gc_freeze()
                     self.metrics.add(gc_frozen_puts=1)
                 return "memory"
+            if self.split is not None:
+                self.split.left_memory(bid, entry.size)  # no room: its reads are heap misses
             if not level.use_disk:
                 self.writes.not_stored(bid, "no room in memory", warn=False, bytes=entry.size)
                 return "none"

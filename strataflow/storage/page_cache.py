@@ -46,6 +46,7 @@ READAHEAD_BLOCKS = 2  # the splits read ahead after a cold one
 READAHEAD_MODE = os.environ.get("STRATAFLOW_READAHEAD", "populate")  # populate | pread | off
 _READAHEAD_CHUNK = 32 << 20
 _READAHEAD_MIN = 1 << 20  # smaller extents: the kernel's own readahead is enough
+_RELEASED_KEPT = 65536  # released blocks remembered (a few MB of ids at most)
 _RESIDENT = 0.9  # an extent this much in the page cache is not read ahead
 _MADV_POPULATE_READ = 22  # Linux 5.14+
 _CAN_FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
@@ -223,6 +224,10 @@ class MappedPageBound:
     is never released. Returns the bytes released. ``limit`` None (or ``release`` None: no
     mapped store): no bound, nothing kept.
 
+    ``set_limit`` moves the bound (the memory split, ``memory_split.py``); the blocks whose
+    pages were released are remembered (``state``), so that a read of one is known for a
+    page-cache miss a larger bound would have saved.
+
     Thread-safe: the LRU is updated under a lock, the releases (syscalls) run outside it. A
     victim read again by another thread meanwhile may lose its pages just after that read;
     its views fault them back in, and the bound only overcounts what is held."""
@@ -235,6 +240,10 @@ class MappedPageBound:
         self._lru: OrderedDict[Any, int] = OrderedDict()  # oldest first
         self._held = 0
         self._lock = threading.Lock()
+        #: blocks whose pages this bound released, not read since (oldest first): a read of
+        #: one is a page-cache miss that a larger bound would have saved (the memory split's
+        #: evidence for mapped pages)
+        self._released: OrderedDict[Any, int] = OrderedDict()
 
     @property
     def held_bytes(self) -> int:
@@ -247,17 +256,46 @@ class MappedPageBound:
         with self._lock:
             return list(self._lru)
 
+    def state(self, block_id: Any) -> str:
+        """``held`` (its pages are kept: a read is a page-cache hit), ``released`` (this
+        bound dropped them: a read faults them back from the device) or ``new``."""
+        with self._lock:
+            return "held" if block_id in self._lru else "released" if block_id in self._released else "new"
+
     def touched(self, block_id: Any, size: int) -> int:
         if self.limit is None:
             return 0
-        victims = []
         with self._lock:
+            self._released.pop(block_id, None)
             self._held += size - self._lru.pop(block_id, 0)
             self._lru[block_id] = size
-            while self._held > self.limit and len(self._lru) > 1:
-                old, n = self._lru.popitem(last=False)
-                self._held -= n
-                victims.append(old)
+            victims = self._over(keep=1)
+        return self._drop(victims)
+
+    def set_limit(self, limit: int) -> int:
+        """A new bound (the memory split moved); releases the oldest blocks' pages until
+        the held bytes fit, all of them if need be. Returns the bytes released."""
+        if self.limit is None:
+            return 0
+        with self._lock:
+            grew, self.limit = limit >= self.limit, max(0, int(limit))
+            victims = self._over(keep=1 if grew else 0)  # growing never releases the block just read
+        return self._drop(victims)
+
+    def _over(self, keep: int) -> list:
+        """Under the lock: pops the oldest blocks while over the limit, keeping the newest
+        ``keep`` (the block just read)."""
+        victims = []
+        while self._held > self.limit and len(self._lru) > keep:
+            old, n = self._lru.popitem(last=False)
+            self._held -= n
+            victims.append(old)
+            self._released[old] = n
+        while len(self._released) > _RELEASED_KEPT:
+            self._released.popitem(last=False)
+        return victims
+
+    def _drop(self, victims: list) -> int:
         return sum(self._release(old) for old in victims)
 
     def forget_dataset(self, dataset_id: Any) -> None:
@@ -265,3 +303,5 @@ class MappedPageBound:
         with self._lock:
             for bid in [b for b in self._lru if b.dataset_id == dataset_id]:
                 self._held -= self._lru.pop(bid)
+            for bid in [b for b in self._released if b.dataset_id == dataset_id]:
+                del self._released[bid]

@@ -40,6 +40,16 @@ class StorageStatus(list):
     tiers: list = []
     tier_bytes: dict = {}
     tier_hits: dict = {}
+    #: the dynamic memory split now (``budget``, ``heap``, ``mapped`` bytes, ``moves``),
+    #: summed over executors; empty when the split is fixed
+    split: dict = {}
+
+    def _split_lines(self) -> list[str]:
+        s = self.split
+        if not s:
+            return []
+        return ["", f"memory split: heap {_mb(s['heap'])} MB, mapped pages {_mb(s['mapped'])} MB "
+                    f"of {_mb(s['budget'])} MB ({s['moves']} moves)"]
 
     def _tier_lines(self) -> list[str]:
         if not self.tiers or [t["name"] for t in self.tiers] == ["disk"]:
@@ -59,11 +69,12 @@ class StorageStatus(list):
                  f"{d.disk_partitions}/{d.num_partitions}", _mb(d.memory_bytes), _mb(d.disk_bytes)) for d in self]
         notes = [f"  {d.name}: {d.layout}" for d in self if d.layout]
         if not rows:
-            return "\n".join(["no persisted datasets", *self._tier_lines()])
+            return "\n".join(["no persisted datasets", *self._tier_lines(), *self._split_lines()])
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
         fmt = lambda r: "  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)  # noqa: E731
                                   for i, (c, w) in enumerate(zip(r, widths)))
-        return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows), *notes, *self._tier_lines()])
+        return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, rows), *notes, *self._tier_lines(),
+                          *self._split_lines()])
 
 
 def blocks_of(bm: "BlockManager", dataset_id: int) -> tuple[dict, dict]:
@@ -127,6 +138,9 @@ def storage_status(bm: "BlockManager") -> StorageStatus:
     out.tiers = [{**t, "hits": hits.get(t["name"], 0)} for t in bm.disk.describe()]
     out.tier_bytes = tier_bytes(bm)
     out.tier_hits = hits
+    if bm.split is not None:
+        snap = bm.split.snapshot()
+        out.split = {k: snap[k] for k in ("budget", "heap", "mapped", "moves")}
     return out
 
 
@@ -172,6 +186,7 @@ def merge_status(parts: list[StorageStatus], registered: list[tuple[int, str, st
     out.tiers = list(tiers.values())
     out.tier_bytes = _sum_dicts([p.tier_bytes for p in parts])
     out.tier_hits = _sum_dicts([p.tier_hits for p in parts])
+    out.split = _sum_dicts([p.split for p in parts])
     return out
 
 

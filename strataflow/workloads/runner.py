@@ -60,6 +60,7 @@ def run_workload(name: str, data_dir: str, *, api: str = "batches", level: str =
         "result_check": outcome.result_check,
         "extra": outcome.extra,
         "storage": [vars(d) for d in status],
+        "memory_split": dict(status.split),
     }
     if json_out:
         with open(json_out, "w") as f:

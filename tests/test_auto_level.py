@@ -19,7 +19,7 @@ import pytest
 
 from strataflow import Context, StorageLevel
 from strataflow.config import ConfigError
-from strataflow.storage.auto_level import (DROP, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
+from strataflow.storage.auto_level import (DROP, LOOP_READS, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
                                            DiskCosts, choose)
 from strataflow.storage.block import DatasetInfo
 from strataflow.storage.layout import zero_copy_layout
@@ -197,3 +197,44 @@ def test_default_level_makes_persist_and_cache_auto(tmp_path):
         Context(default_level="memory_sometimes")
     with pytest.raises(ConfigError, match="default_level: NONE"):
         Context(default_level="NONE")
+
+
+def test_hot_blocks_read_in_a_loop_are_weighed_for_many_reads_and_cold_ones_for_one():
+    costs = costs_of(100, 400)  # 8 MB: 80 ms to write, 20 ms to read back
+    # a recomputation of 50 ms: dearer than a read, cheaper than a write and a read
+    cold = facts(50, 8 * MB, True)
+    hot = DatasetFacts(compute_s_per_byte=cold.compute_s_per_byte, block_bytes=8 * MB, zero_copy=True, looped=True)
+    assert choose(cold, costs)[0] is DROP  # read back once: 50 ms < 100 ms
+    level, reason, compute_s, trip_s = choose(hot, costs)
+    assert level is MAPPED and f"{LOOP_READS} reads (a loop)" in reason  # 4 x 50 ms > 80 + 4 x 20 ms
+    assert compute_s == pytest.approx(LOOP_READS * 0.050) and trip_s == pytest.approx(0.080 + LOOP_READS * 0.020)
+    assert choose(facts(15, 8 * MB, True), costs)[0] is DROP  # cheaper than a read: dropped even in a loop
+    assert choose(DatasetFacts(compute_s_per_byte=15e-3 / (8 * MB), block_bytes=8 * MB, zero_copy=True,
+                               looped=True), costs)[0] is DROP
+
+
+def test_a_dataset_found_to_loop_is_revised_to_spill():
+    posted = []
+    auto = AutoLevels(costs_of(100, 400), lambda kind, **f: posted.append(f), lambda **d: None)
+    info = DatasetInfo(3, lambda: "features", StorageLevel.AUTO, get_serializer("auto"), 4, auto=auto.register(3))
+    block = np.zeros(MB)  # 8 MB
+    assert auto.computed(info, block, 8 * MB, 0.080) is DROP  # first pass: no reuse known
+    assert auto.computed(info, block, 8 * MB, 0.080, looped=True) is MAPPED  # the loop came round (by the margin)
+    assert posted[-1]["looped"] and posted[-1]["before"] == "MEMORY_ONLY"
+    assert auto.computed(info, block, 8 * MB, 0.080) is MAPPED  # a loop stays a loop
+
+
+def test_the_lineage_policy_says_which_blocks_are_read_again_in_a_loop():
+    from strataflow.storage.block import BlockId
+    from strataflow.storage.policies import make_policy
+
+    policy = make_policy("lineage")
+    blocks = [BlockId(5, i) for i in range(4)]
+    assert not any(policy.rereads(b) for b in blocks)
+    for _ in range(2):  # two passes over the dataset
+        for b in blocks:
+            policy.admit(b, MB)
+            policy.record_access(b, "put")
+    assert all(policy.rereads(b) for b in blocks)
+    assert not policy.rereads(BlockId(6, 0))  # another dataset: nothing known
+    assert not make_policy("spark").rereads(blocks[0])  # a policy without a future cannot tell

@@ -13,7 +13,12 @@ dataset, and revised as measurements come in:
 - **drop** (``MEMORY_ONLY``) when recomputing the block costs less than writing it and
   reading it back: its measured compute time (the task's time in ``compute()``, parents'
   reads included: what a recomputation would cost now) against the round trip of its
-  bytes at the measured disk costs;
+  bytes at the measured disk costs. How often the block will be read again weighs in:
+  a block the policy sees read in a loop (the ``lineage`` policy's reuse distance, from
+  the plan and the loop's past) is read ``LOOP_READS`` times for one write, so it is
+  dropped only when ``LOOP_READS`` recomputations cost less than one write and that many
+  reads (nearly: when a recomputation costs less than a read); a block with no known
+  reuse is weighed for one read back;
 - else **the mapped layout** (``MEMORY_AND_DISK_MMAP``) for a value with a zero-copy
   layout (an ndarray of a plain dtype, an Arrow table): evicted once, then served by
   mapping, no deserialization and never re-cached;
@@ -42,11 +47,13 @@ from typing import Any
 from .layout import zero_copy_layout
 from .level import StorageLevel
 
-__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "SWITCH_MARGIN"]
+__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "SWITCH_MARGIN", "LOOP_READS"]
 
 MB = 1 << 20
 #: a choice changes only when the other side wins by this factor (timings are noisy)
 SWITCH_MARGIN = 1.5
+#: reads of one spilled block that a loop is expected to make (the write is paid once)
+LOOP_READS = 4
 _EWMA = 0.3  # weight of a new observation
 #: seconds per byte until measured: serialized (pickle + write to a tier / read + unpickle)
 #: and mapped (layout + write / map, no decoding); conservative figures for an SSD
@@ -85,10 +92,10 @@ class DiskCosts:
             w, r = self._write[form], self._read[form]
         return (PRIORS[form][0] if w is None else w, self._read_prior[form] if r is None else r)
 
-    def round_trip_s(self, form: str, nbytes: int) -> float:
-        """Writing ``nbytes`` in ``form`` and reading them back once."""
+    def round_trip_s(self, form: str, nbytes: int, reads: int = 1) -> float:
+        """Writing ``nbytes`` in ``form`` and reading them back ``reads`` times."""
         w, r = self.per_byte(form)
-        return nbytes * (w + r)
+        return nbytes * (w + reads * r)
 
     def measured(self) -> dict:
         with self._lock:
@@ -107,6 +114,7 @@ class DatasetFacts:
     level: Any = None  # the current choice (None: nothing computed yet)
     reason: str = ""
     changes: int = 0
+    looped: bool = False  # the policy saw its blocks read again in a loop
 
     @property
     def form(self) -> str:
@@ -116,24 +124,27 @@ class DatasetFacts:
 def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
            margin: float = SWITCH_MARGIN) -> tuple[Any, str, float, float]:
     """(level, reason, compute seconds, round-trip seconds) for a block of the dataset's
-    average size: drop when recomputing is cheaper than the round trip of its spill form;
-    ``current``, when given, is kept unless the other side wins by ``margin``."""
+    average size: drop when recomputing it for each expected read (one, or ``LOOP_READS``
+    in a loop) is cheaper than writing it once in its spill form and reading it back that
+    often; ``current``, when given, is kept unless the other side wins by ``margin``."""
     nbytes = facts.block_bytes or 0.0
     spill = MAPPED if facts.zero_copy else SERIALIZED
-    compute_s = (facts.compute_s_per_byte or 0.0) * nbytes
-    trip_s = costs.round_trip_s(facts.form, int(nbytes))
+    reads = LOOP_READS if facts.looped else 1
+    compute_s = (facts.compute_s_per_byte or 0.0) * nbytes * reads
+    trip_s = costs.round_trip_s(facts.form, int(nbytes), reads)
     if current is DROP:
         drop = compute_s <= trip_s * margin
     elif current is spill:
         drop = compute_s * margin < trip_s
     else:
         drop = compute_s < trip_s
+    times = f" for {reads} reads (a loop)" if reads > 1 else ""
     if drop:
         return DROP, f"recomputing ({compute_s * 1e3:.2f} ms) is cheaper than a disk round trip " \
-                     f"({trip_s * 1e3:.2f} ms)", compute_s, trip_s
+                     f"({trip_s * 1e3:.2f} ms){times}", compute_s, trip_s
     form = "zero-copy layout: mapped" if facts.zero_copy else "no zero-copy layout: serialized to the tiers"
     return spill, f"recomputing ({compute_s * 1e3:.2f} ms) costs more than a disk round trip " \
-                  f"({trip_s * 1e3:.2f} ms); {form}", compute_s, trip_s
+                  f"({trip_s * 1e3:.2f} ms){times}; {form}", compute_s, trip_s
 
 
 @dataclass
@@ -158,11 +169,13 @@ class AutoLevels:
     def facts(self, dataset_id: int) -> DatasetFacts | None:
         return self._facts.get(dataset_id)
 
-    def computed(self, info: Any, value: Any, nbytes: int, seconds: float) -> Any:
+    def computed(self, info: Any, value: Any, nbytes: int, seconds: float, looped: bool = False) -> Any:
         """A block of ``info``'s dataset was computed in ``seconds`` and holds ``nbytes``:
-        the facts are updated, the choice revised, and ``info.level`` set to it (returned)."""
+        the facts are updated, the choice revised, and ``info.level`` set to it (returned).
+        ``looped``: the policy predicts its blocks are read again in a loop (stays so)."""
         f = self.register(info.dataset_id)
         with self._lock:
+            f.looped = f.looped or looped
             if f.zero_copy is None:
                 f.zero_copy = zero_copy_layout(value)
             f.computed += 1
@@ -180,5 +193,5 @@ class AutoLevels:
             self.post("AutoLevelChosen", dataset_id=info.dataset_id, name=info.label(), level=level.name,
                       before=None if before is None else before.name, reason=reason,
                       compute_ms=round(compute_s * 1e3, 3), round_trip_ms=round(trip_s * 1e3, 3),
-                      block_bytes=int(f.block_bytes or 0))
+                      block_bytes=int(f.block_bytes or 0), looped=f.looped)
         return info.level

@@ -245,7 +245,7 @@ class BlockManager:
             nbytes = None
             if info.auto is not None:  # the choice, from this block's cost and size
                 nbytes = estimate_size(value)
-                self.auto.computed(info, value, nbytes, compute_s)
+                self.auto.computed(info, value, nbytes, compute_s, looped=self.policy.rereads(block_id))
             if self.split is not None and (left := self.split.heap_size(block_id)) is not None:
                 self.split.miss("heap", block_id, left, compute_s)  # recomputed: it had left memory
             where = self._put(block_id, value, info, nbytes)

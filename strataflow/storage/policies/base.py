@@ -93,6 +93,11 @@ class Policy(abc.ABC):
     def plan(self, accesses: Sequence[Any]) -> None:
         """The persisted blocks a stage about to run will read, in task order."""
 
+    def rereads(self, block_id: Any) -> bool:
+        """Whether the policy expects the block to be read again and again (a loop): what
+        AUTO weighs a spill's one write against. False when it cannot tell."""
+        return False
+
     def prefetch_candidates(self, free: int, on_disk: Mapping[Any, int]) -> list:
         """Blocks of ``on_disk`` (block -> size) to move into ``free`` bytes of memory now,
         never evicting; [] for none."""

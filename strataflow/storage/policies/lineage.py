@@ -177,6 +177,11 @@ class LineagePolicy(AdaptivePolicy):
             d = int(self._t.ds_dist[self._t.dataset_row(getattr(bid, "dataset_id", None))])
         return None if d < 0 else d
 
+    def rereads(self, bid: Any) -> bool:
+        """A reuse distance is known for the block or its dataset: it is read in a loop."""
+        with self._mu:
+            return self._distance(bid) is not None
+
     def next_use(self, bid: Any) -> float:
         """The predicted clock of ``bid``'s next access; ``inf`` when nothing is known."""
         with self._mu:

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .conf import with_layered_options
 from .config import Config, check_num_partitions, parse_size
 from .dataset import Dataset
 from .io.npy import NpySource
@@ -127,8 +128,14 @@ class Context:
         default_level: the level of ``persist()`` and ``cache()`` called without one:
             ``MEMORY_ONLY`` (Spark's), or ``"AUTO"`` to let the engine choose per dataset
             (see ``StorageLevel.AUTO``).
+        conf: any of the options above by name, e.g. ``{"memory": "8GB"}``. Precedence:
+            an argument, then ``conf``, then the environment variable
+            ``STRATAFLOW_<OPTION>`` (``STRATAFLOW_MEMORY=8GB``, ``STRATAFLOW_BACKEND=threads``;
+            strings converted by the option's kind: see ``strataflow/conf.py``), then the
+            default. ``config_sources`` says where each value came from.
     """
 
+    @with_layered_options
     def __init__(
         self,
         memory: int | str = "1GB",
@@ -159,6 +166,7 @@ class Context:
         locality_wait: float = 3.0,
         address: str | None = None,
         default_level: str | Any = "MEMORY_ONLY",
+        conf: dict | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         self.config = cfg = Config.build(

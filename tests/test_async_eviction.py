@@ -208,12 +208,13 @@ def test_a_failing_writer_keeps_the_block_and_falls_back_to_synchronous_eviction
     assert len(h.computed) == before  # nothing lost
 
 
-def test_a_full_disk_under_the_writer_loses_nothing_silently(tmp_path):
+def test_a_full_disk_under_the_writer_loses_nothing_silently(tmp_path, caplog):
     h = Harness(tmp_path)
     try:
         h.disk.capacity = 200 * KB  # room for 3 blocks on disk
-        with pytest.warns(RuntimeWarning, match="not cached"):
+        with caplog.at_level("WARNING", logger="strataflow"):
             blocks = fill(h, 14, 16)
+        assert [r for r in caplog.records if "not cached" in r.getMessage()]
         assert h.named("EvictionFailed")
         held = {b for b, _ in h.bm.memory_store.items()} | {b for b, _ in h.disk.items()}
         not_stored = {e["block"] for e in h.named("BlockNotStored")}

@@ -30,8 +30,9 @@ def test_build_takes_keywords_only():
 
 
 def test_context_and_build_take_the_same_options_with_the_same_defaults():
-    """Context keeps its public signature and hands every option to Config.build."""
-    ctx = list(inspect.signature(Context.__init__).parameters.values())[1:]
+    """Context keeps its public signature and hands every option to Config.build (all but
+    ``conf``, which only supplies them)."""
+    ctx = [p for p in list(inspect.signature(Context.__init__).parameters.values())[1:] if p.name != "conf"]
     build = list(inspect.signature(Config.build).parameters.values())
     assert [(p.name, p.default) for p in ctx] == [(p.name, p.default) for p in build]
     assert all(p.kind is p.KEYWORD_ONLY for p in build)
@@ -132,3 +133,36 @@ def test_low_layers_do_not_import_higher_ones():
         if up:
             bad[str(path.relative_to(root))] = sorted(up)
     assert not bad, bad
+
+
+def test_options_come_from_arguments_then_conf_then_the_environment_then_defaults(monkeypatch, tmp_path):
+    monkeypatch.setenv("STRATAFLOW_MEMORY", "96MB")
+    monkeypatch.setenv("STRATAFLOW_BACKEND", "threads")
+    monkeypatch.setenv("STRATAFLOW_ASYNC_EVICTION", "yes")
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    monkeypatch.setenv("STRATAFLOW_LOCAL_DIRS", f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
+    monkeypatch.setenv("STRATAFLOW_EVICTION_WATERMARKS", "0.7, 0.9")
+    with Context(parallelism=1, conf={"memory": "80MB", "mmap_share": "0.1,0.2", "mmap_memory": "auto"}) as c:
+        cfg = c.config
+        assert (cfg.memory, cfg.backend, cfg.async_eviction) == (80 << 20, "threads", True)
+        assert cfg.mmap_share == (0.1, 0.2) and cfg.eviction_watermarks == (0.7, 0.9)
+        assert cfg.local_dirs == [str(tmp_path / "a"), str(tmp_path / "b")] and cfg.storage_fraction == 0.5
+        assert c.config_sources["memory"] == "conf" and c.config_sources["parallelism"] == "argument"
+        assert c.config_sources["backend"] == "env STRATAFLOW_BACKEND"
+        assert c.config_sources["storage_fraction"] == "default"
+    with Context(memory="70MB", parallelism=1) as c:  # an argument wins over both
+        assert c.config.memory == 70 << 20
+
+
+@pytest.mark.parametrize("env, conf, fragment", [
+    ({}, {"memroy": "1GB"}, r"^conf: unknown option\(s\) 'memroy'"),
+    ({"STRATAFLOW_PARALLELISM": "two"}, None, r"^parallelism: 'two' from \$STRATAFLOW_PARALLELISM"),
+    ({"STRATAFLOW_GC_FREE_CACHE": "maybe"}, None, r"^gc_free_cache: 'maybe' from \$STRATAFLOW_GC_FREE_CACHE"),
+    ({}, {"eviction_watermarks": "0.9"}, r"^eviction_watermarks: '0.9' from conf"),
+    ({"STRATAFLOW_MEMORY": "12XB"}, None, r"^memory: .*'12XB'"),  # checked by Config.build as an argument is
+])
+def test_a_bad_option_from_conf_or_the_environment_is_named(monkeypatch, env, conf, fragment):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError, match=fragment):
+        Context(backend="threads", conf=conf)

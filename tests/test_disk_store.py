@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import os
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -293,41 +292,40 @@ def test_memory_and_disk_block_lost_on_disk_is_recomputed(make_ctx, policy):
     np.testing.assert_array_equal(np.concatenate(ds.collect_partitions()), data * 2.0)
 
 
-def test_tiny_disk_capacity_degrades_to_not_caching(make_ctx):
+def test_tiny_disk_capacity_degrades_to_not_caching(make_ctx, caplog):
     c = make_ctx(disk_capacity="64KB")
     not_stored = record(c, "BlockNotStored")
     ds = c.parallelize(range(40_000), 4).map(lambda x: (x, str(x) * 3)).set_name("wide")
     ds.persist(StorageLevel.DISK_ONLY)
     expected = [(x, str(x) * 3) for x in range(40_000)]
-    with pytest.warns(RuntimeWarning, match="not cached"):
+    with caplog.at_level("WARNING", logger="strataflow"):
         assert ds.collect() == expected
+    warned = [r.getMessage() for r in caplog.records if "not cached" in r.getMessage()]
+    assert len(warned) == 1, warned  # one per cause per stage, however many blocks
     assert not_stored and all(e["dataset_id"] == ds.id for e in not_stored)
     assert any("capacity" in e["reason"] or "space" in e["reason"] for e in not_stored)
     assert c.disk_store.used <= 64 * 1024
     files = block_files(c)
     assert c.storage_status()[0].disk_partitions == len(files) < 4
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        assert ds.collect() == expected  # still right, blocks that could not be written recomputed
-        assert ds.count() == 40_000
+    assert ds.collect() == expected  # still right, blocks that could not be written recomputed
+    assert ds.count() == 40_000
     assert c.metrics()["blocks_not_stored"] >= 4 - len(files)
 
 
-def test_full_memory_and_disk_degrades_to_not_caching(make_ctx):
+def test_full_memory_and_disk_degrades_to_not_caching(make_ctx, caplog):
     c = make_ctx(memory="1MB", disk_capacity="16KB")
     not_stored = record(c, "BlockNotStored")
     data = np.arange(600_000, dtype=np.int64)  # 4 blocks of 1.2 MB: none fits anywhere
     ds = c.from_numpy(data, 4).map_partitions(lambda a: a + 1).set_name("nowhere")
     ds.persist(StorageLevel.MEMORY_AND_DISK_SER)
-    with pytest.warns(RuntimeWarning):
+    with caplog.at_level("WARNING", logger="strataflow"):
         assert ds.sum() == int((data + 1).sum())
+    assert [r for r in caplog.records if "not cached" in r.getMessage()]
     assert not_stored
     assert len(not_stored) == 4 and not block_files(c)
     status = c.storage_status()[0]
     assert (status.memory_partitions, status.disk_partitions) == (0, 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        assert ds.sum() == int((data + 1).sum())
+    assert ds.sum() == int((data + 1).sum())
 
 
 def test_cache_files_go_to_local_dirs_never_shuffle_dirs(tmp_path):
@@ -388,7 +386,7 @@ def test_unserializable_value_stays_in_memory_when_the_level_allows(make_ctx, wh
     assert (status.memory_partitions, status.disk_partitions) == (2, 0)
 
 
-def test_unserializable_value_without_room_in_memory_is_not_cached(make_ctx):
+def test_unserializable_value_without_room_in_memory_is_not_cached(make_ctx, caplog):
     """MEMORY_AND_DISK with no memory room: the block cannot go to disk either; the job
     still succeeds, with BlockNotStored and a warning naming the dataset."""
     c = make_ctx(memory="1MB")
@@ -400,8 +398,9 @@ def test_unserializable_value_without_room_in_memory_is_not_cached(make_ctx):
 
     ds = c.parallelize(range(4), 4).map_partitions_with_index(part).set_name("locked_batches")
     ds.persist(StorageLevel.MEMORY_AND_DISK)
-    with pytest.warns(RuntimeWarning, match="locked_batches"):
+    with caplog.at_level("WARNING", logger="strataflow"):
         assert ds.count() == 4
+    assert any("locked_batches" in r.getMessage() for r in caplog.records)
     assert any("locked_batches" in e["reason"] for e in not_stored)
     assert not block_files(c)
 

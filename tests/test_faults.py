@@ -32,7 +32,6 @@ import errno
 import os
 import pickle
 import signal
-import warnings
 from contextlib import contextmanager
 
 import numpy as np
@@ -298,7 +297,7 @@ def test_forgeries_would_run_code(tmp_path, target):
 
 # -- a full device ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("target", TARGETS)
-def test_full_device(tmp_path, monkeypatch, target):
+def test_full_device(tmp_path, monkeypatch, target, caplog):
     calls = Calls(tmp_path / "calls")
     with application(tmp_path, "threads", max_task_attempts=2) as c:
         w = Work(c, target, calls)
@@ -317,15 +316,14 @@ def test_full_device(tmp_path, monkeypatch, target):
             assert on_disk(c, w) == PARTS
         else:
             not_stored = events_of(c, "BlockNotStored")
-            with pytest.warns(RuntimeWarning, match="not cached"):
+            with caplog.at_level("WARNING", logger="strataflow"):
                 w.check()
+            assert [r for r in caplog.records if "not cached" in r.getMessage()]
             assert full.refused >= 1 and not_stored
             assert all(e["dataset_id"] == w.ds.id for e in not_stored)
             assert fu.app_files(c.local_dirs) == [], "a failed block write left files"
             assert on_disk(c, w) == 0
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                w.check()  # still full: recomputed, right
+            w.check()  # still full: recomputed, right
             full.off()
             w.check()  # room again: stored
             assert on_disk(c, w) >= 1

@@ -251,13 +251,14 @@ def test_default_is_one_disk_tier_on_local_dirs(tier_dirs):
         assert set(c.metrics()["tier_bytes"]) == {"memory", "disk"}
 
 
-def test_the_bottom_tiers_capacity_is_enforced_with_block_not_stored(tier_dirs):
+def test_the_bottom_tiers_capacity_is_enforced_with_block_not_stored(tier_dirs, caplog):
     with tiered_ctx(tier_dirs, ssd="200KB", hdd="200KB") as c:
         events: list = []
         c.events.subscribe(events.append)
         ds = c.from_numpy(np.arange(160_000, dtype=np.float64), 8).persist(StorageLevel.DISK_ONLY)
-        with pytest.warns(RuntimeWarning, match="not cached"):
+        with caplog.at_level("WARNING", logger="strataflow"):
             assert ds.map_partitions(lambda b: b.sum(keepdims=True)).collect()
+        assert [r for r in caplog.records if "not cached" in r.getMessage()]
         assert all(t.used <= t.capacity for t in c.disk_store.tiers)
         reasons = [e["reason"] for e in events if e["event"] == "BlockNotStored"]
         assert reasons and all("tier" in r for r in reasons)

@@ -8,6 +8,7 @@ simulator reads block accesses from it).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from typing import Any, Callable
@@ -46,9 +47,7 @@ class EventBus:
             try:
                 listener(record)
             except Exception as exc:  # noqa: BLE001 - isolate listeners from the job
-                import sys
-
-                print(f"strataflow: event listener {listener!r} failed and was removed: {exc!r}", file=sys.stderr)
+                logging.getLogger("strataflow").error("event listener %r failed and was removed: %r", listener, exc)
                 self.unsubscribe(listener)
         return record
 

@@ -3,17 +3,19 @@ region store), and what happens when that cannot be done.
 
 Every failure path states its guarantee: a write that fails (disk full, unwritable
 directory, a value the serializer refuses) is reported (``BlockNotStored``, a counted
-metric and a warning) and the caller keeps its value, uncached; with ``strict`` (the
+metric and a warning on the ``strataflow.storage`` logger, once per cause per stage) and
+the caller keeps its value, uncached; with ``strict`` (the
 background eviction writer's writes) it raises instead, and the block stays in memory.
 A block no level can hold at all raises :class:`BlockStoreError` naming the dataset and
 the serializer."""
 
 from __future__ import annotations
 
+import logging
 import time
-import warnings
 from typing import Any, Callable
 
+from ..logs import StageWarnings
 from ..metrics import EventBus
 from .block import BlockId, BlockStoreError, DatasetInfo
 from .block_codec import BlockCodec
@@ -25,6 +27,8 @@ from .tiers import TieredStore
 
 __all__ = ["DiskWriter"]
 
+_log = logging.getLogger("strataflow.storage")
+
 
 class DiskWriter:
     def __init__(self, disk: TieredStore, regions: "RegionStore | None", codec: BlockCodec, metrics: CacheMetrics,
@@ -33,12 +37,14 @@ class DiskWriter:
         self.metrics, self.events = metrics, events
         self.on_write = on_write  # a block landed on disk (the prefetch scan may look again)
         self.costs: Any = None  # the block manager's DiskCosts: every timed write is counted
+        #: blocks not cached are logged once per cause per stage (the manager starts stages)
+        self.warnings = StageWarnings(_log)
 
     def not_stored(self, bid: BlockId, reason: str, warn: bool = True, **fields: Any) -> None:
         self.metrics.add(blocks_not_stored=1)
         self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id, reason=reason, **fields)
-        if warn:
-            warnings.warn(f"strataflow: block {bid} not cached: {reason}", RuntimeWarning, stacklevel=3)
+        if warn:  # the cause: the reason without its block's particulars
+            self.warnings.warn("block not cached: " + reason.split(":")[0], f"block {bid} not cached: {reason}")
 
     def write_disk(self, bid: BlockId, frames: list, size: int, ser_name: str, strict: bool = False) -> bool:
         """The block's frames to the top tier (full tiers push their LRU blocks down)."""

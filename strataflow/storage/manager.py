@@ -175,8 +175,10 @@ class BlockManager:
             self.writer.rescan()
 
     def stage_started(self) -> None:
-        """A stage begins here: the memory split is revised at stage boundaries, as
-        TeraCache resizes between stages (and within one after enough misses)."""
+        """A stage begins here: rate-limited warnings start over, and the memory split is
+        revised at stage boundaries, as TeraCache resizes between stages (and within one
+        after enough misses)."""
+        self.writes.warnings.new_stage()
         if self.split is not None:
             self.split.evaluate()
 

@@ -1,0 +1,38 @@
+"""Logging: warnings a job can repeat for every block are logged once per cause per
+stage, and the count of those held back is logged when the next stage starts."""
+
+from __future__ import annotations
+
+import logging
+
+from strataflow.logs import StageWarnings
+
+
+def test_one_warning_per_cause_per_stage_and_the_rest_counted(caplog):
+    w = StageWarnings(logging.getLogger("strataflow.test"))
+    with caplog.at_level("WARNING", logger="strataflow"):
+        assert w.warn("disk full", "block 1 not cached: disk full")
+        assert not w.warn("disk full", "block 2 not cached: disk full")
+        assert not w.warn("disk full", "block 3 not cached: disk full")
+        assert w.warn("cannot pickle", "block 4 not cached: cannot pickle")
+        w.new_stage()
+        assert w.warn("disk full", "block 5 not cached: disk full")  # a new stage: logged again
+        w.new_stage()
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0].startswith("block 1 not cached: disk full") and "counted, not logged" in messages[0]
+    assert messages[1].startswith("block 4")
+    assert messages[2] == "2 more of: disk full (in the previous stage)"
+    assert messages[3].startswith("block 5") and len(messages) == 4  # nothing held back the second time
+    assert all(r.name == "strataflow.test" for r in caplog.records)
+
+
+def test_library_code_prints_nothing_a_failing_listener_is_logged(capsys, caplog):
+    from strataflow.metrics import EventBus
+
+    bus = EventBus()
+    bus.subscribe(lambda e: 1 / 0)
+    with caplog.at_level("ERROR", logger="strataflow"):
+        bus.post("Something")
+        bus.post("Again")  # removed after the first failure
+    assert capsys.readouterr() == ("", "")
+    assert len(caplog.records) == 1 and "ZeroDivisionError" in caplog.records[0].getMessage()

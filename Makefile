@@ -4,17 +4,24 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-STAMP   = $(VENV)/.installed
+STAMP   = $(VENV)/.installed-test
+RUNSTAMP = $(VENV)/.installed-run
 
 .PHONY: run test bench clean
 
-$(STAMP): pyproject.toml
+# make run installs only what the main job needs; make test adds the test tools, the
+# plots, and the heavy extras the suite covers (PySpark for the peer, Ray for clusters)
+$(RUNSTAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,peers,ray]'
+	$(BIN)/pip install --quiet -e .
+	touch $(RUNSTAMP)
+
+$(STAMP): $(RUNSTAMP)
+	$(BIN)/pip install --quiet -e '.[dev,peers,ray,plots]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUNSTAMP)
 	$(BIN)/strataflow run kmeans
 
 test: $(STAMP)

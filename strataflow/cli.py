@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .workloads.api import APIS, WORKLOADS
 
     p = argparse.ArgumentParser(prog="strataflow", description="A dataflow engine with a tiered intermediate-data cache.")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"strataflow {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def data_options(sp, default_size: str) -> None:

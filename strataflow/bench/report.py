@@ -42,7 +42,11 @@ def markdown_table(rows: list[dict], experiment: str) -> str:
 
 
 def _charts(rows: list[dict], experiment: str, out_dir: str) -> list[str]:
-    import matplotlib
+    try:  # an extra: only the charts need it
+        import matplotlib
+    except ImportError:
+        raise ImportError("strataflow bench draws its charts with matplotlib: pip install 'strataflow[plots]'") \
+            from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -153,6 +153,8 @@ def _context_options(args: argparse.Namespace) -> dict:
         mmap_memory = "auto"  # AUTO divides the memory too
     if mmap_memory is not None:
         opts["mmap_memory"] = mmap_memory
+    if getattr(args, "live", False):
+        opts["live"] = True
     if getattr(args, "backend", None):
         opts["backend"] = args.backend
     if getattr(args, "executors", None):
@@ -302,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", default=None, help="write the run's report as JSON here")
     r.add_argument("--no-check", action="store_true", help="skip checking the result independently")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.add_argument("--live", action="store_true",
+                   help="a live view while the job runs: stages and tasks per executor, the cache per tier, hits")
     r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="NAME:DIRS[:CAPACITY[:BW]]",
                    help="a storage tier below memory, fastest first (repeat for more), e.g. shm:/dev/shm/sf:1GB")
     r.add_argument("--async-eviction", action="store_true",

@@ -58,7 +58,7 @@ _KINDS: dict[str, Callable[[str], Any]] = {
     "parallelism": _none_or(int), "max_task_attempts": int, "max_stage_attempts": int,
     "blas_threads": _none_or(int), "executors": _none_or(int), "cores_per_executor": int,
     "storage_fraction": float, "locality_wait": float,
-    "shuffle_sync": _bool, "progress": _none_or(_bool), "gc_free_cache": _bool, "async_eviction": _bool,
+    "shuffle_sync": _bool, "progress": _none_or(_bool), "live": _bool, "gc_free_cache": _bool, "async_eviction": _bool,
     "local_dirs": _none_or(_dirs), "shuffle_dirs": _none_or(_dirs),
     "eviction_watermarks": _pair, "mmap_share": _pair, "tiers": _none_or(json.loads),
     "disk_capacity": _none_or(str), "mmap_memory": _none_or(str), "executor_memory": _none_or(str),

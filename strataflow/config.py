@@ -71,6 +71,8 @@ class Config:
     default_level: Any = StorageLevel.MEMORY_ONLY
     #: least and most fractions of each executor's memory the mapped pages may hold (split)
     mmap_share: tuple[float, float] = (0.0, 0.5)
+    #: the live view on a terminal (``metrics/live.py``)
+    live: bool = False
 
     @property
     def memory_split(self) -> tuple[float, float] | None:
@@ -114,6 +116,7 @@ class Config:
         locality_wait: float = 3.0,
         address: str | None = None,
         default_level: Any = "MEMORY_ONLY",
+        live: bool = False,
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -159,6 +162,7 @@ class Config:
             locality_wait=_check_seconds(locality_wait, "locality_wait"),
             address=_check_address(address, kind),
             default_level=level,
+            live=bool(live),
         )
 
 

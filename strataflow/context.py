@@ -68,6 +68,9 @@ class Context:
         max_task_attempts: attempts of a task before its job fails.
         max_stage_attempts: reruns of a stage whose shuffle input was lost.
         progress: show stage progress bars (default: when stderr is a terminal).
+        live: a live view of the job instead of the bars, on stderr while it runs (stages
+            and tasks per executor, cache occupancy per tier against the budget, hit ratio,
+            bytes moved; ``metrics/live.py``); nothing when stderr is not a terminal.
         blas_threads: BLAS threads while this context lives (default: cores divided by
             ``parallelism``, so task threads times BLAS threads never oversubscribe).
         storage_fraction: the part of ``memory`` that execution cannot take back from
@@ -166,6 +169,7 @@ class Context:
         locality_wait: float = 3.0,
         address: str | None = None,
         default_level: str | Any = "MEMORY_ONLY",
+        live: bool = False,
         conf: dict | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
@@ -178,7 +182,7 @@ class Context:
             gc_free_cache=gc_free_cache, tiers=tiers,
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
-            locality_wait=locality_wait, address=address, default_level=default_level)
+            locality_wait=locality_wait, address=address, default_level=default_level, live=live)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
@@ -187,7 +191,7 @@ class Context:
         self.local_dirs: list[str] = []
         self.shuffle_dirs: list[str] = []
         self.tier_dirs: list[str] = []
-        self._log = self._progress = self._blas_limits = None
+        self._log = self._progress = self._blas_limits = self._view = None
         self._gc_timed = False
         try:
             self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
@@ -201,7 +205,7 @@ class Context:
             if self._log:
                 self.events.subscribe(self._log)
             show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
-            if show:
+            if show and not (cfg.live and sys.stderr.isatty()):  # the live view shows progress itself
                 from .metrics.progress import StageProgress
 
                 self._progress = StageProgress()
@@ -240,6 +244,19 @@ class Context:
         self.scheduler = DAGScheduler(self)
         self._closed = False
         _live.add(self)
+        if cfg.live and sys.stderr.isatty():
+            self._start_view()
+
+    def _start_view(self) -> None:
+        """The live view (``live=True`` on a terminal): fed by the events, polling the
+        cache's figures once a second."""
+        from .metrics.live import LiveState, LiveView
+
+        state = LiveState(self.config.memory)
+        self.events.subscribe(state)
+        split = self.config.memory_split is not None
+        self._view = LiveView(state, lambda: (self.metrics(), self.storage_status().split if split else None))
+        self._view.start()
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> "Context":
@@ -253,6 +270,9 @@ class Context:
         directories, closes logs."""
         if self._closed:
             return
+        if self._view is not None:
+            self._view.stop()  # its last poll needs the executors
+            self._view = None
         self._closed = True
         self.fleet.stop()
         self.events.post("ApplicationEnd", app_id=self.app_id)

@@ -22,6 +22,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .accumulators import Accumulator, Accumulators
+from .broadcast import Broadcast
 from .conf import with_layered_options
 from .config import Config, check_num_partitions, parse_size
 from .dataset import Dataset
@@ -215,6 +217,8 @@ class Context:
             #: large driver collections, written once for the executors (processes and ray backends)
             self.sources = SourceStore(self.local_dirs[0])
             self.block_master = BlockMaster()
+            #: accumulators made by ``accumulator()``; tasks' updates are merged here once each
+            self._accumulators = Accumulators()
             #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
             self._dead_shuffles: collections.deque[int] = collections.deque()
             self.map_outputs = MapOutputTracker(local_files=cfg.backend != "ray")
@@ -361,6 +365,21 @@ class Context:
     @property
     def default_parallelism(self) -> int:
         return self.config.parallelism
+
+    # -- shared variables ------------------------------------------------------------------
+    def broadcast(self, value: Any) -> Broadcast:
+        """A read-only value for tasks (``b.value``), shipped once to each executor rather
+        than with every stage (``broadcast.py``); ``unpersist()`` / ``destroy()``."""
+        self._check_open()
+        return Broadcast(self, value)
+
+    def accumulator(self, value: Any, accum_param: Any = None) -> Accumulator:
+        """A value tasks add to (``acc.add(x)`` or ``acc += x``) and the driver reads
+        (``acc.value``), counted exactly once per successful task (``accumulators.py``).
+        Numbers and numpy arrays add with ``+``; others need ``accum_param``, an
+        ``AccumulatorParam`` with ``zero(value)`` and ``add_in_place(a, b)``."""
+        self._check_open()
+        return self._accumulators.new(value, accum_param)
 
     def _new_dataset_id(self) -> int:
         with self._lock:

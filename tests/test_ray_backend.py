@@ -226,6 +226,21 @@ def test_transformations_joins_and_sort(rctx):
     assert rctx.parallelize(list(range(500))[::-1], 7).sort_by(lambda x: x).collect() == list(range(500))
 
 
+def test_broadcasts_and_accumulators(rctx):
+    """A broadcast over the object store's inline limit reaches every actor; an
+    accumulator counts each task once."""
+    table = rctx.broadcast(list(range(300_000)))
+    acc = rctx.accumulator(0)
+
+    def f(x):
+        acc.add(1)
+        return table.value[x]
+
+    assert rctx.range(1000, num_partitions=6).map(f).sum() == sum(range(1000))
+    assert acc.value == 1000
+    table.destroy()
+
+
 def test_shuffles(rctx):
     data = [(i % 17, i) for i in range(3000)]
     ds = rctx.parallelize(data, 6)

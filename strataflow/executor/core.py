@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from ..accumulators import task_updates
 from ..lineage import narrow_ancestors
 from ..metrics import gc_timer
 from ..scheduler.task import ResultTask, ShuffleMapTask, TaskContext
@@ -99,7 +100,8 @@ class ExecutorCore:
         gc0 = gc_timer.snapshot()
         error: BaseException | None = None
         try:
-            value = task.run(tc)
+            with task_updates() as updates:
+                value = task.run(tc)
         except BaseException as exc:
             error = exc
             raise
@@ -116,7 +118,7 @@ class ExecutorCore:
         blocks = [(bid, *got) for bid in tc.touched if (got := locate(bm, bid)) is not None]
         map_output = value if work.shuffle_dep is not None else None
         return TaskOutcome(None if map_output is not None else value, tc.metrics, map_output, blocks,
-                           rt.cache_snapshot(), seconds)
+                           rt.cache_snapshot(), seconds, updates)
 
     # -- questions --------------------------------------------------------------------------
     def call(self, op: str, *args: Any) -> Any:
@@ -144,6 +146,10 @@ class ExecutorCore:
             return rt.remove_lost_executor(*args)
         if op == "remove_map_outputs":
             return rt.remove_map_outputs(*args)
+        if op == "forget_broadcast":
+            from ..broadcast import forget_loaded
+
+            return forget_loaded(*args)
         if op == "ping":
             return rt.executor_id
         raise ValueError(f"executor: unknown operation {op!r}")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import struct
 import threading
 import uuid
@@ -97,6 +98,15 @@ class SourceStore:
                     _write_pickled(os.path.join(path, f"{i}.pkl"), s, auth)
             self._written[uid] = path
             return path
+
+
+    def forget(self, uid: str) -> None:
+        """Removes what was written for ``uid`` (a destroyed broadcast); a later
+        ``path_for`` writes it again."""
+        with self._lock:
+            path = self._written.pop(uid, None)
+        if path is not None and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _place(path: str) -> bytes:

@@ -52,8 +52,9 @@ class TaskSpec:
 @dataclass
 class TaskOutcome:
     """A finished task: its value (result tasks), its map output (map tasks), its metrics,
-    where the persisted blocks it touched now live on its executor (for locality), and the
-    executor's cache counters after it (for stage and job differences)."""
+    where the persisted blocks it touched now live on its executor (for locality), the
+    executor's cache counters after it (for stage and job differences), and its
+    accumulator updates."""
 
     value: Any
     metrics: "TaskMetrics"
@@ -61,6 +62,8 @@ class TaskOutcome:
     blocks: list[tuple[Any, str, Any]]  # (block, "memory" | "disk", its disk copy's description)
     snapshot: dict
     seconds: float = 0.0
+    #: the accumulators' updates the task made (id -> value), merged by the driver once
+    accumulators: dict = field(default_factory=dict)
 
 
 class ExecutorLost(RuntimeError):

@@ -319,6 +319,8 @@ class DAGScheduler:
             self.master.update(eid, outcome.blocks)
             if outcome.map_output is not None:
                 self.tracker.register(stage.shuffle_dep.shuffle_id, p, eid, outcome.map_output)
+            if outcome.accumulators:  # once per stage and partition: a recomputed task is not counted again
+                ctx._accumulators.merge(stage.id, p, outcome.accumulators)
             for k in totals:
                 totals[k] += getattr(outcome.metrics, k)
 

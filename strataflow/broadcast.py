@@ -1,0 +1,110 @@
+"""Broadcast variables: a read-only value the driver ships once to each executor, not
+with every task or stage.
+
+Why: a lookup table, a model or centres that every task reads would otherwise travel
+inside every stage's pickled closure (each K-means iteration is a stage). A broadcast
+travels as a reference. Its value is written once, by the stage pickling that first meets
+it, through the driver's source store (``executor/source_store.py``: an authenticated
+file under the application's directory on one machine, Ray's object store on a cluster);
+each executor process loads it on first use and keeps it for every later task and stage
+(``_loaded``). A small value (under ``INLINE_BYTES``) travels in line instead, which is
+cheaper than a file. The threads backend pickles nothing: tasks read the driver's object.
+
+``unpersist()`` drops the executors' copies (the next use loads it again); ``destroy()``
+also removes the written copy, and any later use fails: on the driver at once, and a stage
+that still refers to it fails when it is submitted, naming the broadcast.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import Context
+
+__all__ = ["Broadcast", "BroadcastDestroyed", "forget_loaded"]
+
+T = TypeVar("T")
+
+#: this process's loaded broadcast values (executors), by id
+_loaded: dict[str, Any] = {}
+_loaded_lock = threading.Lock()
+
+
+class BroadcastDestroyed(RuntimeError):
+    """A destroyed broadcast was used (a task that meets one is not retried)."""
+
+    retryable = False
+
+
+class Broadcast(Generic[T]):
+    """A read-only value for tasks: ``b.value``. Make one with ``Context.broadcast(v)``."""
+
+    def __init__(self, ctx: "Context | None", value: T, bid: str | None = None, path: str | None = None) -> None:
+        self.bid = bid or uuid.uuid4().hex
+        self._value = value
+        self._path = path  # where an executor loads it (None: in line, or the driver's own)
+        self._ctx = weakref.ref(ctx) if ctx is not None else None
+        self._destroyed = False
+        self._lock = threading.Lock()
+
+    @property
+    def value(self) -> T:
+        if self._destroyed:
+            raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; it cannot be read")
+        if self._ctx is not None or self._path is None:
+            return self._value  # the driver's, or one that travelled in line
+        with _loaded_lock:
+            if self.bid in _loaded:
+                return _loaded[self.bid]
+        from .executor.source_store import load_slice
+
+        value = load_slice(self._path, 0)
+        with _loaded_lock:
+            return _loaded.setdefault(self.bid, value)
+
+    def unpersist(self, blocking: bool = False) -> None:
+        """Drops the executors' copies; the next task that reads it loads it again."""
+        ctx = self._ctx() if self._ctx is not None else None
+        if ctx is not None and not ctx._closed and ctx.backend != "threads":
+            ctx.fleet.ask_all("forget_broadcast", self.bid)
+
+    def destroy(self, blocking: bool = False) -> None:
+        """Drops every copy, the written one too; any later use fails."""
+        self.unpersist(blocking)
+        self._destroyed = True
+        self._value = None
+        ctx = self._ctx() if self._ctx is not None else None
+        if ctx is not None:
+            ctx.sources.forget(f"bc-{self.bid}")
+
+    def __reduce__(self):
+        """A reference: the value is written once, through the store the driver pickles
+        stages with, or travels in line when small or when no store is active."""
+        if self._destroyed:
+            raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; a stage that uses it cannot run")
+        if self._ctx is None:  # an executor's copy, pickled again (a peer): same reference
+            return _rebuild, (self.bid, self._path, self._value if self._path is None else None)
+        from .executor.source_store import INLINE_BYTES, current_store
+        from .storage.sizing import estimate_size
+
+        store = current_store()
+        if store is None or estimate_size(self._value) < INLINE_BYTES:
+            return _rebuild, (self.bid, None, self._value)
+        return _rebuild, (self.bid, store.path_for(f"bc-{self.bid}", [self._value]), None)
+
+    def __repr__(self) -> str:
+        return f"<Broadcast {self.bid[:8]}{' destroyed' if self._destroyed else ''}>"
+
+
+def _rebuild(bid: str, path: str | None, value: Any) -> Broadcast:
+    return Broadcast(None, value, bid=bid, path=path)
+
+
+def forget_loaded(bid: str) -> bool:
+    """Drops this process's copy of a broadcast (an executor, told by ``unpersist``)."""
+    with _loaded_lock:
+        return _loaded.pop(bid, None) is not None

@@ -7,6 +7,7 @@
     strataflow probe DIR
     strataflow simulate (EVENT_LOG | --synthetic KIND --pressure X) [--memory M] [--bandwidth mem=..,disk=..]
                         [--async-eviction [LOW,HIGH]] [--json OUT]
+    strataflow report EVENT_LOG [--out DIR]
 """
 
 from __future__ import annotations
@@ -237,6 +238,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import render_report
+
+    try:
+        result = render_report(args.event_log, args.out)
+    except ImportError as exc:  # the plots extra is missing
+        from rich.markup import escape
+
+        console.print(f"[red]strataflow: {escape(str(exc))}[/red]")
+        return 2
+    console.print(f"wrote {result['html']} and {len(result['charts'])} charts"
+                  + "".join(f"; {n}" for n in result["notes"]))
+    return 0
+
+
 def _positive(kind: type) -> Callable[[str], Any]:
     """An argparse type: a number of ``kind`` greater than zero (``--pressure 0`` would
     divide by zero, ``--partitions 0`` silently run with the default)."""
@@ -352,6 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "eviction_watermarks (default 0.85,0.95)")
     sm.add_argument("--json", default=None, help="write the report as JSON here")
     sm.set_defaults(func=cmd_simulate)
+
+    rp = sub.add_parser("report", help="an event log as one self-contained HTML page with charts (needs "
+                                       "strataflow[plots])")
+    rp.add_argument("event_log", help="a run's JSON-lines event log (run --event-log, Context(event_log=...))")
+    rp.add_argument("--out", default=None, help="folder for report.html and the PNGs (default: LOG-report beside it)")
+    rp.set_defaults(func=cmd_report)
     return p
 
 

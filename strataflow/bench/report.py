@@ -42,6 +42,9 @@ def markdown_table(rows: list[dict], experiment: str) -> str:
 
 
 def _charts(rows: list[dict], experiment: str, out_dir: str) -> list[str]:
+    """The experiment's chart(s). Every chart plots what its experiment is about, with y
+    axes from zero, both axes labelled with their units, a legend for every series, and
+    bars wide enough to see (a bar too small to see carries its value as text)."""
     try:  # an extra: only the charts need it
         import matplotlib
     except ImportError:
@@ -51,83 +54,198 @@ def _charts(rows: list[dict], experiment: str, out_dir: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    files = []
-    if experiment == "levels":
-        fig, ax = plt.subplots(figsize=(9, 4))
-        groups = sorted({(r.get("api"), r.get("peer", "strataflow")) for r in rows}, key=str)
-        levels = list(dict.fromkeys(r["level"] for r in rows))
-        width = 0.8 / max(1, len(groups))
-        for i, g in enumerate(groups):
-            vals = [next((r["total_s"] for r in rows if (r.get("api"), r.get("peer", "strataflow")) == g
-                          and r["level"] == lv), 0) for lv in levels]
-            ax.bar([x + i * width for x in range(len(levels))], vals, width, label=" ".join(map(str, g)))
-        ax.set_xticks([x + width * (len(groups) - 1) / 2 for x in range(len(levels))], levels, rotation=20)
-        ax.set_ylabel("seconds (load + 5 iterations)")
-        ax.set_title("K-means by storage level (ample memory)")
-        ax.legend()
-        files.append(_save(fig, out_dir, "levels.png"))
-    elif experiment == "pressure":
-        workloads = list(dict.fromkeys(r["workload"] for r in rows))
-        fig, axes = plt.subplots(1, len(workloads), figsize=(4.5 * len(workloads), 4), squeeze=False)
-        for ax, w in zip(axes[0], workloads):
-            sub = [r for r in rows if r["workload"] == w]
-            for policy in dict.fromkeys(r.get("policy") or r.get("peer") for r in sub):
-                pts = sorted((r["pressure"], r["total_s"]) for r in sub if (r.get("policy") or r.get("peer")) == policy)
-                ax.plot([p for p, _ in pts], [t for _, t in pts], marker="o", label=str(policy))
-            ax.set_xscale("log", base=2)
+    draw = {"levels": _levels_chart, "pressure": _pressure_chart, "auto": _auto_chart, "serde": _serde_chart,
+            "devices": _devices_chart}.get(experiment)
+    if draw is None or not rows:
+        return []
+    fig = draw(plt, rows)
+    return [_save(fig, out_dir, f"{experiment}.png")]
+
+
+def _label(v: float, unit: str = "") -> str:
+    return f"{v:,.0f}{unit}" if abs(v) >= 100 else f"{v:,.1f}{unit}" if abs(v) >= 1 else f"{v:.2g}{unit}"
+
+
+def _bar_values(ax, xs, tops, values, fmt=_label, fontsize=6) -> None:
+    """Each bar's value above it, so that a bar too small to see still reads."""
+    for x, top, v in zip(xs, tops, values):
+        if v is not None:
+            ax.text(x, top, fmt(v), ha="center", va="bottom", fontsize=fontsize, rotation=90 if fontsize < 7 else 0)
+
+
+def _headroom(ax, top: float) -> None:
+    """y from zero, with room above the tallest bar for its label."""
+    ax.set_ylim(0, top * 1.25 if top > 0 else 1)
+
+
+def _levels_chart(plt, rows: list[dict]):
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    groups = sorted({(r.get("api"), r.get("peer", "strataflow")) for r in rows}, key=str)
+    levels = list(dict.fromkeys(r["level"] for r in rows))
+    width = 0.8 / max(1, len(groups))
+    top = 0.0
+    for i, g in enumerate(groups):
+        vals = [next((r.get("total_s") for r in rows if (r.get("api"), r.get("peer", "strataflow")) == g
+                      and r["level"] == lv), None) for lv in levels]
+        xs = [x + (i - (len(groups) - 1) / 2) * width for x in range(len(levels))]
+        heights = [v or 0 for v in vals]
+        ax.bar(xs, heights, width * 0.95, label=" ".join(map(str, g)), edgecolor="black", linewidth=0.4)
+        _bar_values(ax, xs, heights, vals, fmt=lambda v: f"{v:.2f}", fontsize=7)
+        top = max(top, *heights)
+    ax.set_xticks(range(len(levels)), levels, rotation=20)
+    ax.set_xlabel("storage level")
+    ax.set_ylabel("seconds (load + 5 iterations)")
+    _headroom(ax, top)
+    ax.set_title("K-means by storage level (ample memory): time, less is better")
+    ax.legend(title="api, engine", fontsize=8)
+    return fig
+
+
+def _pressure_chart(plt, rows: list[dict]):
+    """Per workload, side by side: MB moved between memory and disk (dropped, re-cached,
+    prefetched), disk MB written and read, and the time; grouped by data/memory ratio,
+    one colour per policy."""
+    from matplotlib.patches import Patch
+
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    who = lambda r: str(r.get("policy") or r.get("peer"))  # noqa: E731
+    policies = list(dict.fromkeys(who(r) for r in rows))
+    colour = {p: plt.get_cmap("tab10")(i % 10) for i, p in enumerate(policies)}
+    fig, axes = plt.subplots(len(workloads), 3, figsize=(16, 3.9 * len(workloads)), squeeze=False)
+    width = 0.8 / max(1, len(policies))
+    panels = (
+        ("MB moved between memory and disk", "MB (dropped + re-cached + prefetched)",
+         [("mb_dropped", None, "dropped"), ("mb_recached", "//", "re-cached"), ("mb_prefetched", "..", "prefetched")]),
+        ("disk I/O of the cache", "MB (written + read)",
+         [("disk_written_mb", None, "written"), ("disk_read_mb", "xx", "read")]),
+        ("time (less is better)", "seconds (whole run)", [("total_s", None, "time")]),
+    )
+    for row, w in zip(axes, workloads):
+        sub = [r for r in rows if r["workload"] == w]
+        pressures = sorted({r["pressure"] for r in sub})
+        for ax, (title, ylabel, parts) in zip(row, panels):
+            top = 0.0
+            for i, p in enumerate(policies):
+                xs = [x + (i - (len(policies) - 1) / 2) * width for x in range(len(pressures))]
+                found = [next((r for r in sub if who(r) == p and r["pressure"] == pr), None) for pr in pressures]
+                bottom = [0.0] * len(pressures)
+                for key, hatch, _ in parts:
+                    vals = [float((r or {}).get(key) or 0) for r in found]
+                    ax.bar(xs, vals, width * 0.95, bottom=bottom, color=colour[p], hatch=hatch, edgecolor="black",
+                           linewidth=0.4)
+                    bottom = [b + v for b, v in zip(bottom, vals)]
+                _bar_values(ax, xs, bottom, [b if r is not None else None for b, r in zip(bottom, found)])
+                top = max(top, *bottom)
+            ax.set_xticks(range(len(pressures)), [f"{p:g}x" for p in pressures])
             ax.set_xlabel("cached data / memory budget")
-            ax.set_ylabel("seconds")
-            ax.set_title(w)
-            ax.legend()
-        files.append(_save(fig, out_dir, "pressure.png"))
-    elif experiment == "auto":
-        workloads = list(dict.fromkeys(r["workload"] for r in rows))
-        fig, axes = plt.subplots(1, len(workloads), figsize=(4.5 * len(workloads), 4), squeeze=False)
-        for ax, w in zip(axes[0], workloads):
-            sub = [r for r in rows if r["workload"] == w and r.get("total_s")]
-            for level in dict.fromkeys(r["level"] for r in sub):
-                pts = sorted((r["pressure"], r["total_s"]) for r in sub if r["level"] == level)
-                ax.plot([p for p, _ in pts], [t for _, t in pts], marker="o", label=level,
-                        linewidth=3 if level == "AUTO" else 1, color="black" if level == "AUTO" else None)
-            ax.set_xscale("log", base=2)
-            ax.set_ylim(bottom=0)
-            ax.set_xlabel("cached data / memory budget")
-            ax.set_ylabel("seconds (whole run)")
-            ax.set_title(f"{w}: AUTO and the fixed levels")
-            ax.legend(fontsize=7)
-        files.append(_save(fig, out_dir, "auto.png"))
-    elif experiment == "serde":
-        fig, ax = plt.subplots(figsize=(8, 4))
-        labels = [f"{r.get('kind')}\n{r.get('api')}\n{r.get('serializer')}" for r in rows]
-        ax.bar(range(len(rows)), [r.get("serialize_s") or 0 for r in rows], label="serialize s")
-        ax.bar(range(len(rows)), [r.get("deserialize_s") or 0 for r in rows],
-               bottom=[r.get("serialize_s") or 0 for r in rows], label="deserialize s")
-        ax.set_xticks(range(len(rows)), labels, fontsize=7)
-        ax.set_title("rddtest: serialization time by serializer")
-        ax.legend()
-        files.append(_save(fig, out_dir, "serde.png"))
-    elif experiment == "devices":
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for d in dict.fromkeys(r["dir"] for r in rows):
-            pts = sorted((r["threads"], r["mb_per_s"]) for r in rows if r["dir"] == d and r.get("threads")
-                         and r.get("mb_per_s"))
-            if pts:
-                ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=f"rddtest {d}")
-            for r in rows:
-                if r["dir"] == d and str(r.get("kind", "")).startswith("raw"):
-                    ax.axhline(r["read_mb_per_s"], linestyle="--", alpha=0.5, label=f"{d} {r['kind']} read")
-        ax.set_xlabel("threads")
-        ax.set_ylabel("MB/s")
-        ax.set_title("DISK_ONLY caching throughput vs raw bandwidth")
+            ax.set_ylabel(ylabel)
+            _headroom(ax, top)
+            ax.set_title(f"{w}: {title}", fontsize=10)
+    handles = [Patch(facecolor=colour[p], edgecolor="black", label=p) for p in policies]
+    handles += [Patch(facecolor="white", edgecolor="black", hatch=h, label=f"{lbl} (hatch)" if h else f"{lbl} (plain)")
+                for _, h, lbl in panels[0][2] + panels[1][2]]
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=8,
+               frameon=False)
+    return fig
+
+
+def _auto_chart(plt, rows: list[dict]):
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    fig, axes = plt.subplots(1, len(workloads), figsize=(4.8 * len(workloads), 4.2), squeeze=False)
+    for ax, w in zip(axes[0], workloads):
+        sub = [r for r in rows if r["workload"] == w and r.get("total_s")]
+        for level in dict.fromkeys(r["level"] for r in sub):
+            pts = sorted((r["pressure"], r["total_s"]) for r in sub if r["level"] == level)
+            ax.plot([p for p, _ in pts], [t for _, t in pts], marker="o", label=level,
+                    linewidth=3 if level == "AUTO" else 1, color="black" if level == "AUTO" else None)
+        pressures = sorted({r["pressure"] for r in sub})
+        ax.set_xscale("log", base=2)
+        if pressures:
+            ax.set_xticks(pressures, [f"{p:g}x" for p in pressures])
+            ax.minorticks_off()
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("cached data / memory budget (log scale)")
+        ax.set_ylabel("seconds (whole run)")
+        ax.set_title(f"{w}: AUTO and the fixed levels")
         ax.legend(fontsize=7)
-        files.append(_save(fig, out_dir, "devices.png"))
-    return files
+    return fig
+
+
+def _serde_chart(plt, rows: list[dict]):
+    """Serialization and deserialization seconds per serializer, stacked, beside the
+    cached MB each one made; values written on the bars (some are a few ms)."""
+    fig, (ax, mb_ax) = plt.subplots(1, 2, figsize=(13, 4.4), gridspec_kw={"width_ratios": [3, 2]})
+    labels = [f"{r.get('kind')}\n{r.get('api')}\n{r.get('serializer')}" for r in rows]
+    xs = list(range(len(rows)))
+    ser = [float(r.get("serialize_s") or 0) * 1e3 for r in rows]
+    de = [float(r.get("deserialize_s") or 0) * 1e3 for r in rows]
+    ax.bar(xs, ser, 0.7, label="serialize", color="#4c72b0", edgecolor="black", linewidth=0.4)
+    ax.bar(xs, de, 0.7, bottom=ser, label="deserialize", color="#dd8452", edgecolor="black", linewidth=0.4)
+    tops = [a + b for a, b in zip(ser, de)]
+    _bar_values(ax, xs, tops, tops, fmt=lambda v: f"{v:,.1f} ms", fontsize=7)
+    ax.set_xticks(xs, labels, fontsize=7)
+    ax.set_xlabel("data kind, api, serializer")
+    ax.set_ylabel("milliseconds (serialize + deserialize)")
+    _headroom(ax, max(tops, default=0))
+    ax.set_title("rddtest: serialization time by serializer")
+    ax.legend(fontsize=8)
+    mb = [float(r.get("cached_mb") or 0) for r in rows]
+    mb_ax.bar(xs, mb, 0.7, color="#55a868", edgecolor="black", linewidth=0.4, label="cached MB")
+    _bar_values(mb_ax, xs, mb, mb, fmt=lambda v: f"{v:,.2f}", fontsize=7)
+    mb_ax.set_xticks(xs, labels, fontsize=7)
+    mb_ax.set_xlabel("data kind, api, serializer")
+    mb_ax.set_ylabel("MB cached")
+    _headroom(mb_ax, max(mb, default=0))
+    mb_ax.set_title("size of the cached data")
+    mb_ax.legend(fontsize=8)
+    return fig
+
+
+def _devices_chart(plt, rows: list[dict]):
+    """DISK_ONLY caching throughput per thread count, with the directory's raw read
+    bandwidth as references; a reference far above the rest (a warm page cache) is
+    written at the top, not drawn, so the measured lines stay readable."""
+    fig, ax = plt.subplots(figsize=(9, 4.6))
+    measured: list[float] = []
+    refs: list[tuple[str, float]] = []
+    threads: set = set()
+    for d in dict.fromkeys(r["dir"] for r in rows):
+        for scale in dict.fromkeys(r.get("size_scale") for r in rows if r["dir"] == d and r.get("threads")):
+            sub = [r for r in rows if r["dir"] == d and r.get("threads") and r.get("mb_per_s")
+                   and r.get("size_scale") == scale]  # one line per data size: not one zigzag over both
+            pts = sorted((r["threads"], r["mb_per_s"]) for r in sub)
+            if pts:
+                size = max(float(r.get("cached_mb") or 0) for r in sub)
+                ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o",
+                        label=f"rddtest {d}, {size:,.1f} MB cached")
+                threads |= {p for p, _ in pts}
+                measured += [v for _, v in pts]
+        refs += [(f"{d} {r['kind']} read", float(r["read_mb_per_s"])) for r in rows
+                 if r["dir"] == d and str(r.get("kind", "")).startswith("raw") and r.get("read_mb_per_s")]
+    scale = max(measured + [v for k, v in refs if "cold" in k], default=1.0)
+    top = scale * 1.3
+    above = []
+    for name, v in refs:
+        if v <= top:
+            ax.axhline(v, linestyle="--", alpha=0.6, label=f"{name}: {v:,.0f} MB/s")
+        else:
+            above.append(f"{name}: {v:,.0f} MB/s (above the chart)")
+    if above:
+        ax.text(0.01, 0.98, "\n".join(above), transform=ax.transAxes, va="top", fontsize=7, color="grey")
+    ax.set_ylim(0, top)
+    if threads:
+        ax.set_xticks(sorted(threads))
+    ax.set_xlabel("threads")
+    ax.set_ylabel("MB/s (cached data read per second)")
+    ax.set_title("DISK_ONLY caching throughput vs raw bandwidth")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
+    return fig
 
 
 def _save(fig, out_dir: str, name: str) -> str:
     path = os.path.join(out_dir, name)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # "tight": a legend placed outside the axes is kept
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -1,0 +1,93 @@
+"""One event log to one report folder: ``report.html`` and the PNGs it inlines."""
+
+from __future__ import annotations
+
+import os
+
+from . import charts
+from .events import by_time, read_events
+from .occupancy import fold_occupancy
+from .page import Section, auto_table, render_page, simulator_table, stage_table, summary_table
+from .replay import replay
+from .stages import run_totals, stage_rows
+from .summary import summary_rows
+from .timeline import fold_timeline
+
+__all__ = ["render_report", "default_out_dir"]
+
+
+def default_out_dir(log: str | os.PathLike) -> str:
+    """``run.jsonl`` -> ``run-report`` beside it."""
+    base, _ = os.path.splitext(os.fspath(log))
+    return base + "-report"
+
+
+def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> dict:
+    """Reads ``log``, writes ``report.html`` and the charts' PNGs into ``out_dir``
+    (default: ``default_out_dir(log)``); returns ``{"html": path, "charts": {name: path},
+    "summary": {key: value}, "notes": [...]}``. Raises FileNotFoundError / LogError
+    (a ValueError) for a missing or malformed log and ImportError without matplotlib."""
+    charts.pyplot()  # fail before writing anything when the extra is missing
+    raw, facts = read_events(log)
+    events = by_time(raw)
+    out = os.fspath(out_dir) if out_dir is not None else default_out_dir(log)
+    os.makedirs(out, exist_ok=True)
+    paths = charts.chart_paths(out)
+
+    app = next((e for e in events if e["event"] == "ApplicationStart"), {})
+    tl = fold_timeline(events)
+    occ = fold_occupancy(events, tl.t0)
+    rows = stage_rows(events)
+    totals = run_totals(events)
+    sim = replay(log, raw)
+    summary = summary_rows(app, tl, totals, occ, sim)
+    notes = []
+    if facts["truncated_last_line"]:
+        notes.append("the log's last line was cut off (the run was killed?) and is left out")
+    if not app:
+        notes.append("the log has no ApplicationStart event: budget and backend unknown")
+
+    sections = [Section("summary", "Summary",
+                        "The run's figures as the engine measured them (the sum of its jobs' cache metrics), "
+                        "and the simulator's best on the same reads.", extra=summary_table(summary))]
+    end = tl.duration
+    sections.append(Section("timeline", "Timeline", "Each job, stage and task; a row per executor slot (tasks "
+                            "packed onto the slots their executor had). Colours tell stages apart.",
+                            charts.timeline_chart(tl, paths["timeline"])))
+    note = ("Bytes held per dataset in memory, on each disk tier and in mapped region files, replayed from the "
+            "blocks' events. Blocks computed straight to disk post no event of their own: they are placed at "
+            "the end of their task.")
+    if occ.estimated_blocks:
+        note += f" {occ.estimated_blocks} disk block size(s) are estimated (the median of their dataset's)."
+    sections.append(Section("occupancy", "Cache occupancy", note, charts.occupancy_chart(occ, end, paths["occupancy"])))
+    sections.append(Section("moves", "Bytes moved", "Cumulative MB dropped from memory, re-cached on a read, "
+                            "prefetched ahead of a read, and moved up or down between disk tiers.",
+                            charts.moves_chart(occ, end, paths["moves"])))
+    if occ.split is not None:
+        sections.append(Section("memory-split", "Memory split", "The budget shared by the heap (execution and "
+                                "cached blocks) and the page cache of mapped blocks, as the split moved it.",
+                                charts.split_chart(occ, end, paths["memory_split"])))
+    sections.append(Section("hits", "Hit ratios per stage", "Reads of cached blocks in each stage, by where they "
+                            "were served (the stage's own metrics); stages with no such reads are left out of "
+                            "the chart.", charts.hits_chart(rows, paths["hits"]) if rows else None,
+                            stage_table(rows)))
+    if "report" in sim:
+        sections.append(Section("simulator", "Policies replayed", "The same block reads replayed by `strataflow "
+                                "simulate` against every policy, Belady's clairvoyant optimum (opt) and an "
+                                "unbounded cache; the dashed line is what this run achieved.",
+                                charts.simulator_chart(sim["report"], sim["measured"], paths["simulator"]),
+                                simulator_table(sim["report"], sim["measured"])))
+    else:
+        sections.append(Section("simulator", "Policies replayed", f"Not replayed: {sim['error']}"))
+    if occ.auto_levels:
+        sections.append(Section("auto-levels", "AUTO level choices", "Each executor's choice of level for "
+                                "datasets persisted at AUTO, and why.", extra=auto_table(occ.auto_levels)))
+    name = app.get("app_name") or os.path.basename(os.fspath(log))
+    subtitle = (f"event log {os.fspath(log)}: {facts['lines']} lines, {len(events)} events"
+                + "".join(f"; {n}" for n in notes))
+    text = render_page(f"strataflow report: {name}", subtitle, sections)
+    html_path = os.path.join(out, "report.html")
+    with open(html_path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    written = {k: p for k, p in paths.items() if os.path.exists(p) and any(s.png == p for s in sections)}
+    return {"html": html_path, "charts": written, "summary": {r.key: r.value for r in summary}, "notes": notes}

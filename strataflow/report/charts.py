@@ -1,0 +1,250 @@
+"""The report's charts as PNG files (matplotlib, headless).
+
+matplotlib is an optional extra (``pip install 'strataflow[plots]'``) imported only when
+a chart is drawn. Every chart follows the same rules, so it tells the truth at a glance:
+y axes start at zero, both axes say what they measure and in which unit, every series
+is in a legend, bars are wide enough to see, and time is seconds since the application
+started, the same on every chart.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .occupancy import MOVES, Occupancy, Series
+from .stages import StageRow
+from .timeline import Timeline
+
+__all__ = ["pyplot", "timeline_chart", "occupancy_chart", "moves_chart", "split_chart", "hits_chart",
+           "simulator_chart"]
+
+MB = 1 << 20
+TIME_LABEL = "seconds since the application started"
+LOCATION_TITLE = {"memory": "memory (heap cache)", "mapped": "mapped region files"}
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the headless Agg backend, or an ImportError naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("strataflow report draws its charts with matplotlib: pip install 'strataflow[plots]'") \
+            from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str) -> str:
+    plt = pyplot()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})  # no tool's web address in the file
+    plt.close(fig)
+    return path
+
+
+def _steps(series: list[Series], end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Step functions sampled on the union of their change times (and ``end``):
+    times, and one row of values per series."""
+    times = np.array(sorted({0.0, end, *(t for s in series for t in s.t)}))
+    rows = np.zeros((len(series), len(times)))
+    for i, s in enumerate(series):
+        if s.t:
+            idx = np.searchsorted(np.asarray(s.t), times, side="right") - 1
+            vals = np.asarray(s.v, dtype=float)
+            rows[i] = np.where(idx >= 0, vals[np.clip(idx, 0, None)], 0.0)
+    return times, rows
+
+
+def timeline_chart(tl: Timeline, path: str) -> str:
+    """Jobs and stages on top, then one row per executor slot with its tasks as bars
+    (coloured by stage; failed or unfinished tasks in red, hatched)."""
+    plt = pyplot()
+    rows = len(tl.slots)
+    fig, (top, ax) = plt.subplots(2, 1, sharex=True, figsize=(11, 1.6 + 0.35 * max(rows, 2) + 1.2),
+                                  gridspec_kw={"height_ratios": [1.1, max(1.5, 0.35 * rows)]})
+    cmap = plt.get_cmap("tab20")
+    stage_ids = list(dict.fromkeys(sp.key.get("stage_id") for sp in tl.stages))
+    colour = {sid: cmap(i % 20) for i, sid in enumerate(stage_ids)}
+    for sp in tl.jobs:
+        top.broken_barh([(sp.start, max(sp.seconds, 1e-4))], (1.1, 0.8),
+                        facecolors="#4c72b0" if sp.ok else "#c44e52", edgecolor="white")
+    for sp in tl.stages:
+        top.broken_barh([(sp.start, max(sp.seconds, 1e-4))], (0.1, 0.8),
+                        facecolors=colour.get(sp.key.get("stage_id"), "grey"), edgecolor="black", linewidth=0.5)
+        if tl.duration and sp.seconds > tl.duration / 40:
+            top.text(sp.start + sp.seconds / 2, 0.5, str(sp.key.get("stage_id")), ha="center", va="center",
+                     fontsize=7)
+    if tl.startup is not None and tl.startup.seconds > tl.duration / 100:
+        top.broken_barh([(tl.startup.start, tl.startup.seconds)], (1.1, 0.8), facecolors="#cccccc",
+                        edgecolor="grey", hatch="..")
+    if tl.startup is not None and tl.startup.seconds > tl.duration / 8:
+        top.text(tl.startup.start + tl.startup.seconds / 2, 1.5, "executors starting", ha="center", va="center",
+                 fontsize=7)
+    top.set_yticks([0.5, 1.5], ["stages", "jobs"])
+    top.set_ylim(0, 2)
+    top.set_title("jobs, stages (numbered) and tasks per executor slot")
+    index = {slot: i for i, slot in enumerate(tl.slots)}
+    failed = False
+    for sp in tl.tasks:
+        y = index[(sp.key["executor"], sp.key["slot"])]
+        bad = not sp.ok
+        failed |= bad
+        ax.broken_barh([(sp.start, max(sp.seconds, 1e-4))], (y + 0.1, 0.8),
+                       facecolors="#c44e52" if bad else colour.get(sp.key.get("stage_id"), "grey"),
+                       edgecolor="black", linewidth=0.3, hatch="//" if bad else None)
+    ax.set_yticks([i + 0.5 for i in range(rows)], [f"executor {ex} slot {s}" for ex, s in tl.slots], fontsize=8)
+    ax.set_ylim(max(rows, 1), 0)  # the first slot on top
+    ax.set_xlim(0, max(tl.duration, 1e-3))
+    ax.set_xlabel(TIME_LABEL)
+    ax.set_ylabel("executor slot")
+    if failed:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor="#c44e52", hatch="//", label="failed or unfinished task")],
+                  loc="upper right", fontsize=8)
+    return _save(fig, path)
+
+
+def occupancy_chart(occ: Occupancy, end: float, path: str) -> str:
+    """One panel per location (memory, each disk tier, mapped files): bytes held per
+    dataset, stacked, over time; the memory panel with the memory budget."""
+    plt = pyplot()
+    locs = occ.locations
+    fig, axes = plt.subplots(len(locs), 1, sharex=True, figsize=(11, 2.3 * len(locs) + 0.6), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    colours = {ds: cmap(i % 10) for i, ds in enumerate(occ.datasets)}
+    for ax, loc in zip(axes[:, 0], locs):
+        keys = [ds for ds in occ.datasets if (loc, ds) in occ.held]
+        times, rows = _steps([occ.held[(loc, ds)] for ds in keys], end)
+        lower = np.zeros(len(times))
+        for ds, row in zip(keys, rows):
+            upper = lower + row / MB
+            ax.fill_between(times, lower, upper, step="post", color=colours[ds], alpha=0.85,
+                            label=f"{occ.datasets[ds]} (peak {row.max() / MB:,.1f} MB)")
+            lower = upper
+        top = float(lower.max()) if len(lower) else 0.0
+        if loc == "memory" and occ.budget:
+            ax.axhline(occ.budget / MB, color="black", linestyle="--", linewidth=1.2,
+                       label=f"memory budget {occ.budget / MB:,.1f} MB (execution + storage)")
+            top = max(top, occ.budget / MB)
+        ax.set_ylim(0, top * 1.12 if top > 0 else 1)
+        ax.set_ylabel("MB held")
+        ax.set_title(LOCATION_TITLE.get(loc, f"disk tier {loc!r}"), fontsize=10, loc="left")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        else:
+            ax.text(0.5, 0.5, "nothing held here", transform=ax.transAxes, ha="center", color="grey")
+    axes[-1, 0].set_xlim(0, max(end, 1e-3))
+    axes[-1, 0].set_xlabel(TIME_LABEL)
+    fig.suptitle("cache occupancy per dataset and tier", fontsize=11)
+    return _save(fig, path)
+
+
+def moves_chart(occ: Occupancy, end: float, path: str) -> str:
+    """Cumulative MB moved by kind (dropped, re-cached, prefetched, promoted, demoted)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    styles = dict(zip(MOVES, ["#c44e52", "#dd8452", "#55a868", "#4c72b0", "#8172b3"]))
+    times, rows = _steps([occ.moves[m] for m in MOVES], end)
+    for m, row in zip(MOVES, rows):
+        ax.step(times, row / MB, where="post", color=styles[m], linewidth=2, label=f"{m}: {row[-1] / MB:,.1f} MB")
+    top = float(rows.max() / MB) if rows.size else 0.0
+    ax.set_ylim(0, top * 1.12 if top > 0 else 1)
+    ax.set_xlim(0, max(end, 1e-3))
+    ax.set_xlabel(TIME_LABEL)
+    ax.set_ylabel("MB moved so far (cumulative)")
+    ax.set_title("bytes moved between memory and disk, and between disk tiers")
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(fig, path)
+
+
+def split_chart(occ: Occupancy, end: float, path: str) -> str:
+    """The dynamic memory split: heap and mapped shares of the budget, stacked."""
+    plt = pyplot()
+    assert occ.split is not None
+    fig, ax = plt.subplots(figsize=(11, 3.2))
+    times, (heap, mapped, budget) = _steps([occ.split["heap"], occ.split["mapped"], occ.split["budget"]], end)
+    ax.fill_between(times, 0, heap / MB, step="post", color="#4c72b0", alpha=0.85, label="heap (execution + cache)")
+    ax.fill_between(times, heap / MB, (heap + mapped) / MB, step="post", color="#55a868", alpha=0.85,
+                    label="mapped pages (page cache of mapped blocks)")
+    ax.step(times, budget / MB, where="post", color="black", linestyle="--", label="budget")
+    ax.set_ylim(0, max(float(budget.max()), float((heap + mapped).max())) / MB * 1.12 or 1)
+    ax.set_xlim(0, max(end, 1e-3))
+    ax.set_xlabel(TIME_LABEL)
+    ax.set_ylabel("MB (all executors)")
+    ax.set_title("memory split between heap and mapped pages (MemorySplitMoved)")
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def hits_chart(rows: list[StageRow], path: str) -> str:
+    """Per stage: block reads by where they were served (stacked bars), with the memory
+    hit ratio written above each bar."""
+    plt = pyplot()
+    rows = [r for r in rows if r.reads] or rows
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(min(16, max(8, 0.45 * n + 3)), 3.8))
+    x = np.arange(n)
+    bottom = np.zeros(n)
+    for key, label, colour in (("memory_hits", "memory hits", "#55a868"), ("disk_hits", "disk hits", "#dd8452"),
+                               ("peer_hits", "peer hits", "#8172b3"), ("misses", "misses (computed)", "#c44e52")):
+        vals = np.array([float(r.cache.get(key, 0)) for r in rows])
+        if vals.any() or key in ("memory_hits", "misses"):
+            ax.bar(x, vals, 0.7, bottom=bottom, color=colour, label=label, edgecolor="black", linewidth=0.4)
+            bottom += vals
+    for i, r in enumerate(rows):
+        if r.hit_ratio is not None:
+            ax.text(i, bottom[i], f"{r.hit_ratio:.0%}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, [f"s{r.stage_id}" for r in rows], fontsize=7, rotation=90 if n > 30 else 0)
+    ax.set_ylim(0, (bottom.max() if n else 1) * 1.15 or 1)
+    ax.set_xlim(-0.6, max(n, 1) - 0.4)
+    ax.set_xlabel("stage (in the order it ran)")
+    ax.set_ylabel("cached-block reads (count)")
+    ax.set_title("cached-block reads per stage\n(memory hit ratio above each bar)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, path)
+
+
+def simulator_chart(report: dict, measured: float | None, path: str) -> str:
+    """The replay: byte hit ratio and MB moved per policy, ``opt`` and ``unbounded``,
+    side by side; the run's own measured ratio as a line."""
+    plt = pyplot()
+    pol = report["policies"]
+    names = list(pol)
+    colours = ["#4c72b0" if n not in ("opt", "unbounded") else "#444444" for n in names]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
+    x = np.arange(len(names))
+    ratios = [pol[n]["byte_hit_ratio"] for n in names]
+    a.bar(x, ratios, 0.7, color=colours, edgecolor="black", linewidth=0.4)
+    for i, v in enumerate(ratios):
+        a.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+    if measured is not None:
+        a.axhline(measured, color="#c44e52", linestyle="--", label=f"this run, measured: {measured:.2f}")
+        a.legend(fontsize=8, loc="lower left")
+    a.set_ylim(0, 1.1)
+    a.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
+    a.set_ylabel("byte hit ratio in memory")
+    a.set_title("simulated: memory hits (first reads left out)", fontsize=10)
+    moved = [pol[n]["bytes_moved"] / MB for n in names]
+    b.bar(x, moved, 0.7, color=colours, edgecolor="black", linewidth=0.4)
+    for i, v in enumerate(moved):
+        b.text(i, v, f"{v:,.1f}", ha="center", va="bottom", fontsize=7)
+    b.set_ylim(0, max(moved, default=0) * 1.15 or 1)
+    b.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
+    b.set_ylabel("MB moved")
+    b.set_title("simulated: MB moved (dropped + re-cached + prefetched)", fontsize=10)
+    tr = report["trace"]
+    fig.suptitle(f"the log's {tr['reads']} reads of {tr['blocks']} blocks replayed against every policy "
+                 f"(memory {tr['memory_bytes'] / MB:,.1f} MB, data/memory {tr['pressure']}x)", fontsize=10)
+    return _save(fig, path)
+
+
+def chart_paths(out_dir: str) -> dict[str, str]:
+    """Where each chart goes in ``out_dir``."""
+    return {k: os.path.join(out_dir, f"{k}.png") for k in
+            ("timeline", "occupancy", "moves", "memory_split", "hits", "simulator")}

@@ -1,0 +1,90 @@
+"""The summary table: one row per figure a reader looks for first.
+
+Each row keeps its raw value beside the text shown (``Row.value``), so the page can carry
+it in a ``data-value`` attribute and a test can check it against the log's own metrics
+without parsing formatted numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .occupancy import Occupancy
+from .stages import hit_ratio
+from .timeline import Timeline
+
+__all__ = ["Row", "summary_rows"]
+
+MB = 1 << 20
+
+
+@dataclass
+class Row:
+    key: str
+    label: str
+    value: float | int | str | None
+    text: str
+
+
+def _mb(n: float) -> str:
+    return f"{n / MB:,.2f} MB"
+
+
+def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: dict) -> list[Row]:
+    """The rows, from the ``ApplicationStart`` event, the timeline, the run's totals
+    (``stages.run_totals``), the occupancy replay and the simulator's replay."""
+    c = totals["cache"]
+    rows = [
+        Row("app", "application", app.get("app_name"), f"{app.get('app_name', '?')} ({app.get('app_id', '?')})"),
+        Row("backend", "backend", app.get("backend"),
+            f"{app.get('backend', '?')}: {app.get('executors', '?')} executor(s) x "
+            f"{app.get('cores_per_executor', '?')} slot(s)"),
+        Row("memory", "memory budget", app.get("memory"), _mb(app["memory"]) if app.get("memory") else "not in the log"),
+        Row("duration_s", "duration", round(tl.duration, 6), f"{tl.duration:,.2f} s"),
+        Row("jobs", "jobs (failed)", totals["jobs"], f"{totals['jobs']} ({totals['jobs_failed']})"),
+        Row("stages", "stages run (skipped)", totals["stages"], f"{totals['stages']} ({totals['stages_skipped']})"),
+        Row("tasks", "tasks (failed)", totals["tasks"], f"{totals['tasks']} ({totals['tasks_failed']})"),
+    ]
+    for key, label in (("memory_hits", "memory hits"), ("disk_hits", "disk hits"), ("peer_hits", "peer hits"),
+                       ("misses", "misses (computed)")):
+        if key in c:
+            rows.append(Row(key, label, c[key], f"{c[key]:,.0f}"))
+    ratio = hit_ratio(c)
+    rows.append(Row("hit_ratio", "memory hit ratio (of cached-block reads)", ratio,
+                    "no reads of cached blocks" if ratio is None else f"{ratio:.1%}"))
+    for key, blocks, label in (("bytes_dropped", "blocks_dropped", "dropped from memory"),
+                               ("bytes_recached", "blocks_recached", "re-cached (disk to memory on a read)"),
+                               ("bytes_prefetched", "blocks_prefetched", "prefetched (disk to memory ahead)"),
+                               ("bytes_moved_between_tiers", None, "moved between disk tiers"),
+                               ("disk_bytes_written", None, "written to disk"),
+                               ("disk_bytes_read", None, "read from disk")):
+        if key in c:
+            n = f" in {c[blocks]:,.0f} blocks" if blocks and blocks in c else ""
+            rows.append(Row(key, label, c[key], f"{_mb(c[key])}{n}"))
+    mem = occ.total("memory")
+    rows.append(Row("peak_memory_held", "peak bytes cached in memory", mem.peak, _mb(mem.peak)))
+    for key, label in (("serialize_s", "serialize"), ("deserialize_s", "deserialize")):
+        if key in c:
+            rows.append(Row(key, f"{label} time", c[key], f"{c[key]:,.3f} s"))
+    rows.append(Row("gc_s", "garbage collection time", totals["gc_s"], f"{totals['gc_s']:,.3f} s"))
+    if c.get("memory_split_moves"):
+        rows.append(Row("memory_split_moves", "memory split moves (MB to heap / to mapped)", c["memory_split_moves"],
+                        f"{c['memory_split_moves']:,.0f} ({_mb(c.get('memory_split_bytes_to_heap', 0))} / "
+                        f"{_mb(c.get('memory_split_bytes_to_mapped', 0))})"))
+    if occ.auto_levels:
+        rows.append(Row("auto_level_choices", "AUTO level choices", len(occ.auto_levels),
+                        str(len(occ.auto_levels))))
+    if "report" in replay:
+        pol = replay["report"]["policies"]
+        best = max((n for n in pol if n not in ("opt", "unbounded")), key=lambda n: pol[n]["byte_hit_ratio"])
+        rows.append(Row("opt_byte_hit_ratio", "simulated: opt's byte hit ratio", pol["opt"]["byte_hit_ratio"],
+                        f"{pol['opt']['byte_hit_ratio']:.3f}"))
+        rows.append(Row("best_policy", "simulated: best policy (byte hit ratio)", best,
+                        f"{best} ({pol[best]['byte_hit_ratio']:.3f})"))
+        m = replay.get("measured")
+        rows.append(Row("measured_byte_hit_ratio", "this run's byte hit ratio on the same reads", m,
+                        "-" if m is None else f"{m:.3f}"))
+    if occ.estimated_blocks:
+        rows.append(Row("estimated_blocks", "disk blocks whose size is estimated", occ.estimated_blocks,
+                        f"{occ.estimated_blocks} (the log does not report their size)"))
+    return rows

@@ -191,3 +191,18 @@ def test_missing_plots_extra_is_named(monkeypatch, tmp_path, capsys):
 
 # The check in a real browser (Chromium) is benchmarks/report_browser.py: a fresh machine has no
 # Chromium, and a test that skips there would pass by not running.
+
+
+def test_a_log_that_runs_were_appended_to_shows_the_last_run(tmp_path):
+    log = tmp_path / "events.jsonl"
+    for n in (2000, 500):  # two applications, one file
+        with Context(memory="8MB", parallelism=1, backend="threads", event_log=str(log),
+                     local_dirs=str(tmp_path)) as ctx:
+            ctx.range(n, num_partitions=4).persist().count()
+    result = render_report(log, tmp_path / "out")
+    assert any("2 applications" in note for note in result["notes"])
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert 'data-key="tasks"' in page
+    from strataflow.simulate.trace import from_event_log
+
+    assert sum(op[0] == "read" for op in from_event_log(log).ops) == 4  # the last run's 4 blocks only

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from . import charts
+from ..simulate.trace import last_application
 from .events import by_time, read_events
 from .occupancy import fold_occupancy
 from .page import Section, auto_table, render_page, simulator_table, stage_table, summary_table
@@ -29,6 +30,8 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     (a ValueError) for a missing or malformed log and ImportError without matplotlib."""
     charts.pyplot()  # fail before writing anything when the extra is missing
     raw, facts = read_events(log)
+    apps = sum(e["event"] == "ApplicationStart" for e in raw)
+    raw = last_application(raw)  # runs appended to one log: the last one
     events = by_time(raw)
     out = os.fspath(out_dir) if out_dir is not None else default_out_dir(log)
     os.makedirs(out, exist_ok=True)
@@ -44,6 +47,8 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     notes = []
     if facts["truncated_last_line"]:
         notes.append("the log's last line was cut off (the run was killed?) and is left out")
+    if apps > 1:
+        notes.append(f"the log holds {apps} applications (runs appended to one file): this page shows the last")
     if not app:
         notes.append("the log has no ApplicationStart event: budget and backend unknown")
 

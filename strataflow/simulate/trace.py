@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 from ..storage.manager import BlockId
 
-__all__ = ["Trace", "from_event_log", "compulsory"]
+__all__ = ["Trace", "from_event_log", "compulsory", "last_application"]
 
 
 @dataclass
@@ -87,6 +87,13 @@ def _block_id(ev: dict) -> BlockId | None:
         return None
 
 
+def last_application(events: list[dict]) -> list[dict]:
+    """The events of the log's last application: a log that several runs appended to
+    (the same ``event_log`` path) would otherwise mix their blocks, whose ids repeat."""
+    starts = [i for i, ev in enumerate(events) if ev.get("event") == "ApplicationStart"]
+    return events[starts[-1]:] if len(starts) > 1 else events
+
+
 def from_event_log(path: str | os.PathLike, memory: int | None = None, storage_fraction: float = 0.5) -> Trace:
     """The trace of a recorded run (see the module docstring for what is taken from it).
     Raises ValueError when the log has no block accesses or no memory size is known."""
@@ -100,6 +107,7 @@ def from_event_log(path: str | os.PathLike, memory: int | None = None, storage_f
                 events.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not a JSON event ({exc.msg})") from None
+    events = last_application(events)
     mem_size: dict = {}
     disk_size: dict = {}
     for ev in events:

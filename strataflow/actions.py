@@ -2,8 +2,21 @@
 
 Partial results are combined in partition order on the caller's side, so ``reduce``,
 ``fold`` and ``aggregate`` are deterministic even for operations that are not
-commutative. Batches take fast paths where the answer is the same (``count`` is the row
-count, ``sum`` of an ndarray partition is ``a.sum(axis=0)``).
+commutative.
+
+Every action sees a dataset as its records, whatever its partitions hold: a batch's
+records are its rows (``batch.py``), so an answer never depends on whether the data came
+as records, ndarrays, Tables or DataFrames. Batches take fast paths where the answer is
+the same: ``count`` is the row count, ``sum`` of an ndarray partition is
+``a.sum(axis=0)``, and ``reduce`` with ``np.add``, ``np.multiply``, ``np.maximum``,
+``np.minimum`` (``fmax``, ``fmin``) or ``operator.add``/``operator.mul`` on a numeric
+ndarray partition is ``f.reduce(a, axis=0)`` in the array's dtype: the fold of ``f`` over
+the rows, vectorized (floating-point sums may differ in the last bits from a row-by-row
+fold, as ``sum``'s do; ``reduce`` asks for an associative ``f``). To fold whole batches instead, say so:
+``ds.map_partitions(lambda a: [a]).reduce(f)``.
+
+A value that cannot be read as rows fails the job at once (no retries) with a
+:class:`DatasetRowsError`, a TypeError naming the dataset and the value's type.
 """
 
 from __future__ import annotations
@@ -18,12 +31,38 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .batch import iter_rows, num_rows, rows_list
+from .batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
+from .io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
+from .io.manifest import SUCCESS, new_output_dir
+from .io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
+from .scheduler.dag import TaskFailedError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .dataset import Dataset
 
-__all__ = ["ActionOps"]
+__all__ = ["ActionOps", "DatasetRowsError"]
+
+
+class DatasetRowsError(TaskFailedError, RowsTypeError):
+    """A job failed because a partition of a dataset could not be read as rows: a
+    TypeError (the user's fault, like ``len(5)``) and a TaskFailedError (``dataset``,
+    ``partition``; the task's error is its ``__cause__``)."""
+
+
+#: functions whose fold over an ndarray's rows is ``ufunc.reduce(a, axis=0, dtype=a.dtype)``
+#: exactly (up to floating-point rounding): same values, same dtype
+_VECTOR_REDUCE = {operator.add: np.add, operator.mul: np.multiply, np.add: np.add, np.multiply: np.multiply,
+                  np.maximum: np.maximum, np.minimum: np.minimum, np.fmax: np.fmax, np.fmin: np.fmin}
+
+
+def _vector_reduce(f: Callable) -> "np.ufunc | None":
+    """The ufunc whose ``reduce`` folds ``f`` over an ndarray's rows, if ``f`` has one."""
+    try:
+        return _VECTOR_REDUCE.get(f)
+    except TypeError:  # an unhashable callable
+        return None
 
 class _Empty:
     """The result of an empty partition's reduce: one object in every process, since it
@@ -48,8 +87,15 @@ def _fold_rows(value, zero, op):
 
 class ActionOps:
     def _run(self, func: Callable[[Any], Any], partitions=None, description: str | None = None) -> list:
-        return self.ctx.scheduler.run_job(self, lambda tc, v: func(v), partitions,
-                                          description or f"{func.__name__ if hasattr(func, '__name__') else 'job'}")
+        try:
+            return self.ctx.scheduler.run_job(self, lambda tc, v: func(v), partitions,
+                                              description or f"{func.__name__ if hasattr(func, '__name__') else 'job'}")
+        except TaskFailedError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, RowsTypeError) or isinstance(exc, DatasetRowsError):
+                raise
+            raise DatasetRowsError(f"dataset {exc.dataset.label}, partition {exc.partition}: {cause}",
+                                   exc.dataset, exc.partition, exc.attempts) from cause
 
     # -- bringing records back --------------------------------------------------------------
     def collect(self) -> list:
@@ -76,7 +122,7 @@ class ActionOps:
         while len(out) < num and scanned < total:
             parts = list(range(scanned, min(total, scanned + batch)))
             need = num - len(out)
-            for rows in self._run(lambda v, need=need: rows_list(v)[:need], parts, f"take {self.label}"):
+            for rows in self._run(lambda v, need=need: rows_list(slice_rows(v, 0, need)), parts, f"take {self.label}"):
                 out.extend(rows)
             scanned += len(parts)
             batch *= 4
@@ -101,7 +147,15 @@ class ActionOps:
 
     # -- folding ------------------------------------------------------------------------------
     def reduce(self, f: Callable[[Any, Any], Any]) -> Any:
+        """``f`` folded over the records (rows of batches), partition by partition, then
+        over the partitions' results in order; ``ValueError`` if there are none. ``np.add``,
+        ``np.maximum``... (or ``operator.add``/``mul``) on numeric ndarray partitions are
+        vectorized (see the module docstring)."""
+        ufunc = _vector_reduce(f)
+
         def part(v):
+            if ufunc is not None and isinstance(v, np.ndarray) and v.ndim and v.dtype.kind in "iufc":
+                return ufunc.reduce(v, axis=0, dtype=v.dtype) if len(v) else _EMPTY
             it = iter_rows(v)
             acc = next(it, _EMPTY)
             if acc is _EMPTY:
@@ -168,23 +222,51 @@ class ActionOps:
             counts.update(part)
         return dict(counts)
 
+    # -- conversions -------------------------------------------------------------------------
+    def to_arrow(self) -> "pa.Table":
+        """All records as one pyarrow Table, partitions in order (each converted on its
+        executor by ``io/frames.py``'s rules: a DataFrame without its index, a 2-D
+        ndarray's columns ``"0"``..., tuples ``_1``..., dicts by key). Partitions whose
+        schemas cannot be made one raise a TypeError naming the first that differs."""
+        tables = self._run(value_to_arrow, description=f"to_arrow {self.label}")
+        return combine_arrow(tables, f"to_arrow of dataset {self.label}")
+
+    def to_pandas(self) -> Any:
+        """All records as one pandas DataFrame, partitions in order. DataFrame partitions
+        are concatenated as they are (index labels and dtypes kept: ``from_pandas(df)``
+        gives ``df`` back); others go through ``to_arrow``'s rules, with a fresh index."""
+        require_pandas("to_pandas")
+        parts = self._run(lambda v: v if is_dataframe(v) else value_to_arrow(v), description=f"to_pandas {self.label}")
+        if not any(is_dataframe(p) for p in parts):
+            return combine_arrow(parts, f"to_pandas of dataset {self.label}").to_pandas()
+        frames = [p if is_dataframe(p) else p.to_pandas() for p in parts]
+        return combine_pandas(frames, keep_index=all(is_dataframe(p) for p in parts))
+
     # -- output ---------------------------------------------------------------------------------
+    def _write_parts(self, path: str, write: Callable[[str, int, Any], dict], op: str) -> list[dict]:
+        return self.map_partitions_with_index(lambda i, v: [write(path, i, v)])._run(
+            lambda v: v[0], description=f"{op} {self.label}")
+
     def save_as_text_file(self, path: str | os.PathLike) -> None:
-        """One ``part-NNNNN`` file per partition (``str`` of each record, a line each) and
-        ``_SUCCESS`` when all are written; fails if ``path`` exists, as Spark does."""
-        path = os.fspath(path)
-        if os.path.exists(path):
-            raise FileExistsError(f"save_as_text_file: output path {path!r} already exists")
-        os.makedirs(path)
+        """One ``part-NNNNN`` file per partition (a line per record: ``str`` of it, an
+        ndarray row on one line and never shortened) and ``_SUCCESS`` when all are
+        written; fails if ``path`` exists, as Spark does."""
+        path = new_output_dir(path, "save_as_text_file")
+        self._write_parts(path, text_part, "save_as_text_file")
+        open(os.path.join(path, SUCCESS), "w").close()
 
-        def write(i, v):
-            final = os.path.join(path, f"part-{i:05d}")
-            tmp = os.path.join(path, f".part-{i:05d}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                for x in iter_rows(v):
-                    f.write(f"{x}\n")
-            os.replace(tmp, final)
-            return [1]
+    def save_as_parquet(self, path: str | os.PathLike) -> None:
+        """A directory of ``part-NNNNN.parquet`` files (one per partition with rows, each
+        partition as ``to_arrow`` makes it), a ``_manifest.json`` and ``_SUCCESS``;
+        ``Context.parquet_file(path)`` reads it back in order. Fails if ``path`` exists,
+        or (before the manifest) if the partitions' schemas cannot be made one."""
+        path = new_output_dir(path, "save_as_parquet")
+        finish_parquet(path, self._write_parts(path, parquet_part, "save_as_parquet"), self.label)
 
-        self.map_partitions_with_index(write)._run(len, description=f"save_as_text_file {self.label}")
-        open(os.path.join(path, "_SUCCESS"), "w").close()
+    def save_as_npy(self, path: str | os.PathLike) -> None:
+        """A directory of ``part-NNNNN.npy`` files (one per partition with rows: an
+        ndarray as it is, a table's columns side by side, records as ``np.asarray``), a
+        ``_manifest.json`` and ``_SUCCESS``; ``Context.npy_file(path)`` reads them back
+        as one array. Every part must hold numbers of one dtype and row shape."""
+        path = new_output_dir(path, "save_as_npy")
+        finish_npy(path, self._write_parts(path, npy_part, "save_as_npy"), self.label)

@@ -20,6 +20,7 @@ import weakref
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
 from .accumulators import Accumulator, Accumulators
@@ -27,10 +28,13 @@ from .broadcast import Broadcast
 from .conf import with_layered_options
 from .config import Config, check_num_partitions, parse_size
 from .dataset import Dataset
+from .batch import check_rows, is_dataframe
+from .io.delimited import CsvSource, CsvTypesSource, widen_types
+from .io.frames import arrow_source, pandas_source, require_pandas
 from .io.npy import NpySource
 from .io.parquet import ParquetSource
 from .io.sources import RangeSource, collection_source, numpy_source
-from .io.text import CsvSource, TextSource
+from .io.text import TextSource
 from .executor.fleet import Fleet
 from .executor.source_store import SourceStore
 from .metrics import EventBus, JsonLinesLog, gc_timer
@@ -442,11 +446,35 @@ class Context:
 
     # -- sources ----------------------------------------------------------------------------
     def parallelize(self, data: Iterable, num_partitions: int | None = None) -> Dataset:
-        """A dataset of the given records, cut into contiguous slices."""
+        """A dataset of the given records, cut into contiguous slices. A pyarrow Table or
+        RecordBatch, or a pandas DataFrame, gives its rows (as ``from_arrow`` /
+        ``from_pandas``: batch partitions whose records are row tuples), never its
+        columns; a pyarrow Array or ChunkedArray its values as Python objects. A columnar
+        value of another library is refused (``RowsTypeError``): convert it first."""
         n = self._num(num_partitions)
         if isinstance(data, range):
             return Dataset(self, RangeSource(data, n), "parallelize")
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            return Dataset(self, arrow_source(data, n), "parallelize")
+        if is_dataframe(data):
+            return Dataset(self, pandas_source(data, n), "parallelize")
+        if isinstance(data, (pa.Array, pa.ChunkedArray)):
+            data = data.to_pylist()
+        check_rows(data, "parallelize's data")
         return Dataset(self, collection_source(list(data), n), "parallelize")
+
+    def from_pandas(self, df: Any, num_partitions: int | None = None) -> Dataset:
+        """Rows of a pandas DataFrame in contiguous DataFrame partitions (``df.iloc``
+        slices: their index labels and dtypes are kept; ``to_pandas`` gives ``df`` back).
+        Records are row tuples in column order, so ``count`` counts rows, ``filter`` keeps
+        rows and a two-column frame is a pair dataset (``group_by_key`` works)."""
+        require_pandas("from_pandas")
+        return Dataset(self, pandas_source(df, self._num(num_partitions)), "from_pandas")
+
+    def from_arrow(self, table: Any, num_partitions: int | None = None) -> Dataset:
+        """Rows of a pyarrow Table (or RecordBatch) in contiguous Table partitions
+        (zero-copy slices); records are row tuples in column order."""
+        return Dataset(self, arrow_source(table, self._num(num_partitions)), "from_arrow")
 
     def range(self, start: int, stop: int | None = None, step: int = 1, num_partitions: int | None = None) -> Dataset:
         """Integers ``range(start, stop, step)`` (``range(0, start)`` with one argument)."""
@@ -466,19 +494,86 @@ class Context:
         return Dataset(self, TextSource(os.fspath(path), n), "text_file")
 
     def csv_file(self, path: str | os.PathLike, min_partitions: int | None = None, delimiter: str = ",",
-                 column_names: list[str] | None = None, column_types: dict | None = None) -> Dataset:
-        """Delimited text as pyarrow Table partitions, parsed by pyarrow's vectorized CSV
-        reader (no header row; ``column_names`` names the columns, ``column_types`` maps
-        names to pyarrow types). Same line-aligned byte ranges as ``text_file``."""
+                 column_names: list[str] | None = None, column_types: dict | None = None,
+                 header: bool = False, infer_schema: bool = True) -> Dataset:
+        """Delimited text as pyarrow Table partitions that all have ONE schema (same
+        line-aligned byte ranges as ``text_file``; see ``io/delimited.py``).
+
+        ``header``: the first line of each file names the columns and is not data.
+        ``column_names`` names them instead (else ``f0``, ``f1``...); ``column_types`` maps
+        names to pyarrow types. The other columns' types are inferred from the whole
+        input when ``infer_schema`` (one pass over the data now, as Spark's
+        ``inferSchema``; mixed ints and floats give double, other mixes string), or are
+        strings. Naming every column's type skips the pass."""
         n = self._num(min_partitions)
-        return Dataset(self, CsvSource(os.fspath(path), n, delimiter, column_names, column_types), "csv_file")
+        source = CsvSource(os.fspath(path), n, delimiter, column_names, column_types, header)
+        if source.untyped and infer_schema:
+            found = Dataset(self, CsvTypesSource(source), "csv_file infer_schema").collect()
+            source.set_types(widen_types(found))
+        source.set_types({name: pa.string() for name in source.untyped})
+        return Dataset(self, source, "csv_file")
 
     def parquet_file(self, path: str | os.PathLike, num_partitions: int | None = None,
                      columns: list[str] | None = None) -> Dataset:
-        """A Parquet file as pyarrow Table partitions of whole row groups."""
+        """A Parquet file, or a directory of them (``save_as_parquet``'s, read through its
+        manifest), as pyarrow Table partitions of whole row groups, all of one schema."""
         return Dataset(self, ParquetSource(os.fspath(path), self._num(num_partitions), columns), "parquet_file")
 
     def npy_file(self, path: str | os.PathLike, num_partitions: int | None = None) -> Dataset:
-        """Row ranges of a memory-mapped ``.npy`` file (read-only views)."""
+        """Row ranges of a memory-mapped ``.npy`` file (read-only views), or of the parts
+        of a directory (``save_as_npy``'s, read through its manifest) as one array."""
         return Dataset(self, NpySource(os.fspath(path), self._num(num_partitions)), "npy_file")
 
+    # -- more sources and settings (PySpark's SparkContext has them; issue 17) ------------------
+    def union(self, *datasets: Dataset) -> Dataset:
+        """The partitions of every dataset, one after the other (an empty dataset for none)."""
+        if not datasets:
+            return self.empty_dataset()
+        return datasets[0].union(*datasets[1:])
+
+    def empty_dataset(self) -> Dataset:
+        """A dataset with no partitions and no records."""
+        from .lineage import ListSource
+
+        return Dataset(self, ListSource([]), "empty_dataset")
+
+    def whole_text_files(self, path: str | os.PathLike | Sequence[str], min_partitions: int | None = None,
+                         encoding: str = "utf-8") -> Dataset:
+        """``(path, content)`` of every file of a directory (or of one file, or of a list of
+        them), a record each."""
+        from .whole_files import whole_files
+
+        return whole_files(self, path, min_partitions, encoding=encoding)
+
+    def pickle_file(self, path: str | os.PathLike | Sequence[str]) -> Dataset:
+        """The records ``Dataset.save_as_pickle_file`` wrote (to one directory or to each of
+        a list), a partition per part file."""
+        from .pickle_files import open_pickle_file
+
+        return open_pickle_file(self, path)
+
+    def set_checkpoint_dir(self, path: str | os.PathLike) -> None:
+        """Where ``Dataset.checkpoint()`` writes: a directory of this application's own
+        is made under ``path`` (files stay after ``stop()``, as Spark's)."""
+        from .checkpoint import app_checkpoint_dir
+
+        self._checkpoint_dir = app_checkpoint_dir(path, self.app_id)
+
+    @property
+    def checkpoint_dir(self) -> str | None:
+        """The directory ``set_checkpoint_dir`` made, or None."""
+        return getattr(self, "_checkpoint_dir", None)
+
+    def set_log_level(self, level: str | int) -> None:
+        """The level of strataflow's loggers (``"DEBUG"``, ``"INFO"``, ``"WARN"``, ``"ERROR"``,
+        ``"OFF"``..., or a ``logging`` number)."""
+        import logging
+
+        names = {"ALL": logging.NOTSET, "TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+                 "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
+                 "FATAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
+        if isinstance(level, str):
+            if level.upper() not in names:
+                raise ValueError(f"set_log_level: unknown level {level!r}; choose one of {', '.join(names)}")
+            level = names[level.upper()]
+        logging.getLogger("strataflow").setLevel(level)

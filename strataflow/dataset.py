@@ -18,13 +18,21 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
-import pyarrow as pa
 
 from .actions import ActionOps
-from .batch import is_batch, iter_rows, num_rows
+from .approximate import ApproxOps
+from .barrier import BarrierDataset
+from .batch import is_batch, iter_rows, mask_rows, num_rows, take_rows
 from .config import check_num_partitions
 from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
+from .checkpoint import CheckpointOps
+from .more_actions import MoreActionOps
 from .pairs import PairOps
+from .pickle_files import PickleFileOps
+from .pipe import PipeOps
+from .sampling import SamplingOps
+from .set_ops import SetOps
+from .statistics import StatisticsOps
 from .executor.work import TaskCancelled
 from .storage.block import BlockId
 from .storage.level import StorageLevel
@@ -57,9 +65,16 @@ def _shuffle_unreachable(ctx_ref: "weakref.ref[Context]", shuffle_id: int) -> No
         ctx._dead_shuffles.append(shuffle_id)
 
 
-class Dataset(PairOps, ActionOps):
+class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, ApproxOps, MoreActionOps, CheckpointOps,
+              PairOps, ActionOps):
     """A partitioned collection. Transformations return new datasets lazily; actions run
-    jobs. Obtain one from a :class:`~strataflow.Context`, never directly."""
+    jobs. Obtain one from a :class:`~strataflow.Context`, never directly.
+
+    The operations live in mixins by topic: keyed and shuffle ones in ``pairs.py``,
+    actions in ``actions.py`` and ``more_actions.py``, and ``set_ops``, ``sampling``,
+    ``statistics``, ``approximate``, ``checkpoint``, ``pipe`` and ``pickle_files``
+    (``CheckpointOps`` comes before ``ActionOps``: it follows each job with the writes of
+    the checkpoints the job's lineage marked)."""
 
     def __init__(self, ctx: "Context", node: Node, op: str) -> None:
         self.ctx = ctx
@@ -110,6 +125,10 @@ class Dataset(PairOps, ActionOps):
 
     def __repr__(self) -> str:
         return f"Dataset[{self.id}] {self._name or ''} {self.op} ({self.num_partitions} partitions)".replace("  ", " ")
+
+    def to_debug_string(self) -> str:
+        """The lineage as text (``explain()``; Spark's name)."""
+        return self.explain()
 
     def explain(self) -> str:
         """The lineage as text, one dataset a line, shuffle boundaries marked as stages."""
@@ -174,6 +193,10 @@ class Dataset(PairOps, ActionOps):
     def is_cached(self) -> bool:
         return self.storage_level.is_valid
 
+    def get_storage_level(self) -> StorageLevel.Level:
+        """The level ``persist`` set (``StorageLevel.NONE`` when not persisted)."""
+        return self.storage_level
+
     # -- getting a partition ----------------------------------------------------------------
     def compute(self, split: int, tc: "TaskContext") -> Any:
         return self.node.compute(split, tc)
@@ -222,7 +245,7 @@ class Dataset(PairOps, ActionOps):
         def keep(_, v):
             if is_batch(v):
                 mask = np.fromiter((bool(f(x)) for x in iter_rows(v)), dtype=bool, count=num_rows(v))
-                return v[mask] if isinstance(v, np.ndarray) else v.filter(pa.array(mask))
+                return mask_rows(v, mask)
             return [x for x in v if f(x)]
 
         return self._derive(MapPartitionsNode(self, keep, True), "filter")
@@ -245,6 +268,17 @@ class Dataset(PairOps, ActionOps):
             if o.ctx is not self.ctx:
                 raise ValueError("union: datasets belong to different contexts")
         return self._derive(UnionNode([self, *others]), "union")
+
+    def __add__(self, other: "Dataset") -> "Dataset":
+        """``a + b`` is ``a.union(b)``, as for PySpark's RDDs."""
+        if not isinstance(other, Dataset):
+            return NotImplemented
+        return self.union(other)
+
+    def barrier(self) -> BarrierDataset:
+        """The stage's transformations marked as a barrier stage (PySpark's RDDBarrier);
+        strataflow runs them as ordinary tasks (see ``barrier.py``)."""
+        return BarrierDataset(self)
 
     def zip_partitions(self, *others: "Dataset", f: Callable[..., Any]) -> "Dataset":
         """``f(value, other_value, ...)`` on partition i of this and every other dataset
@@ -286,11 +320,7 @@ class Dataset(PairOps, ActionOps):
                 idx = np.repeat(np.arange(n), counts)
             else:
                 idx = np.flatnonzero(rng.random(n) < fraction)
-            if isinstance(v, np.ndarray):
-                return v[idx]
-            if isinstance(v, pa.Table):
-                return v.take(pa.array(idx, type=pa.int64()))
-            return [v[j] for j in idx]
+            return take_rows(v, idx)
 
         return self._derive(MapPartitionsNode(self, pick, True), "sample")
 
@@ -304,3 +334,12 @@ class Dataset(PairOps, ActionOps):
             "zip_with_index",
         )
 
+
+    def zip_with_unique_id(self) -> "Dataset":
+        """``(record, id)`` with unique ids and no job (unlike ``zip_with_index``): the
+        j-th record of partition i gets ``j * num_partitions + i``, so ids have gaps."""
+        n = self.num_partitions
+        return self._derive(
+            MapPartitionsNode(self, lambda i, v: [(x, j * n + i) for j, x in enumerate(iter_rows(v))]),
+            "zip_with_unique_id",
+        )

@@ -156,6 +156,45 @@ class PairOps:
         return self.cogroup(other, num_partitions=num_partitions).flat_map_values(
             lambda vw: [(v, w) for v in (vw[0] or [None]) for w in (vw[1] or [None])])
 
+    def group_with(self, *others: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        """``cogroup`` with any number of other datasets (PySpark's groupWith)."""
+        return self.cogroup(*others, num_partitions=num_partitions)
+
+    def subtract_by_key(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
+        """The pairs of this dataset whose key is not a key of ``other``."""
+        return self.cogroup(other, num_partitions=num_partitions).filter(
+            lambda kv: bool(kv[1][0]) and not kv[1][1]).flat_map_values(lambda vw: vw[0])
+
+    # -- keyed actions ----------------------------------------------------------------------------
+    def lookup(self, key: Any) -> list:
+        """The values of ``key``. When the dataset has a partitioner (after
+        ``partition_by``, a ``*_by_key`` aggregation or ``sort_by_key``) only the one
+        partition that can hold the key is read."""
+        def values_of(v):
+            return [x for k, x in iter_rows(v) if k == key]
+
+        parts = None if self.partitioner is None else [self.partitioner.partition(key)]
+        return [x for p in self._run(values_of, parts, f"lookup {self.label}") for x in p]
+
+    def collect_as_map(self) -> dict:
+        """The pairs as a dict (a later value of a repeated key wins)."""
+        return dict(self.collect())
+
+    def reduce_by_key_locally(self, func: Callable[[Any, Any], Any]) -> dict:
+        """``reduce_by_key`` returned to the caller as a dict, without a shuffle: each
+        partition reduces its own pairs, the caller merges the partitions' dicts."""
+        def local(v):
+            out: dict = {}
+            for k, x in iter_rows(v):
+                out[k] = func(out[k], x) if k in out else x
+            return out
+
+        merged: dict = {}
+        for part in self._run(local, description=f"reduce_by_key_locally {self.label}"):
+            for k, x in part.items():
+                merged[k] = func(merged[k], x) if k in merged else x
+        return merged
+
     # -- sorting --------------------------------------------------------------------------------
     def sort_by_key(self, ascending: bool = True, num_partitions: int | None = None,
                     key_func: Callable[[Any], Any] | None = None) -> "Dataset":
@@ -180,6 +219,21 @@ class PairOps:
             return sorted(rows, key=lambda kv: kf(kv[0]), reverse=not ascending)
 
         return self._shuffle(part, part.num_partitions, "sort_by_key", key_order=order)
+
+    def repartition_and_sort_within_partitions(self, num_partitions: int | None = None,
+                                               partition_func: Callable = portable_hash, ascending: bool = True,
+                                               key_func: Callable[[Any], Any] | None = None) -> "Dataset":
+        """Pairs to partition ``partition_func(key) % num_partitions`` (as ``partition_by``),
+        each partition sorted by ``key_func(key)``, in the one shuffle (cheaper than
+        ``partition_by`` then a sort; ties keep their input order)."""
+        n = self._num_out(num_partitions)
+        part = HashPartitioner(n, None if partition_func is portable_hash else partition_func)
+        kf = key_func or _identity
+
+        def order(rows: list) -> list:
+            return sorted(rows, key=lambda kv: kf(kv[0]), reverse=not ascending)
+
+        return self._shuffle(part, n, "repartition_and_sort_within_partitions", key_order=order)
 
     def sort_by(self, key_func: Callable[[Any], Any], ascending: bool = True,
                 num_partitions: int | None = None) -> "Dataset":

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from strataflow import AccumulatorParam, Context
-from strataflow.accumulators import Accumulators, AccumulatorReadInTask
+from strataflow.accumulators import Accumulators
 from strataflow.broadcast import BroadcastDestroyed
 from strataflow.executor.source_store import SourceStore, spilling_sources
 
@@ -108,3 +108,26 @@ def test_a_recomputed_task_is_not_counted_again():
     assert not reg.merge(stage_id=1, partition=0, updates={acc.aid: 10})  # the same map task, rerun
     assert reg.merge(stage_id=2, partition=0, updates={acc.aid: 10})  # another stage's task
     assert acc.value == 20
+
+
+def test_an_accumulator_counts_once_when_an_executor_dies_mid_stage(tmp_path):
+    """A map task kills its executor (``os._exit``) after adding: the driver loses that
+    executor's map outputs, reruns what it must elsewhere, and the count is still exact."""
+    flag = tmp_path / "died"
+    with Context(memory="64MB", parallelism=2, backend="processes", local_dirs=str(tmp_path), progress=False) as ctx:
+        seen = ctx.accumulator(0)
+        lost: list = []
+        ctx.events.subscribe(lambda e: lost.append(e) if e["event"] == "ExecutorLost" else None)
+
+        def tag(i, it):
+            rows = list(it)
+            seen.add(len(rows))
+            if i == 5 and not flag.exists():
+                flag.write_text("x")
+                os._exit(3)  # the executor process dies with the task
+            return [(x % 10, 1) for x in rows]
+
+        counts = ctx.range(2000, num_partitions=8).map_partitions_with_index(tag).reduce_by_key(lambda a, b: a + b)
+        assert dict(counts.collect()) == {k: 200 for k in range(10)}
+    assert flag.exists() and lost  # the executor did die
+    assert seen.value == 2000

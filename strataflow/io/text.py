@@ -17,7 +17,7 @@ from ..config import ConfigError
 from ..lineage import SourceNode
 from .sources import InputError
 
-__all__ = ["TextSource", "CsvSource", "list_input_files"]
+__all__ = ["TextSource", "list_input_files"]  # CSV: delimited.py
 
 _READ_AHEAD = 1 << 16
 _CHUNK = 1 << 20  # bytes of text decoded at a time
@@ -142,37 +142,3 @@ class TextSource(SourceNode):
 
     def describe(self) -> str:
         return self.path
-
-
-
-class CsvSource(TextSource):
-    """Delimited text parsed per partition by pyarrow's vectorized CSV reader: the same
-    line-aligned byte ranges as ``TextSource``, each a pyarrow Table (a batch)."""
-
-    def __init__(self, path: str, min_partitions: int, delimiter: str = ",",
-                 column_names: list[str] | None = None, column_types: dict | None = None) -> None:
-        super().__init__(path, min_partitions)
-        self.delimiter = delimiter
-        self.column_names = column_names
-        self.column_types = column_types
-
-    def compute(self, split: int, tc: Any):
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-
-        data = self.read_lines_bytes(split)
-        read = pacsv.ReadOptions(column_names=self.column_names, autogenerate_column_names=self.column_names is None,
-                                 use_threads=False)
-        parse = pacsv.ParseOptions(delimiter=self.delimiter)
-        convert = pacsv.ConvertOptions(column_types=self.column_types or {})
-        if not data or (len(data) < 4096 and not bytes(data).strip()):
-            if self.column_names and self.column_types:
-                return pa.table({n: pa.array([], type=self.column_types.get(n, pa.string()))
-                                 for n in self.column_names})
-            return pa.table({})
-        try:
-            return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=read, parse_options=parse,
-                                  convert_options=convert)
-        except pa.ArrowInvalid as exc:
-            path, start, _ = self.splits[split]
-            raise InputError(f"csv_file: {path!r} cannot be parsed in the lines from byte {start} on: {exc}") from None

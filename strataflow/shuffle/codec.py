@@ -1,7 +1,10 @@
 """Encoding of one shuffle bucket (the part of a map output bound for one reduce task).
 
 Batches travel as batches: an ndarray as the ``.npy`` format (dtype and shape header,
-raw bytes), a pyarrow Table as an Arrow IPC stream; records as one pickle (protocol 5).
+raw bytes), a pyarrow Table as an Arrow IPC stream, a pandas DataFrame as its own pickle
+(protocol 5: its index and dtypes come back as they were); records as one pickle. Any
+other value goes as the list of its rows (``batch.rows_list``), never Python's iteration
+of it (a DataFrame's would be its column names).
 A one-byte tag says which, so the reader never guesses. An ndarray of Python objects is
 a pickle inside the ``.npy`` format and has a tag of its own: a numeric ``.npy`` bucket is
 read with ``allow_pickle=False``, so that no bucket unpickles unless its tag says so.
@@ -19,9 +22,11 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
+from ..batch import is_dataframe, rows_list
+
 __all__ = ["encode", "decode", "unpickled_prefix"]
 
-_RECORDS, _NUMPY, _OBJECTS, _ARROW = b"L", b"N", b"O", b"A"
+_RECORDS, _NUMPY, _OBJECTS, _ARROW, _FRAME = b"L", b"N", b"O", b"A", b"P"
 
 
 def encode(value) -> bytes:
@@ -36,7 +41,9 @@ def encode(value) -> bytes:
         with pa.ipc.new_stream(sink, value.schema) as writer:
             writer.write(value)
         return _ARROW + sink.getvalue().to_pybytes()
-    return _RECORDS + pickle.dumps(value if isinstance(value, list) else list(value), protocol=5)
+    if is_dataframe(value):
+        return _FRAME + pickle.dumps(value, protocol=5)
+    return _RECORDS + pickle.dumps(rows_list(value), protocol=5)
 
 
 def unpickled_prefix(data: bytes | memoryview) -> int:
@@ -51,7 +58,7 @@ def decode(data: bytes | memoryview):
     view = memoryview(data)
     tag = bytes(view[:1])
     body = view[1:]
-    if tag == _RECORDS:
+    if tag in (_RECORDS, _FRAME):
         return pickle.loads(body)
     if tag in (_NUMPY, _OBJECTS):
         return np.lib.format.read_array(io.BytesIO(body), allow_pickle=tag == _OBJECTS)

@@ -1,0 +1,112 @@
+"""Pickle files: ``save_as_pickle_file`` writes records, ``Context.pickle_file`` reads them.
+
+The format is strataflow's own (PySpark writes Hadoop SequenceFiles of pickles, which need
+the JVM to read): a directory of ``part-NNNNN`` files, one per partition, each a stream of
+pickled lists of up to ``batch_size`` records, and ``_SUCCESS`` once every part is
+written. Each part is written to a temporary name and renamed, so a reader never sees half
+a file. Reading makes one partition per part file.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import TYPE_CHECKING, IO, Any, Callable, Sequence
+
+from .batch import iter_rows
+from .io.sources import InputError
+from .io.text import list_input_files
+from .lineage import SourceNode
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .scheduler.task import TaskContext
+
+__all__ = ["PickleFileOps", "PickleFileSource", "write_atomically", "prepare_output_dir"]
+
+
+def write_atomically(path: str, write: Callable[[IO[bytes]], None]) -> None:
+    """``write(file)`` to a temporary file beside ``path``, then renamed to ``path``."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def prepare_output_dir(path: str | os.PathLike, what: str) -> str:
+    """Creates the output directory; fails if it exists, as Spark's writers do."""
+    path = os.fspath(path)
+    if os.path.exists(path):
+        raise FileExistsError(f"{what}: output path {path!r} already exists")
+    os.makedirs(path)
+    return path
+
+
+class PickleFileSource(SourceNode):
+    """The records of a directory written by ``save_as_pickle_file`` (or of one part
+    file), one partition per part file."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.path = ",".join(paths)
+        self.files = [f for p in paths for f in list_input_files(p)]
+        self.num_partitions = len(self.files)
+
+    def compute(self, split: int, tc: "TaskContext") -> list:
+        name = self.files[split]
+        out: list = []
+        try:
+            with open(name, "rb") as f:
+                while True:
+                    try:
+                        out.extend(pickle.load(f))
+                    except EOFError:
+                        return out
+        except (OSError, pickle.UnpicklingError, ValueError) as exc:
+            raise InputError(f"pickle_file: cannot read {name!r}: {exc}") from exc
+
+    def describe(self) -> str:
+        return self.path
+
+
+def input_paths(path: "str | os.PathLike | Sequence[str | os.PathLike]") -> list[str]:
+    """One path or several, as a list of strings."""
+    if isinstance(path, (str, os.PathLike)):
+        return [os.fspath(path)]
+    return [os.fspath(p) for p in path]
+
+
+def open_pickle_file(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]") -> Any:
+    from .dataset import Dataset
+
+    return Dataset(ctx, PickleFileSource(input_paths(path)), "pickle_file")
+
+
+class PickleFileOps:
+    """``save_as_pickle_file``, a mixin of Dataset."""
+
+    def save_as_pickle_file(self, path: str | os.PathLike, batch_size: int = 10) -> None:
+        """Writes the records as pickles (``Context.pickle_file`` reads them back), in
+        lists of ``batch_size`` records (0 or less: one list per partition)."""
+        path = prepare_output_dir(path, "save_as_pickle_file")
+
+        def write(i, v):
+            def dump(f):
+                batch: list = []
+                for x in iter_rows(v):
+                    batch.append(x)
+                    if 0 < batch_size <= len(batch):
+                        pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
+                        batch = []
+                if batch:
+                    pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+            write_atomically(os.path.join(path, f"part-{i:05d}"), dump)
+            return [1]
+
+        self.map_partitions_with_index(write)._run(len, description=f"save_as_pickle_file {self.label}")
+        open(os.path.join(path, "_SUCCESS"), "w").close()

@@ -1,0 +1,30 @@
+"""A PySpark-compatible naming layer over strataflow: change one import and a PySpark RDD
+program runs on strataflow's engine, with no JVM.
+
+    from strataflow.pyspark import SparkContext      # was: from pyspark import SparkContext
+    sc = SparkContext("local[4]", "app")
+    sc.parallelize(range(10)).map(lambda x: x * x).sum()
+
+Every name here is a thin wrapper: ``RDD`` methods delegate to :class:`strataflow.Dataset`
+(``rdd.dataset``), ``SparkContext`` to :class:`strataflow.Context` (``sc.ctx``). Not
+supported (they raise :class:`UnsupportedOperation`, a NotImplementedError): the Hadoop
+input and output formats (sequence files, ``hadoopFile``, ``saveAsHadoopFile``...),
+compression codecs, DataFrames (``toDF``). This package never imports the real
+``pyspark``.
+"""
+
+from ..approximate import BoundedFloat
+from ..broadcast import Broadcast
+from .accumulators import Accumulator, AccumulatorParam
+from ..partitioner import portable_hash
+from .conf import SparkConf
+from .context import SparkContext
+from .rdd import RDD, RDDBarrier, UnsupportedOperation
+from .resultiterable import ResultIterable
+from .statcounter import StatCounter
+from .status import SparkJobInfo, SparkStageInfo, StatusTracker
+from .storagelevel import StorageLevel
+
+__all__ = ["SparkContext", "SparkConf", "RDD", "RDDBarrier", "StorageLevel", "ResultIterable", "StatCounter",
+           "StatusTracker", "SparkJobInfo", "SparkStageInfo", "BoundedFloat", "portable_hash",
+           "UnsupportedOperation", "Broadcast", "Accumulator", "AccumulatorParam"]

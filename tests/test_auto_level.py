@@ -238,3 +238,14 @@ def test_the_lineage_policy_says_which_blocks_are_read_again_in_a_loop():
     assert all(policy.rereads(b) for b in blocks)
     assert not policy.rereads(BlockId(6, 0))  # another dataset: nothing known
     assert not make_policy("spark").rereads(blocks[0])  # a policy without a future cannot tell
+
+
+def test_asking_about_the_ninth_dataset_does_not_index_past_the_table():
+    """A regression: ``rereads`` of a block of a dataset the policy has never seen grows
+    its per-dataset column; the lookup must index the grown column, not the old one."""
+    from strataflow.storage.block import BlockId
+    from strataflow.storage.policies import make_policy
+
+    policy = make_policy("lineage")
+    for ds in range(40):
+        assert not policy.rereads(BlockId(ds, 0))

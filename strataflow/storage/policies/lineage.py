@@ -174,7 +174,8 @@ class LineagePolicy(AdaptivePolicy):
         """Its own distance, else the last one seen for its dataset's blocks."""
         d = self._own_distance(bid)
         if d is None:
-            d = int(self._t.ds_dist[self._t.dataset_row(getattr(bid, "dataset_id", None))])
+            j = self._t.dataset_row(getattr(bid, "dataset_id", None))  # may grow ds_dist: index after
+            d = int(self._t.ds_dist[j])
         return None if d < 0 else d
 
     def rereads(self, bid: Any) -> bool:

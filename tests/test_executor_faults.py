@@ -41,6 +41,10 @@ import os, sys, time
 import strataflow
 
 work, mode = sys.argv[1], sys.argv[2]
+import signal
+# a driver in a terminal: a test run started in the background (bash `cmd &`) hands its
+# children SIGINT ignored, and this driver must see the Ctrl-C the test sends
+signal.signal(signal.SIGINT, signal.default_int_handler)
 ctx = strataflow.Context(parallelism=2, backend="processes", memory="64MB", progress=False,
                          local_dirs=[os.path.join(work, "local")], shuffle_dirs=[os.path.join(work, "shuffle")])
 print("executors", *[h.pid for h in ctx.fleet.live()], flush=True)

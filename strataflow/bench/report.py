@@ -182,23 +182,23 @@ def _serde_chart(plt, rows: list[dict]):
     ax.bar(xs, ser, 0.7, label="serialize", color="#4c72b0", edgecolor="black", linewidth=0.4)
     ax.bar(xs, de, 0.7, bottom=ser, label="deserialize", color="#dd8452", edgecolor="black", linewidth=0.4)
     tops = [a + b for a, b in zip(ser, de)]
-    _bar_values(ax, xs, tops, tops, fmt=lambda v: f"{v:,.1f} ms", fontsize=7)
-    ax.set_xticks(xs, labels, fontsize=7)
-    ax.set_xlabel("data kind, api, serializer")
-    ax.set_ylabel("milliseconds (serialize + deserialize)")
-    _headroom(ax, max(tops, default=0))
-    ax.set_title("rddtest: serialization time by serializer")
-    ax.legend(fontsize=8)
+    _label_bars(ax, xs, labels, tops, lambda v: f"{v:,.1f} ms", "milliseconds (serialize + deserialize)",
+                "rddtest: serialization time by serializer")
     mb = [float(r.get("cached_mb") or 0) for r in rows]
     mb_ax.bar(xs, mb, 0.7, color="#55a868", edgecolor="black", linewidth=0.4, label="cached MB")
-    _bar_values(mb_ax, xs, mb, mb, fmt=lambda v: f"{v:,.2f}", fontsize=7)
-    mb_ax.set_xticks(xs, labels, fontsize=7)
-    mb_ax.set_xlabel("data kind, api, serializer")
-    mb_ax.set_ylabel("MB cached")
-    _headroom(mb_ax, max(mb, default=0))
-    mb_ax.set_title("size of the cached data")
-    mb_ax.legend(fontsize=8)
+    _label_bars(mb_ax, xs, labels, mb, lambda v: f"{v:,.2f}", "MB cached", "size of the cached data")
     return fig
+
+
+def _label_bars(ax, xs: list, labels: list[str], tops: list[float], fmt, ylabel: str, title: str) -> None:
+    """A serde panel's values on its bars, ticks, labels, headroom, title and legend."""
+    _bar_values(ax, xs, tops, tops, fmt=fmt, fontsize=7)
+    ax.set_xticks(xs, labels, fontsize=7)
+    ax.set_xlabel("data kind, api, serializer")
+    ax.set_ylabel(ylabel)
+    _headroom(ax, max(tops, default=0))
+    ax.set_title(title)
+    ax.legend(fontsize=8)
 
 
 def _devices_chart(plt, rows: list[dict]):

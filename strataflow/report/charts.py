@@ -155,11 +155,17 @@ def moves_chart(occ: Occupancy, end: float, path: str) -> str:
         ax.step(times, row / MB, where="post", color=styles[m], linewidth=2, label=f"{m}: {row[-1] / MB:,.1f} MB")
     top = float(rows.max() / MB) if rows.size else 0.0
     ax.set_ylim(0, top * 1.12 if top > 0 else 1)
+    return _finish_timed(fig, ax, end, "MB moved so far (cumulative)",
+                         "bytes moved between memory and disk, and between disk tiers", "upper left", path)
+
+
+def _finish_timed(fig, ax, end: float, ylabel: str, title: str, legend_at: str, path: str) -> str:
+    """A chart over the run's time: x from 0 to the end, labels, title, legend; saved."""
     ax.set_xlim(0, max(end, 1e-3))
     ax.set_xlabel(TIME_LABEL)
-    ax.set_ylabel("MB moved so far (cumulative)")
-    ax.set_title("bytes moved between memory and disk, and between disk tiers")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc=legend_at)
     return _save(fig, path)
 
 
@@ -174,12 +180,8 @@ def split_chart(occ: Occupancy, end: float, path: str) -> str:
                     label="mapped pages (page cache of mapped blocks)")
     ax.step(times, budget / MB, where="post", color="black", linestyle="--", label="budget")
     ax.set_ylim(0, max(float(budget.max()), float((heap + mapped).max())) / MB * 1.12 or 1)
-    ax.set_xlim(0, max(end, 1e-3))
-    ax.set_xlabel(TIME_LABEL)
-    ax.set_ylabel("MB (all executors)")
-    ax.set_title("memory split between heap and mapped pages (MemorySplitMoved)")
-    ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, path)
+    return _finish_timed(fig, ax, end, "MB (all executors)",
+                         "memory split between heap and mapped pages (MemorySplitMoved)", "lower right", path)
 
 
 def hits_chart(rows: list[StageRow], path: str) -> str:

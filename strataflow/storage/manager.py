@@ -313,7 +313,7 @@ class BlockManager:
         regions = self.regions
         if regions is None or bid not in regions:
             return MISS
-        pages = self.mapped_pages.state(bid)
+        pages = self.mapped_pages.state(bid) if self.split is not None else "new"  # only the split asks
         t0 = time.perf_counter()
         try:
             value, decode_s = regions.get_timed(bid)
@@ -323,7 +323,7 @@ class BlockManager:
         read_s = time.perf_counter() - t0
         entry = regions.entry(bid)
         size = entry.length if entry is not None else 0
-        if self.split is not None and pages != "new":
+        if pages != "new":
             if pages == "held":
                 self.split.hit("mapped", size)
             else:  # its pages were released: read from the device again

@@ -34,6 +34,7 @@ import numpy as np
 from .batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
 from .io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
 from .io.manifest import SUCCESS, new_output_dir
+from .io.compression import codec_name
 from .io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
 from .scheduler.dag import TaskFailedError
 
@@ -42,7 +43,12 @@ if TYPE_CHECKING:
 
     from .dataset import Dataset
 
-__all__ = ["ActionOps", "DatasetRowsError"]
+__all__ = ["ActionOps", "DatasetRowsError", "EmptyDatasetError"]
+
+
+class EmptyDatasetError(ValueError):
+    """An action that needs at least one record (``first``, ``reduce``, ``min``...) met an
+    empty dataset."""
 
 
 class DatasetRowsError(TaskFailedError, RowsTypeError):
@@ -131,7 +137,7 @@ class ActionOps:
     def first(self) -> Any:
         rows = self.take(1)
         if not rows:
-            raise ValueError(f"first: dataset {self.label} is empty")
+            raise EmptyDatasetError(f"first: dataset {self.label} is empty")
         return rows[0]
 
     def foreach(self, f: Callable[[Any], None]) -> None:
@@ -166,7 +172,7 @@ class ActionOps:
 
         vals = [r for r in self._run(part, description=f"reduce {self.label}") if r is not _EMPTY]
         if not vals:
-            raise ValueError(f"reduce: dataset {self.label} is empty")
+            raise EmptyDatasetError(f"reduce: dataset {self.label} is empty")
         return functools.reduce(f, vals)
 
     def fold(self, zero_value: Any, op: Callable[[Any, Any], Any]) -> Any:
@@ -247,12 +253,15 @@ class ActionOps:
         return self.map_partitions_with_index(lambda i, v: [write(path, i, v)])._run(
             lambda v: v[0], description=f"{op} {self.label}")
 
-    def save_as_text_file(self, path: str | os.PathLike) -> None:
+    def save_as_text_file(self, path: str | os.PathLike, compression: str | None = None) -> None:
         """One ``part-NNNNN`` file per partition (a line per record: ``str`` of it, an
         ndarray row on one line and never shortened) and ``_SUCCESS`` when all are
-        written; fails if ``path`` exists, as Spark does."""
+        written; fails if ``path`` exists, as Spark does. ``compression``: ``gzip``,
+        ``bzip2``, ``deflate`` or ``xz`` (or Hadoop's codec class name): ``part-NNNNN.gz``...,
+        which ``text_file`` reads back (``io/compression.py``)."""
+        codec = codec_name(compression) if compression is not None else None
         path = new_output_dir(path, "save_as_text_file")
-        self._write_parts(path, text_part, "save_as_text_file")
+        self._write_parts(path, lambda p, i, v: text_part(p, i, v, codec), "save_as_text_file")
         open(os.path.join(path, SUCCESS), "w").close()
 
     def save_as_parquet(self, path: str | os.PathLike) -> None:

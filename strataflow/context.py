@@ -44,6 +44,9 @@ from .scheduler.block_master import BlockMaster
 from .shuffle import MapOutputTracker
 from .storage.policies import make_policy
 from .storage.status import StorageStatus, merge_metrics, merge_status
+from .files import FileRegistry, ShippedFile
+from .files import forget as forget_files
+from .files import install as install_files
 from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
@@ -197,7 +200,7 @@ class Context:
         self.local_dirs: list[str] = []
         self.shuffle_dirs: list[str] = []
         self.tier_dirs: list[str] = []
-        self._log = self._progress = self._blas_limits = self._view = None
+        self._log = self._progress = self._blas_limits = self._view = self._status_server = None
         self._gc_timed = False
         try:
             self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
@@ -223,6 +226,9 @@ class Context:
             self.block_master = BlockMaster()
             #: accumulators made by ``accumulator()``; tasks' updates are merged here once each
             self._accumulators = Accumulators()
+            #: files and archives shipped to the executors (``add_file`` / ``add_archive``)
+            self._files = FileRegistry(os.path.join(self.local_dirs[0], "files"),
+                                       broadcast=self.broadcast if cfg.backend == "ray" else None)
             #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
             self._dead_shuffles: collections.deque[int] = collections.deque()
             self.map_outputs = MapOutputTracker(local_files=cfg.backend != "ray")
@@ -266,6 +272,17 @@ class Context:
         self._view = LiveView(state, lambda: (self.metrics(), self.storage_status().split if split else None))
         self._view.start()
 
+    def serve_status(self, port: int | None = None) -> str:
+        """Starts (once) the application's status page on 127.0.0.1 and returns its URL:
+        jobs, stages, persisted datasets and cache counters (``report/status_page.py``; PySpark's
+        ``uiWebUrl``). ``port``: a fixed port, else the first free one from 4040."""
+        self._check_open()
+        if self._status_server is None:
+            from .report.status_page import StatusServer
+
+            self._status_server = StatusServer(self, port)
+        return self._status_server.url
+
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> "Context":
         return self
@@ -282,7 +299,10 @@ class Context:
             self._view.stop()  # its last poll needs the executors
             self._view = None
         self._closed = True
+        if self._status_server is not None:
+            self._status_server.stop()
         self.fleet.stop()
+        forget_files(self._files.entries())
         self.events.post("ApplicationEnd", app_id=self.app_id)
         self._release()
         _live.discard(self)
@@ -384,6 +404,34 @@ class Context:
         ``AccumulatorParam`` with ``zero(value)`` and ``add_in_place(a, b)``."""
         self._check_open()
         return self._accumulators.new(value, accum_param)
+
+    def add_file(self, path: str | os.PathLike, recursive: bool = False) -> None:
+        """Ships a file (or, with ``recursive=True``, a directory) to every executor: tasks
+        open ``strataflow.files.get(basename)``. Copied now (later changes to the original
+        are not seen); the same path again is ignored (``files.py``)."""
+        self._check_open()
+        self._ship(self._files.add_file(path, recursive))
+
+    def add_archive(self, path: str | os.PathLike) -> None:
+        """Ships an archive (zip, jar, tar, tar.gz/tgz, tar.bz2, tar.xz), unpacked: tasks
+        find its directory at ``strataflow.files.get(basename)`` (or ``path#alias``: the
+        alias)."""
+        self._check_open()
+        self._ship(self._files.add_archive(path))
+
+    def _ship(self, entry: "ShippedFile | None") -> None:
+        if entry is not None:  # visible to the driver's own code at once (and the threads backend's tasks)
+            install_files({entry.name: entry}, self._files.root)
+
+    @property
+    def list_files(self) -> list[str]:
+        """The URIs of the files and directories added with ``add_file``."""
+        return self._files.uris("file", "dir")
+
+    @property
+    def list_archives(self) -> list[str]:
+        """The URIs of the archives added with ``add_archive``."""
+        return self._files.uris("archive")
 
     def _new_dataset_id(self) -> int:
         with self._lock:

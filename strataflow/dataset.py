@@ -42,9 +42,14 @@ if TYPE_CHECKING:
     from .context import Context
     from .scheduler.task import TaskContext
 
-__all__ = ["Dataset"]
+__all__ = ["Dataset", "StorageLevelLocked"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class StorageLevelLocked(ValueError):
+    """``persist`` at another level than the one a dataset already has (as in Spark, a
+    level cannot change; unpersist first)."""
 
 
 def _call_site() -> str:
@@ -168,7 +173,7 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
         Spark, the level cannot change once set (unpersist first)."""
         level = StorageLevel.parse(self.ctx.config.default_level if level is None else level)
         if self.storage_level not in (StorageLevel.NONE, level):
-            raise ValueError(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
+            raise StorageLevelLocked(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
                              f"unpersist() it before choosing {level.name}")
         if level.is_valid:  # check first: a bad serializer must leave the dataset unpersisted
             self.serializer_name = None if serializer is None else get_serializer(serializer).name

@@ -9,7 +9,7 @@ import heapq
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
-from .actions import _EMPTY
+from .actions import _EMPTY, EmptyDatasetError
 from .batch import iter_rows, rows_list
 
 __all__ = ["MoreActionOps"]
@@ -83,5 +83,5 @@ class MoreActionOps:
 
         out = self.tree_aggregate(_EMPTY, op, op, depth)
         if out is _EMPTY:
-            raise ValueError(f"tree_reduce: dataset {self.label} is empty")
+            raise EmptyDatasetError(f"tree_reduce: dataset {self.label} is empty")
         return out

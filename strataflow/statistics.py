@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .actions import EmptyDatasetError
 from .batch import iter_rows
 
 __all__ = ["StatCounter", "StatisticsOps"]
@@ -195,7 +196,7 @@ class StatisticsOps:
 
         found = [x for p in self._run(part, description=f"{what} {self.label}") for x in p]
         if not found:
-            raise ValueError(f"{what}: dataset {self.label} is empty")
+            raise EmptyDatasetError(f"{what}: dataset {self.label} is empty")
         return pick(found, key=key)
 
     def histogram(self, buckets: int | Sequence[Any]) -> tuple[Sequence[Any], list[int]]:

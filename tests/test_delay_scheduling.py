@@ -30,7 +30,7 @@ class Handle:
 
 def _runner(preferred: dict[int, list[str]]) -> TaskSetRunner:
     dag = SimpleNamespace(fleet=None, config=SimpleNamespace(max_task_attempts=2, locality_wait=WAIT),
-                          map_outputs_for=lambda ds: {})
+                          map_outputs_for=lambda ds: {}, shipped_files=dict)
     stage = SimpleNamespace(id=0, attempts=1, dataset=None, shuffle_dep=None)
     return TaskSetRunner(dag, stage, 0, list(preferred), None, preferred, None, lambda *a: None)
 

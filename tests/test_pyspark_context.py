@@ -144,7 +144,8 @@ ON_PROCESSES = ["RDD.groupByKey", "RDD.cogroup", "RDD.groupWith", "RDD.sortByKey
                 "RDD.saveAsPickleFile", "SparkContext.wholeTextFiles", "RDD.treeAggregate", "RDD.histogram",
                 "RDD.lookup", "RDD.randomSplit", "RDD.cartesian", "RDD.countApproxDistinct", "RDD.stdev",
                 "RDD.repartitionAndSortWithinPartitions", "RDD.subtractByKey", "RDD.top",
-                "RDD.zipWithUniqueId", "RDD.sampleByKey"]
+                "RDD.zipWithUniqueId", "RDD.sampleByKey", "RDD.foreach", "RDD.foreachPartition",
+                "SparkContext.addFile", "SparkContext.addArchive", "RDD.saveAsTextFile"]
 
 
 def test_documented_examples_on_executor_processes():

@@ -241,6 +241,26 @@ def test_broadcasts_and_accumulators(rctx):
     table.destroy()
 
 
+def test_added_files_reach_actors_without_the_drivers_copy(rctx, tmp_path):
+    """On a cluster the driver's copy is not on the other nodes: with it gone, each actor
+    writes the bytes that travelled through the object store under its own directory."""
+    import shutil
+
+    from strataflow import files
+
+    (tmp_path / "factor.txt").write_text("4")
+    rctx.add_file(str(tmp_path / "factor.txt"))
+    shutil.rmtree(rctx._files.root)  # as on a node that never had it
+
+    def f(x):
+        with open(files.get("factor.txt")) as fh:
+            return (x * int(fh.read()), files.get("factor.txt"))
+
+    out = rctx.range(8, num_partitions=4).map(f).collect()
+    assert [v for v, _ in out] == [x * 4 for x in range(8)]
+    assert all("exec-" in path for _, path in out)  # each executor's own copy
+
+
 def test_shuffles(rctx):
     data = [(i % 17, i) for i in range(3000)]
     ds = rctx.parallelize(data, 6)

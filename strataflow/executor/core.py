@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from ..accumulators import task_updates
+from ..files import install as install_files
 from ..lineage import narrow_ancestors
 from ..metrics import gc_timer
 from ..scheduler.task import ResultTask, ShuffleMapTask, TaskContext
@@ -35,6 +36,8 @@ class ExecutorCore:
     def add_stage(self, work: StageWork, plan: list | None) -> None:
         """Keeps the stage, registers the persisted datasets it computes (idempotent: the
         first stage that meets a dataset registers it here) and hands the policy its plan."""
+        if work.files:
+            install_files(work.files)
         bm = self.runtime.block_manager
         for ds in narrow_ancestors(work.dataset)[0]:
             if ds.storage_level.is_valid and bm.info(ds.id) is None:

@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..config import Config
+from ..files import install as install_files
 from ..memory import MemoryManager
 from ..metrics import EventBus, gc_timer
 from ..shuffle import ShuffleWriter
@@ -135,6 +136,7 @@ class ExecutorRuntime:
         self._remote_lock = threading.Lock()
         self._auth = FrameAuth(key)
         self._app_dirs = app_dirs(spec.cache_dirs, spec.shuffle_dirs, spec.tier_dirs)
+        install_files({}, os.path.join(executor_dirs(spec)[0], "files"))  # where shipped files are written
         app_keys.register(self._app_dirs, self._auth)  # last: a failed constructor leaves none
         gc_timer.acquire()
         self._gc0 = gc_timer.snapshot()

@@ -31,6 +31,8 @@ class StageWork:
     shuffle_dep: "ShuffleDependency | None" = None
     func: Callable | None = None
     map_outputs: dict[int, list["MapOutput | None"]] = field(default_factory=dict)
+    #: the files added to the application when the stage was built (``files.py``)
+    files: dict = field(default_factory=dict)
 
     @property
     def kind(self) -> str:

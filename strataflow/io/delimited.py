@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..config import ConfigError
 from ..lineage import SourceNode
+from .compression import open_read
 from .sources import InputError
 from .text import TextSource, _find_newline
 
@@ -40,7 +41,7 @@ _MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
 
 
 def _first_line(path: str) -> bytes:
-    with open(path, "rb") as fh:
+    with open_read(path) as fh:
         return fh.readline()
 
 

@@ -10,12 +10,18 @@ Lines come without their ``\\n`` (and without a ``\\r`` before it).
 
 from __future__ import annotations
 
+import lzma
 import os
+import zlib
 from typing import Any, Iterator
 
 from ..config import ConfigError
 from ..lineage import SourceNode
+from .compression import codec_of_path, decompress
 from .sources import InputError
+
+#: a split's end for a compressed file: the whole file, decompressed
+WHOLE = -1
 
 __all__ = ["TextSource", "list_input_files"]  # CSV: delimited.py
 
@@ -69,6 +75,9 @@ class TextSource(SourceNode):
         goal = max(1, total // max(1, min_partitions))
         self.splits: list[tuple[str, int, int]] = []
         for f in files:
+            if codec_of_path(f) is not None:  # compressed: not splittable, read whole
+                self.splits.append((f, 0, WHOLE))
+                continue
             size = os.path.getsize(f)
             start = 0
             while start < size:
@@ -87,6 +96,11 @@ class TextSource(SourceNode):
         (a ``readinto`` of the range cost a quarter of the CSV parse); the pages come from
         the page cache. The map goes with the last view of it."""
         path, start, end = self.splits[split]
+        if end == WHOLE:
+            try:
+                return memoryview(decompress(path, codec_of_path(path)))
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:
+                raise InputError(f"cannot read compressed input file {path!r}: {exc}") from exc
         if end <= start:
             return memoryview(b"")
         import pyarrow as pa

@@ -12,6 +12,7 @@ dataset still records its dtype or schema.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..batch import RowsTypeError, iter_rows, num_rows, rows_list
+from .compression import CODECS, compressing
 from .frames import value_to_arrow
 from .manifest import atomic_file, part_name, write_manifest
 
@@ -34,13 +36,16 @@ def format_record(x: Any) -> str:
     return str(x)
 
 
-def text_part(path: str, index: int, value: Any) -> dict:
-    """``part-NNNNN``: one line per record (``format_record``)."""
-    name = part_name(index)
-    with atomic_file(os.path.join(path, name), "w") as fh:
-        for x in iter_rows(value):
-            fh.write(format_record(x))
-            fh.write("\n")
+def text_part(path: str, index: int, value: Any, codec: str | None = None) -> dict:
+    """``part-NNNNN``: one line per record (``format_record``), UTF-8; through ``codec``
+    (``compression.py``) it is ``part-NNNNN.gz`` and so on."""
+    name = part_name(index, CODECS[codec] if codec else "")
+    with atomic_file(os.path.join(path, name), "wb") as raw:
+        sink = compressing(raw, codec) if codec else raw
+        with io.TextIOWrapper(sink, encoding="utf-8", newline="\n") as fh:
+            for x in iter_rows(value):
+                fh.write(format_record(x))
+                fh.write("\n")
     return {"file": name, "rows": num_rows(value)}
 
 

@@ -9,7 +9,7 @@ Every name here is a thin wrapper: ``RDD`` methods delegate to :class:`strataflo
 (``rdd.dataset``), ``SparkContext`` to :class:`strataflow.Context` (``sc.ctx``). Not
 supported (they raise :class:`UnsupportedOperation`, a NotImplementedError): the Hadoop
 input and output formats (sequence files, ``hadoopFile``, ``saveAsHadoopFile``...),
-compression codecs, DataFrames (``toDF``). This package never imports the real
+the Snappy, LZ4 and Zstandard codecs, DataFrames (``toDF``). This package never imports the real
 ``pyspark``.
 """
 
@@ -19,6 +19,7 @@ from .accumulators import Accumulator, AccumulatorParam
 from ..partitioner import portable_hash
 from .conf import SparkConf
 from .context import SparkContext
+from .files import SparkFiles
 from .rdd import RDD, RDDBarrier, UnsupportedOperation
 from .resultiterable import ResultIterable
 from .statcounter import StatCounter
@@ -27,4 +28,4 @@ from .storagelevel import StorageLevel
 
 __all__ = ["SparkContext", "SparkConf", "RDD", "RDDBarrier", "StorageLevel", "ResultIterable", "StatCounter",
            "StatusTracker", "SparkJobInfo", "SparkStageInfo", "BoundedFloat", "portable_hash",
-           "UnsupportedOperation", "Broadcast", "Accumulator", "AccumulatorParam"]
+           "UnsupportedOperation", "SparkFiles", "Broadcast", "Accumulator", "AccumulatorParam"]

@@ -60,6 +60,18 @@ def _paths(name: str) -> list[str]:
     return [p for p in str(name).split(",") if p] if isinstance(name, str) else [str(name)]
 
 
+def _local_path(path: str) -> str:
+    """A local path or ``file:`` URI; other schemes (hdfs, http...) are refused by name."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path):
+        raise UnsupportedOperation(f"{path!r}: only local files can be added in strataflow (no Hadoop "
+                                   "file systems or URLs)")
+    return path
+
+
 class SparkContext:
     """PySpark's SparkContext: ``SparkContext("local[4]", "app")`` or
     ``SparkContext(conf=SparkConf().setMaster("local[4]").setAppName("app"))``.
@@ -147,12 +159,34 @@ class SparkContext:
 
     @property
     def applicationId(self) -> str:
+        """``local-<start ms>`` for a local master, as Spark names it (``sc.ctx.app_id`` is
+        strataflow's own id, the one in the event log and the directories)."""
+        if self.master.startswith("local"):
+            return f"local-{self.startTime}"
         return self.ctx.app_id
 
     @property
-    def uiWebUrl(self) -> None:
-        """None: strataflow has no web UI (``strataflow report`` renders an event log)."""
-        return None
+    def uiWebUrl(self) -> str:
+        """The status page's URL (``Context.serve_status``: jobs, stages, storage and the
+        cache's counters on 127.0.0.1), started on first use unless ``spark.ui.enabled``
+        is ``false`` (then None)."""
+        if self._conf.get("spark.ui.enabled", "true").lower() == "false":
+            return None
+        return self.ctx.serve_status()
+
+    def getSystemProperty(self, key: str) -> str | None:
+        """Spark's JVM system properties do not exist here: ``SPARK_SUBMIT`` is ``"true"``
+        (an application started as by spark-submit), ``java.*`` and ``user.*`` are taken
+        from the Python process (``java.home``: JAVA_HOME, else None), and any other key is
+        looked up in the SparkConf, then the environment."""
+        if key == "SPARK_SUBMIT":
+            return "true"
+        known = {"java.home": os.environ.get("JAVA_HOME"), "user.name": getpass.getuser(),
+                 "user.dir": os.getcwd(), "user.home": os.path.expanduser("~"), "os.name": sys.platform,
+                 "line.separator": os.linesep, "file.separator": os.sep}
+        if key in known:
+            return known[key]
+        return self._conf.get(key) or os.environ.get(key)
 
     def sparkUser(self) -> str:
         return getpass.getuser()
@@ -199,7 +233,16 @@ class SparkContext:
         return self._rdd(self.ctx.parallelize(c, numSlices))
 
     def range(self, start: int, end: int | None = None, step: int = 1, numSlices: int | None = None) -> RDD[int]:
-        return self._rdd(self.ctx.range(start, end, step, numSlices))
+        """Built as PySpark builds it: Python code that makes each slice's numbers from the
+        slice's index, over a collection of the indices (nothing held on the driver)."""
+        if end is None:
+            start, end = 0, start
+        numbers = range(start, end, step)  # range's own errors: a zero step
+        n = self.defaultParallelism if numSlices is None else numSlices
+        if n < 1:
+            raise ValueError(f"range: numSlices must be >= 1, got {n}")
+        return self._rdd(self.ctx.parallelize(list(range(n)), n).map_partitions_with_index(
+            lambda i, _, r=numbers, k=n: list(r[len(r) * i // k:len(r) * (i + 1) // k])))
 
     def emptyRDD(self) -> RDD[Any]:
         return self._rdd(self.ctx.empty_dataset())
@@ -275,8 +318,22 @@ class SparkContext:
         raise UnsupportedOperation("cancelAllJobs is not supported in strataflow; stop() ends every job")
 
     def addFile(self, path: str, recursive: bool = False) -> None:
-        raise UnsupportedOperation("addFile is not supported in strataflow: executors run on this machine "
-                                   "(or a Ray cluster) and read paths directly")
+        """Ships a file (a directory with ``recursive=True``) to every executor; tasks open
+        ``SparkFiles.get(basename)``. A path added twice is ignored."""
+        self.ctx.add_file(_local_path(path), recursive)
+
+    def addArchive(self, path: str) -> None:
+        """Ships an archive (zip, jar, tar, tar.gz, tgz...) unpacked; ``SparkFiles.get(name)``
+        is its directory (``path#alias`` names it ``alias``)."""
+        self.ctx.add_archive(_local_path(path))
+
+    @property
+    def listFiles(self) -> list[str]:
+        return self.ctx.list_files
+
+    @property
+    def listArchives(self) -> list[str]:
+        return self.ctx.list_archives
 
     def addPyFile(self, path: str) -> None:
         raise UnsupportedOperation("addPyFile is not supported in strataflow: executors import from the "

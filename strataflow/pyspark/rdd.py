@@ -11,21 +11,28 @@ Hadoop output formats raise :class:`UnsupportedOperation`.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
+from ..actions import EmptyDatasetError
 from ..approximate import BoundedFloat
 from ..batch import iter_rows
 from ..partitioner import portable_hash
+from .debug_string import debug_string, rdd_name
 from .resultiterable import ResultIterable
 from .statcounter import StatCounter
 from .storagelevel import StorageLevel, from_native, to_native
+
+from ..dataset import StorageLevelLocked
+from ..io.compression import CodecError
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
     from .context import SparkContext
 
-__all__ = ["RDD", "RDDBarrier", "UnsupportedOperation", "BoundedFloat"]
+__all__ = ["RDD", "RDDBarrier", "UnsupportedOperation", "BoundedFloat", "Py4JJavaError"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -33,6 +40,18 @@ U = TypeVar("U")
 
 class UnsupportedOperation(NotImplementedError):
     """A PySpark operation strataflow does not offer (Hadoop formats, DataFrames)."""
+
+
+class Py4JJavaError(ValueError):
+    """What PySpark raises where the JVM refuses an operation (here: ``persist`` at a second
+    storage level). Named as Py4J names it, so that code and tests written against PySpark
+    see the exception they expect; it is also a ValueError, strataflow's own error there."""
+
+
+Py4JJavaError.__module__ = "py4j.protocol"  # PySpark's traceback line: py4j.protocol.Py4JJavaError
+
+#: PySpark's bound on ``takeSample``'s num (``RDD.takeSample``: sys.maxsize less ten sigma)
+_MAX_SAMPLE = sys.maxsize - int(10 * math.sqrt(sys.maxsize))
 
 
 def unsupported(what: str, why: str = "Hadoop input and output formats need the JVM") -> UnsupportedOperation:
@@ -66,7 +85,7 @@ class RDD(Generic[T]):
         return RDD(dataset, self.ctx)
 
     def __repr__(self) -> str:
-        return repr(self.dataset)
+        return rdd_name(self.dataset)
 
     def __reduce__(self):
         raise RuntimeError("It appears that you are attempting to broadcast an RDD or reference an RDD from an "
@@ -101,7 +120,8 @@ class RDD(Generic[T]):
         return self.dataset.partitioner
 
     def toDebugString(self) -> bytes:
-        return self.dataset.to_debug_string().encode("utf-8")
+        """The lineage in Spark's layout (``debug_string.py``), as bytes as in PySpark."""
+        return debug_string(self.dataset).encode("utf-8")
 
     # -- persistence ----------------------------------------------------------------------------
     @property
@@ -112,7 +132,11 @@ class RDD(Generic[T]):
         return self.persist(StorageLevel.MEMORY_ONLY)
 
     def persist(self, storageLevel: StorageLevel = StorageLevel.MEMORY_ONLY) -> "RDD[T]":
-        self.dataset.persist(to_native(storageLevel))
+        try:
+            self.dataset.persist(to_native(storageLevel))
+        except StorageLevelLocked as exc:
+            raise Py4JJavaError(f"Cannot change storage level of an RDD after it was already assigned a level "
+                                f"({exc})") from exc
         self._level = storageLevel
         return self
 
@@ -322,7 +346,10 @@ class RDD(Generic[T]):
         return self.dataset.count()
 
     def first(self) -> T:
-        return self.dataset.first()
+        try:
+            return self.dataset.first()
+        except EmptyDatasetError:
+            raise ValueError("RDD is empty") from None
 
     def take(self, num: int) -> list[T]:
         return self.dataset.take(num)
@@ -334,6 +361,8 @@ class RDD(Generic[T]):
         return self.dataset.take_ordered(num, key)
 
     def takeSample(self, withReplacement: bool, num: int, seed: int | None = None) -> list[T]:
+        if isinstance(num, int) and num > _MAX_SAMPLE:
+            raise ValueError(f"Sample size cannot be greater than {_MAX_SAMPLE}.")
         return self.dataset.take_sample(withReplacement, num, seed)
 
     def isEmpty(self) -> bool:
@@ -349,10 +378,16 @@ class RDD(Generic[T]):
         self.dataset.foreach_partition(f)
 
     def reduce(self, f: Callable[[T, T], T]) -> T:
-        return self.dataset.reduce(f)
+        try:
+            return self.dataset.reduce(f)
+        except EmptyDatasetError:
+            raise ValueError("Can not reduce() empty RDD") from None
 
     def treeReduce(self, f: Callable[[T, T], T], depth: int = 2) -> T:
-        return self.dataset.tree_reduce(f, depth)
+        try:
+            return self.dataset.tree_reduce(f, depth)
+        except EmptyDatasetError:
+            raise ValueError("Cannot reduce empty RDD.") from None
 
     def fold(self, zeroValue: T, op: Callable[[T, T], T]) -> T:
         return self.dataset.fold(zeroValue, op)
@@ -423,10 +458,10 @@ class RDD(Generic[T]):
 
     # -- output -------------------------------------------------------------------------------------
     def saveAsTextFile(self, path: str, compressionCodecClass: str | None = None) -> None:
-        if compressionCodecClass is not None:
-            raise unsupported(f"saveAsTextFile with compressionCodecClass={compressionCodecClass!r}",
-                              "Hadoop compression codecs need the JVM")
-        self.dataset.save_as_text_file(path)
+        try:
+            self.dataset.save_as_text_file(path, compressionCodecClass)
+        except CodecError as exc:
+            raise UnsupportedOperation(str(exc)) from None
 
     def saveAsPickleFile(self, path: str, batchSize: int = 10) -> None:
         self.dataset.save_as_pickle_file(path, batchSize)

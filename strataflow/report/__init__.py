@@ -18,6 +18,9 @@ One job per module, in the order the data flows:
 - ``charts``: the PNGs (matplotlib, an optional extra imported only here);
 - ``page``: the self-contained HTML page (images inlined as base64, no script, no link);
 - ``build``: all of the above for one log, into one folder.
+
+Beside it, ``status_page``: the same questions asked of a *running* application, served
+live on 127.0.0.1 (``Context.serve_status``, PySpark's ``uiWebUrl``).
 """
 
 from .build import render_report

@@ -228,6 +228,10 @@ class DAGScheduler:
         _, shuffles = narrow_ancestors(dataset)
         return {dep.shuffle_id: self.tracker.outputs(dep.shuffle_id, dep.parent.num_partitions) for dep in shuffles}
 
+    def shipped_files(self) -> dict:
+        """The files added to the application (``Context.add_file``), for a stage's work."""
+        return self.ctx._files.entries()
+
     # -- figures ----------------------------------------------------------------------------
     def _figures(self) -> tuple[dict, float, int]:
         """(cache totals, GC seconds, GC collections): the executors' and, where they are

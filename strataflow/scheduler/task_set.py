@@ -74,7 +74,8 @@ class TaskSetRunner:
         self.plans = plans
         self.on_outcome = on_outcome
         self.work = StageWork(f"{job_id}.{stage.id}.{stage.attempts}", stage.id, job_id, stage.dataset,
-                              stage.shuffle_dep, func, dag.map_outputs_for(stage.dataset))
+                              stage.shuffle_dep, func, dag.map_outputs_for(stage.dataset),
+                              dag.shipped_files())
         self._payload: bytes | None = None
         self._sent_to: set[str] = set()
 

@@ -31,6 +31,8 @@ from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
 __all__ = ["ProcessExecutor"]
 
+_FORGET_BATCH = 16  # finished stages an executor may keep before it is told to drop them
+
 _BLAS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
@@ -53,6 +55,7 @@ class ProcessExecutor(ExecutorHandle):
         self._replies: dict[int, Future] = {}
         self._req_ids = itertools.count()
         self._stages_sent: set[str] = set()
+        self._to_forget: list[str] = []  # finished stages, forgotten with the next stage message
         self._ready: Future = Future()
         self._stopped = threading.Event()
         self._lost_reason: str | None = None
@@ -191,22 +194,31 @@ class ProcessExecutor(ExecutorHandle):
             self._tasks[spec.task_id] = fut
             first = work.key not in self._stages_sent
             self._stages_sent.add(work.key)
+            forget, self._to_forget = (self._to_forget, []) if first else ([], self._to_forget)
         try:
-            if first:
-                self._send(("stage", work.key, payload, plan))
-            self._send(("task", spec))
+            if first:  # the stage, its first task and the stages to forget: one message
+                self._send(("stage", work.key, payload, plan, forget, spec))
+            else:
+                self._send(("task", spec))
         except ExecutorLost as exc:
             if not fut.done():
                 fut.set_exception(exc)
         return fut
 
     def forget_stage(self, key: str) -> None:
+        """The executor drops the stage with the next stage message it gets (an iteration's
+        job sends no message of its own for it, and gets no reply), or at once when
+        ``_FORGET_BATCH`` are waiting."""
         with self._lock:
             if key not in self._stages_sent or self._lost_reason is not None:
                 return
             self._stages_sent.discard(key)
+            self._to_forget.append(key)
+            if len(self._to_forget) < _FORGET_BATCH:
+                return
+            forget, self._to_forget = self._to_forget, []
         try:
-            self._send(("call", -1, "forget_stage", (key,)))
+            self._send(("forget", forget))
         except ExecutorLost:
             pass
 

@@ -134,12 +134,18 @@ class Worker:
             kind = msg[0]
             if kind == "task":
                 pool.submit(run, msg[1])
-            elif kind == "stage":
-                _, key, payload, plan = msg
+            elif kind == "stage":  # a stage, with the finished stages to drop and its first task
+                _, key, payload, plan, forget, first = msg
+                for old in forget:
+                    core.forget_stage(old)
                 try:
                     core.add_stage(pickle.loads(payload), plan)
                 except BaseException as exc:  # noqa: BLE001 - e.g. a module the driver has and we lack
                     core.stage_failed(key, exc)  # its tasks fail with this error
+                pool.submit(run, first)
+            elif kind == "forget":
+                for old in msg[1]:
+                    core.forget_stage(old)
             elif kind == "fetched":
                 fut = self.fetches.get(msg[1])
                 if fut is not None:

@@ -166,7 +166,7 @@ class SparkContext:
         return self.ctx.app_id
 
     @property
-    def uiWebUrl(self) -> str:
+    def uiWebUrl(self) -> str | None:
         """The status page's URL (``Context.serve_status``: jobs, stages, storage and the
         cache's counters on 127.0.0.1), started on first use unless ``spark.ui.enabled``
         is ``false`` (then None)."""

@@ -222,3 +222,42 @@ def test_stop_from_another_thread_fails_the_running_job_promptly(tmp_path, backe
     assert outcome["seconds"] < 10  # 32 tasks of 0.3 s on 2 slots would take ~5 s more
     with pytest.raises(RuntimeError, match="stopped"):
         c.parallelize(range(3), 1).count()
+
+
+def test_wire_messages_keep_arrays_whole_writable_and_small_ones_in_one_frame():
+    """The socket protocol: large and small arrays both arrive equal and writable (a
+    driver may add into a task's partial sums), a read-only one stays read-only, and a
+    message whose buffers are all small is a single frame (one write, one wake-up)."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    from strataflow.executor import wire
+
+    a, b = socket.socketpair()
+    sender, receiver = Connection(a.detach()), Connection(b.detach())
+    frozen = np.arange(7.0)
+    frozen.flags.writeable = False
+    small, large = np.arange(20.0).reshape(4, 5), np.arange(100_000, dtype=np.int64)
+    out = []
+    for msg in [("task_done", 1, (small, np.int64(3))), ("task_done", 2, [large, frozen, b"raw"])]:
+        t = threading.Thread(target=wire.send, args=(sender, msg, threading.Lock()))
+        t.start()
+        out.append(wire.recv(receiver))
+        t.join()
+        assert not receiver.poll(0)  # nothing of the message left behind
+    (_, _, (got_small, three)), (_, _, (got_large, got_frozen, raw)) = out
+    np.testing.assert_array_equal(got_small, small)
+    np.testing.assert_array_equal(got_large, large)
+    np.testing.assert_array_equal(got_frozen, frozen)
+    assert got_small.flags.writeable and got_large.flags.writeable and not got_frozen.flags.writeable
+    got_small += 1  # writable in place
+    assert three == 3 and raw == b"raw"
+    # one frame for the small message: its pickle holds the array's bytes itself
+    t = threading.Thread(target=wire.send, args=(sender, ("m", small), threading.Lock()))
+    t.start()
+    frame = receiver.recv_bytes()
+    t.join()
+    assert frame[:4] == b"\x00\x00\x00\x00" and small.tobytes() in frame
+    sender.close()
+    receiver.close()
+

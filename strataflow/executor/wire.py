@@ -3,8 +3,13 @@
 A message is pickled with protocol 5 and its large buffers (numpy arrays, Arrow buffers,
 bytes of a block) travel out of band: the pickle stream holds only their places, and each
 buffer is sent as it is, then received straight into a writable buffer of its own, so an
-array costs no copy into the stream and comes back writable. cloudpickle is the pickler,
-so that functions defined in the user's script travel by value.
+array costs no copy into the stream and comes back writable. Small writable buffers (a
+task's partial sums) stay in the stream, as bytearrays, so they come back writable too:
+a message without large buffers is one frame, one write and one wake-up of the reader,
+where a frame per buffer cost the sender a system call and the reader a wake-up each
+(measured: a K-means task's result took 0.22 ms of the executor's CPU to send as four
+frames). cloudpickle is the pickler, so that functions defined in the user's script
+travel by value.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import cloudpickle
 __all__ = ["send", "recv", "dumps"]
 
 _COUNT = struct.Struct("<I")
+_IN_BAND = 32 * 1024  # writable buffers smaller than this are copied into the stream
 
 
 def dumps(obj: Any) -> bytes:
@@ -31,7 +37,15 @@ def send(conn: Connection, msg: Any, lock: threading.Lock) -> None:
     """Pickles ``msg`` (raising here, in the sender, if it cannot be pickled) and sends it
     and its out-of-band buffers as one message; ``lock`` keeps messages whole."""
     buffers: list[pickle.PickleBuffer] = []
-    head = cloudpickle.dumps(msg, protocol=5, buffer_callback=buffers.append)
+
+    def out_of_band(buf: pickle.PickleBuffer) -> bool:
+        view = buf.raw()
+        if view.nbytes < _IN_BAND and not view.readonly:
+            return True  # a true value keeps it in the stream
+        buffers.append(buf)
+        return False
+
+    head = cloudpickle.dumps(msg, protocol=5, buffer_callback=out_of_band)
     raws = [b.raw() for b in buffers]
     sizes = struct.pack(f"<{len(raws)}Q", *(r.nbytes for r in raws))
     with lock:

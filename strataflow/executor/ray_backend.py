@@ -254,9 +254,11 @@ class ExecutorActor:
         from threadpoolctl import threadpool_limits
 
         from .core import ExecutorCore
+        from .heap import keep_heap_warm
         from .runtime import ExecutorRuntime
 
         threadpool_limits(limits=spec.config.blas_threads, user_api="blas")
+        keep_heap_warm()
         self.spec = spec
         self._cond = threading.Condition()
         self._outbox: list[dict] = []

@@ -94,6 +94,7 @@ class Worker:
     def serve(self) -> None:
         from ..metrics import EventBus
         from .core import ExecutorCore
+        from .heap import keep_heap_warm
         from .runtime import ExecutorRuntime
         from .work import portable_error
 
@@ -105,6 +106,7 @@ class Worker:
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(limits=spec.config.blas_threads, user_api="blas")
+            keep_heap_warm()  # a task's temporaries stay mapped for the next task
             runtime = ExecutorRuntime(spec, events)
         except BaseException as exc:  # noqa: BLE001 - tell the driver why, then go
             self.send("failed", repr(exc))

@@ -22,14 +22,20 @@ class Handle:
     def __init__(self, executor_id: str, node_id: str | None) -> None:
         self.executor_id, self.node_id, self.cores = executor_id, node_id, 1
         self.submitted: list[int] = []
+        self.messages = 0
 
     def submit(self, work, payload, plan, spec) -> Future:
         self.submitted.append(spec.partition)
         return Future()
 
+    def submit_many(self, work, payload, plan, specs, together=False) -> list[Future]:
+        self.messages += 1
+        self.together = together
+        return [self.submit(work, payload, plan, spec) for spec in specs]
 
-def _runner(preferred: dict[int, list[str]]) -> TaskSetRunner:
-    dag = SimpleNamespace(fleet=None, config=SimpleNamespace(max_task_attempts=2, locality_wait=WAIT),
+
+def _runner(preferred: dict[int, list[str]], wait: float = WAIT) -> TaskSetRunner:
+    dag = SimpleNamespace(fleet=None, config=SimpleNamespace(max_task_attempts=2, locality_wait=wait),
                           map_outputs_for=lambda ds: {}, shipped_files=dict)
     stage = SimpleNamespace(id=0, attempts=1, dataset=None, shuffle_dep=None)
     return TaskSetRunner(dag, stage, 0, list(preferred), None, preferred, None, lambda *a: None)
@@ -91,3 +97,37 @@ def test_a_partition_nobody_holds_goes_to_the_least_loaded_at_once():
     running = {**_busy(holder), Future(): (300, 1, "neighbour")}
     left, _ = _runner({0: []})._launch([(0, 1)], running, [holder, neighbour, far], 0.0)
     assert left == [] and far.submitted == [0]
+
+
+def test_a_holder_takes_its_fair_share_of_local_tasks_in_one_message():
+    """Eight cached partitions, four on each of two one-core executors: each gets its
+    four at once (they would wait for it anyway), one message each, not two per slot
+    and one more per finished task."""
+    a, b = Handle("a", None), Handle("b", None)
+    preferred = {p: ["a" if p % 2 == 0 else "b"] for p in range(8)}
+    running: dict = {}
+    left, local = _runner(preferred)._launch([(p, 1) for p in range(8)], running, [a, b], 0.0)
+    assert left == [] and local and len(running) == 8
+    assert a.submitted == [0, 2, 4, 6] and b.submitted == [1, 3, 5, 7]
+    assert a.messages == b.messages == 1
+    assert a.together and b.together  # nothing left to launch: results may come back together
+
+
+def test_beyond_its_fair_share_a_holder_s_tasks_wait_and_others_keep_two_per_slot():
+    """Six of eight partitions on 'a': it takes its share (four), the other two wait for
+    it (delay scheduling); partitions nobody holds go two per slot, as before."""
+    a, b = Handle("a", None), Handle("b", None)
+    preferred = {p: (["a"] if p < 6 else []) for p in range(8)}
+    left, _ = _runner(preferred)._launch([(p, 1) for p in range(8)], {}, [a, b], 0.0)
+    assert a.submitted == [0, 1, 2, 3]
+    assert b.submitted == [6, 7]  # unheld tasks: two for b's one slot
+    assert left == [(4, 1), (5, 1)]
+    assert not a.together and not b.together  # the driver still has tasks to launch
+
+
+def test_without_a_locality_wait_a_holder_takes_two_per_slot_like_any_executor():
+    """``locality_wait=0``: nothing waits for a holder, so nothing is committed to one
+    beyond its slots; the other executor takes the rest as it frees."""
+    a, b = Handle("a", None), Handle("b", None)
+    left, _ = _runner({p: ["a"] for p in range(6)}, wait=0.0)._launch([(p, 1) for p in range(6)], {}, [a, b], 0.0)
+    assert a.submitted == [0, 1] and b.submitted == [2, 3] and left == [(4, 1), (5, 1)]

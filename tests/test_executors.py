@@ -292,3 +292,50 @@ def test_executor_tasks_reuse_their_heap_instead_of_faulting_temporaries_back_in
     for faults in rounds:
         assert faults[0] > 500 and max(faults[1:]) < 50, faults
 
+
+def test_an_iteration_over_cached_data_is_one_message_each_way_per_executor(tmp_path, monkeypatch):
+    """Four cached partitions on two one-core executors (two each: the first job places
+    two per slot at once): each iteration sends each executor its two tasks in one
+    message and gets both results back in one (the driver had nothing else to launch); a
+    failing task still reports at once, and a result that does not pickle fails its task
+    with the pickling error instead of losing the others."""
+    from strataflow.executor import processes, wire
+
+    seen: list[tuple[str, int]] = []
+    real_recv, real_send = wire.recv, wire.send
+
+    def recv(conn):
+        msg = real_recv(conn)
+        if msg[0] in ("task_done", "tasks_done", "task_failed"):
+            seen.append((msg[0], len(msg[1]) if msg[0] == "tasks_done" else 1))
+        return msg
+
+    def send(conn, msg, lock):
+        if isinstance(msg, tuple) and msg[0] in ("stage", "tasks"):
+            seen.append((msg[0], len(msg[5] if msg[0] == "stage" else msg[1])))
+        real_send(conn, msg, lock)
+
+    monkeypatch.setattr(processes.wire, "recv", recv)
+    monkeypatch.setattr(processes.wire, "send", send)
+    with _context(tmp_path, executors=2, max_task_attempts=1) as c:
+        pts = c.from_numpy(np.arange(40_000.0).reshape(-1, 4), 4).persist("MEMORY_ONLY")
+        pts.count()
+        assert [s[0].memory_partitions for s in c.storage_status(by_executor=True).values()] == [2, 2]
+        seen.clear()
+        assert pts.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(np.arange(40_000.0).sum())
+        assert sorted(seen) == [("stage", 2), ("stage", 2), ("tasks_done", 2), ("tasks_done", 2)]
+
+        def bad(i, a):
+            if i == 3:
+                raise ValueError("partition three is bad")
+            return [a.sum()]
+
+        with pytest.raises(TaskFailedError, match="partition three is bad"):
+            pts.map_partitions_with_index(bad).collect()
+
+        def lock_in_result(i, a):
+            return [threading.Lock() if i == 2 else a.sum()]
+
+        with pytest.raises(TaskFailedError, match="(?i)pickle"):
+            pts.map_partitions_with_index(lock_in_result).collect()
+        assert pts.map_partitions(lambda a: [len(a)]).collect() == [2500] * 4  # the executors are fine

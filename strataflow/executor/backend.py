@@ -52,6 +52,14 @@ class ExecutorHandle(abc.ABC):
     def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
         """Runs one task; the future fails with the task's exception, or ExecutorLost."""
 
+    def submit_many(self, work: StageWork, payload: bytes | None, plan: list | None,
+                    specs: list[TaskSpec], together: bool = False) -> "list[Future[TaskOutcome]]":
+        """Runs several tasks of one stage, queued in this order (a backend that crosses a
+        process boundary sends them as one message); a future each, as ``submit``'s.
+        ``together``: the driver waits for all of them, so their results may come back
+        in one message when the last ends (a failure still comes at once)."""
+        return [self.submit(work, payload, plan, spec) for spec in specs]
+
     @abc.abstractmethod
     def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
         """Asks the executor (``ExecutorCore.call``) and waits for the answer."""

@@ -106,6 +106,12 @@ class ProcessExecutor(ExecutorHandle):
                         fut = self._tasks.pop(msg[1], None)
                     if fut is not None:
                         (fut.set_result if kind == "task_done" else fut.set_exception)(msg[2])
+                elif kind == "tasks_done":  # the results of tasks sent together
+                    with self._lock:
+                        futs = [(self._tasks.pop(task_id, None), outcome) for task_id, outcome in msg[1]]
+                    for fut, outcome in futs:
+                        if fut is not None:
+                            fut.set_result(outcome)
                 elif kind == "reply":
                     _, req_id, ok, value, _ = msg
                     with self._lock:
@@ -186,24 +192,31 @@ class ProcessExecutor(ExecutorHandle):
             raise ExecutorLost(self.executor_id, self._lost_reason or "gone") from exc
 
     def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
-        fut: Future = Future()
+        return self.submit_many(work, payload, plan, [spec])[0]
+
+    def submit_many(self, work: StageWork, payload: bytes | None, plan: list | None,
+                    specs: list[TaskSpec], together: bool = False) -> "list[Future[TaskOutcome]]":
+        futs: list[Future] = [Future() for _ in specs]
         with self._lock:
             if self._lost_reason is not None:
-                fut.set_exception(ExecutorLost(self.executor_id, self._lost_reason))
-                return fut
-            self._tasks[spec.task_id] = fut
+                for fut in futs:
+                    fut.set_exception(ExecutorLost(self.executor_id, self._lost_reason))
+                return futs
+            for spec, fut in zip(specs, futs):
+                self._tasks[spec.task_id] = fut
             first = work.key not in self._stages_sent
             self._stages_sent.add(work.key)
             forget, self._to_forget = (self._to_forget, []) if first else ([], self._to_forget)
         try:
-            if first:  # the stage, its first task and the stages to forget: one message
-                self._send(("stage", work.key, payload, plan, forget, spec))
+            if first:  # the stage, its first tasks and the stages to forget: one message
+                self._send(("stage", work.key, payload, plan, forget, specs, together))
             else:
-                self._send(("task", spec))
+                self._send(("tasks", specs, together))
         except ExecutorLost as exc:
-            if not fut.done():
-                fut.set_exception(exc)
-        return fut
+            for fut in futs:
+                if not fut.done():
+                    fut.set_exception(exc)
+        return futs
 
     def forget_stage(self, key: str) -> None:
         """The executor drops the stage with the next stage message it gets (an iteration's

@@ -34,6 +34,26 @@ _FLUSH_S = 0.2  # events of a busy executor are sent at least this often
 _FETCH_S = 60.0  # a block another executor holds in memory: recomputed if it takes longer
 
 
+class _Together:
+    """Tasks the driver waits for together (it has nothing left to launch): their results
+    go back in one message when the last ends, one wake-up of the driver instead of one
+    per task; a failure is sent at once all the same."""
+
+    def __init__(self, tasks: int) -> None:
+        self.left = tasks
+        self.results: list[tuple[int, object]] = []
+        self.lock = threading.Lock()
+
+    def finished(self, done: tuple[int, object] | None) -> list[tuple[int, object]] | None:
+        """Counts one task (``done``: its id and outcome, or None: it failed); all the
+        results when it was the last."""
+        with self.lock:
+            if done is not None:
+                self.results.append(done)
+            self.left -= 1
+            return self.results if self.left == 0 else None
+
+
 class Worker:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -117,16 +137,34 @@ class Worker:
         threading.Thread(target=self._flusher, daemon=True, name="event-flusher").start()
         self.send("ready", os.getpid())
 
-        def run(task_spec) -> None:
+        def reply(task_id: int, outcome) -> None:
             try:
-                outcome = core.run(task_spec)
-            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the driver
-                self.send("task_failed", task_spec.task_id, portable_error(exc, wire.dumps))
-                return
-            try:
-                self.send("task_done", task_spec.task_id, outcome)
+                self.send("task_done", task_id, outcome)
             except Exception as exc:  # noqa: BLE001 - a result that does not pickle
+                self.send("task_failed", task_id, portable_error(exc, wire.dumps))
+
+        def run(task_spec, batch: _Together | None = None) -> None:
+            try:
+                done = (task_spec.task_id, core.run(task_spec))
+            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the driver, at once
                 self.send("task_failed", task_spec.task_id, portable_error(exc, wire.dumps))
+                done = None
+            if batch is None:
+                if done is not None:
+                    reply(*done)
+                return
+            results = batch.finished(done)
+            if results:
+                try:
+                    self.send("tasks_done", results)
+                except Exception:  # noqa: BLE001 - one result does not pickle: each alone
+                    for item in results:
+                        reply(*item)
+
+        def queue(specs: list, together: bool) -> None:
+            batch = _Together(len(specs)) if together and len(specs) > 1 else None
+            for task_spec in specs:
+                pool.submit(run, task_spec, batch)
 
         while True:
             try:
@@ -134,17 +172,17 @@ class Worker:
             except (EOFError, OSError):
                 os._exit(0)  # the driver has gone: so do we, at once
             kind = msg[0]
-            if kind == "task":
-                pool.submit(run, msg[1])
-            elif kind == "stage":  # a stage, with the finished stages to drop and its first task
-                _, key, payload, plan, forget, first = msg
+            if kind == "tasks":
+                queue(msg[1], msg[2])
+            elif kind == "stage":  # a stage, with the finished stages to drop and its first tasks
+                _, key, payload, plan, forget, first, together = msg
                 for old in forget:
                     core.forget_stage(old)
                 try:
                     core.add_stage(pickle.loads(payload), plan)
                 except BaseException as exc:  # noqa: BLE001 - e.g. a module the driver has and we lack
                     core.stage_failed(key, exc)  # its tasks fail with this error
-                pool.submit(run, first)
+                queue(first, together)
             elif kind == "forget":
                 for old in msg[1]:
                     core.forget_stage(old)

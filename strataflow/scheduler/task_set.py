@@ -13,6 +13,15 @@ Partitions no executor holds go to the free executor with the fewest running tas
 executor takes ``_TASKS_PER_SLOT`` tasks per slot at once: the next one waits there, so a
 slot never idles for a round trip to the driver between tasks.
 
+With a locality wait, a holder takes its own partitions' tasks up to its fair share of
+the stage (its slots' share of all slots) at once, since they would wait for it anyway:
+an iteration over cached data is then one message per executor, and the driver, with
+nothing left to launch, sleeps until the last task ends or one fails instead of waking
+for every task (issue 13: the driver's CPU competes with the executors' on a machine with
+as many cores as executors). The price: a holder so slow that its tasks would have moved
+after the wait keeps that share (the rest still moves); with ``locality_wait=0`` every
+task is placed as a slot frees.
+
 A task whose user code fails is retried (on any executor) up to ``max_task_attempts``
 times; so is a task whose executor was lost, since a user function that kills its
 process (``os._exit``) must not retry forever. The first failure that ends the stage
@@ -24,7 +33,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -124,7 +133,10 @@ class TaskSetRunner:
                     level_ends = self.locality_wait * (1 if waited < self.locality_wait else 2)
                     if waited < level_ends:  # past both levels, a task ending wakes us
                         timeout = max(0.01, min(_POLL_S, level_ends - waited))
-                done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
+                # with nothing left to launch, the driver sleeps until the last task or the
+                # first failure: no wake-up per task while the executors compute
+                until = FIRST_COMPLETED if queue and stop_error is None else FIRST_EXCEPTION
+                done, _ = wait(list(running), timeout=timeout, return_when=until)
                 for fut in done:
                     if fut not in running:  # drained after the stage failed
                         continue
@@ -175,6 +187,11 @@ class TaskSetRunner:
                 load[eid] += 1
         by_id = {h.executor_id: h for h in live}
         free = lambda eid: load[eid] < by_id[eid].cores * _TASKS_PER_SLOT  # noqa: E731
+        # a holder takes its own partitions' tasks up to its fair share of the stage at
+        # once: they would wait for it anyway, and one message carries them all
+        # (with no locality wait, nothing waits for a holder: two per slot, as any task)
+        share = -(-len(self.partitions) // max(1, sum(h.cores for h in live))) if self.locality_wait > 0 else 0
+        free_local = lambda eid: load[eid] < by_id[eid].cores * max(_TASKS_PER_SLOT, share)  # noqa: E731
         # delay scheduling's levels (Spark's PROCESS_LOCAL, NODE_LOCAL, ANY): the holder's
         # executor; after one wait, an executor on the holder's node (it reads the disk
         # copy from the file); after two, any. Executors without a node (threads,
@@ -182,13 +199,11 @@ class TaskSetRunner:
         node_local = since_local >= self.locality_wait
         anywhere = since_local >= 2 * self.locality_wait
         left: list[tuple[int, int]] = []
+        batches: dict[str, list[tuple[TaskSpec, int]]] = {}
         launched_local = False
         for p, attempt in queue:
-            if not any(free(e) for e in load):
-                left.append((p, attempt))
-                continue
             pref = [e for e in self.preferred.get(p, ()) if e in load]
-            target = next((e for e in pref if free(e)), None)
+            target = next((e for e in pref if free_local(e)), None)
             if target is None and pref and node_local:
                 nodes = {by_id[e].node_id for e in pref}
                 target = min((e for e in load if free(e) and by_id[e].node_id in nodes), key=lambda e: load[e],
@@ -198,14 +213,19 @@ class TaskSetRunner:
             if target is None:
                 left.append((p, attempt))
                 continue
-            handle = by_id[target]
             peers = self.dag.master.peers(self.reads[p], target) if self.reads.get(p) else None
-            spec = TaskSpec(self.work.key, p, attempt, next(_task_ids), peers)
-            fut = handle.submit(self.work, self._payload_for(handle), self._plan_for(target), spec)
-            self._sent_to.add(target)
-            running[fut] = (p, attempt, target)
+            batches.setdefault(target, []).append((TaskSpec(self.work.key, p, attempt, next(_task_ids), peers), attempt))
             load[target] += 1
             launched_local |= target in pref
+        for target, items in batches.items():
+            handle = by_id[target]
+            specs = [spec for spec, _ in items]
+            # nothing left to launch: the driver waits for them all, so they may answer together
+            futs = handle.submit_many(self.work, self._payload_for(handle), self._plan_for(target), specs,
+                                      together=not left)
+            self._sent_to.add(target)
+            for fut, (spec, attempt) in zip(futs, items):
+                running[fut] = (spec.partition, attempt, target)
         return left, launched_local
 
     def _cancel(self) -> None:

@@ -511,6 +511,44 @@ def test_an_actor_killed_mid_job(cluster, tmp_path):
         assert c.parallelize(range(100), 4).map(lambda x: x + 1).sum() == 5050
 
 
+def test_tasks_the_driver_waits_for_together_are_one_actor_call_per_executor(cluster, tmp_path, monkeypatch):
+    """Four cached partitions on two one-core executors (two each): an iteration over them
+    is one ``run_many`` call per executor, the answer right; a failing task and a result
+    that does not pickle fail their job with their own errors, and the others in the
+    same call are not lost."""
+    from strataflow.executor.ray_backend import RayExecutor
+
+    kinds: list[str] = []
+    real_watch = RayExecutor._watch
+
+    def watch(self, ref, kind, fut):
+        if kind in ("task", "tasks"):
+            kinds.append(kind)
+        return real_watch(self, ref, kind, fut)
+
+    monkeypatch.setattr(RayExecutor, "_watch", watch)
+    with _context(tmp_path, max_task_attempts=1) as c:
+        pts = c.from_numpy(np.arange(40_000.0).reshape(-1, 4), 4).persist(StorageLevel.MEMORY_ONLY)
+        pts.count()
+        held = [s[0].memory_partitions for s in c.storage_status(by_executor=True).values()]
+        assert held == [2, 2]
+        kinds.clear()
+        assert pts.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(np.arange(40_000.0).sum())
+        assert kinds == ["tasks", "tasks"]
+
+        def bad(i, a):
+            if i == 3:
+                raise ValueError("partition three is bad")
+            return [a.sum()]
+
+        with pytest.raises(Exception, match="partition three is bad"):
+            pts.map_partitions_with_index(bad).collect()
+        with pytest.raises(Exception, match="(?i)pickle"):
+            pts.map_partitions_with_index(lambda i, a: [threading.Lock() if i == 2 else a.sum()]).collect()
+        assert pts.map_partitions(lambda a: [len(a)]).collect() == [2500] * 4
+        assert c.metrics()["misses"] == 4  # nothing recomputed: every task ran where its block is
+
+
 # -- a local Ray ------------------------------------------------------------------------------------------
 _LOCAL = r'''
 import os, sys

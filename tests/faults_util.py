@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+
+import pytest
 
 from test_frame_auth import evil_payload, evil_pickle, forge_block, forge_bucket, index_fields, read_header
 from test_mapped_damage import cut, damage
@@ -282,3 +285,21 @@ class device_full:
         self.mp.setattr(os, "pwrite", self._real_pwrite)
 
 
+
+
+def fail_tasks_sent_together(pts, error: type[BaseException]) -> None:
+    """``pts``: four cached partitions of 2,500 rows, two on each of two executors, so a
+    job's tasks go to each executor together. A task that raises and a result that does
+    not pickle each fail their job with their own error (raised as ``error``), and the
+    executors serve the next job whole."""
+
+    def bad(i, a):
+        if i == 3:
+            raise ValueError("partition three is bad")
+        return [a.sum()]
+
+    with pytest.raises(error, match="partition three is bad"):
+        pts.map_partitions_with_index(bad).collect()
+    with pytest.raises(error, match="(?i)pickle"):
+        pts.map_partitions_with_index(lambda i, a: [threading.Lock() if i == 2 else a.sum()]).collect()
+    assert pts.map_partitions(lambda a: [len(a)]).collect() == [2500] * 4

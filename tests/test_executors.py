@@ -21,6 +21,7 @@ import numpy as np
 import psutil
 import pytest
 
+from faults_util import fail_tasks_sent_together
 from strataflow import Context, TaskFailedError
 from strataflow.scheduler.pickling import UnpicklableTaskError
 
@@ -325,17 +326,4 @@ def test_an_iteration_over_cached_data_is_one_message_each_way_per_executor(tmp_
         assert pts.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(np.arange(40_000.0).sum())
         assert sorted(seen) == [("stage", 2), ("stage", 2), ("tasks_done", 2), ("tasks_done", 2)]
 
-        def bad(i, a):
-            if i == 3:
-                raise ValueError("partition three is bad")
-            return [a.sum()]
-
-        with pytest.raises(TaskFailedError, match="partition three is bad"):
-            pts.map_partitions_with_index(bad).collect()
-
-        def lock_in_result(i, a):
-            return [threading.Lock() if i == 2 else a.sum()]
-
-        with pytest.raises(TaskFailedError, match="(?i)pickle"):
-            pts.map_partitions_with_index(lock_in_result).collect()
-        assert pts.map_partitions(lambda a: [len(a)]).collect() == [2500] * 4  # the executors are fine
+        fail_tasks_sent_together(pts, TaskFailedError)

@@ -39,6 +39,7 @@ import psutil
 import pytest
 
 import netns
+from faults_util import fail_tasks_sent_together
 
 from strataflow import Context, StorageLevel
 from strataflow.cli import main as cli_main
@@ -536,16 +537,7 @@ def test_tasks_the_driver_waits_for_together_are_one_actor_call_per_executor(clu
         assert pts.map_partitions(lambda a: [a.sum()]).sum() == pytest.approx(np.arange(40_000.0).sum())
         assert kinds == ["tasks", "tasks"]
 
-        def bad(i, a):
-            if i == 3:
-                raise ValueError("partition three is bad")
-            return [a.sum()]
-
-        with pytest.raises(Exception, match="partition three is bad"):
-            pts.map_partitions_with_index(bad).collect()
-        with pytest.raises(Exception, match="(?i)pickle"):
-            pts.map_partitions_with_index(lambda i, a: [threading.Lock() if i == 2 else a.sum()]).collect()
-        assert pts.map_partitions(lambda a: [len(a)]).collect() == [2500] * 4
+        fail_tasks_sent_together(pts, Exception)
         assert c.metrics()["misses"] == 4  # nothing recomputed: every task ran where its block is
 
 

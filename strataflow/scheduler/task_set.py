@@ -31,11 +31,10 @@ cancels its other tasks on every executor and waits for those already running to
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
 from ..shuffle import FetchFailed

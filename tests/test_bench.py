@@ -92,3 +92,53 @@ def test_bench_serde_and_devices_end_to_end(tmp_path):
     cached = [r for r in res["runs"] if r.get("threads")]
     assert {r["threads"] for r in cached} == {1, 2} and all(r["mb_per_s"] > 0 for r in cached)
     assert (out / "devices.png").exists()
+
+
+def test_bench_auto_end_to_end(tmp_path):
+    """AUTO beside two fixed levels at one pressure: every run checks, AUTO's row carries
+    its paired ratios, and the chart is drawn."""
+    code, out, res = _bench(tmp_path, "auto", "--scale", "0.002", "--workloads", "kmeans", "--pressures", "4",
+                            "--levels", "MEMORY_AND_DISK,DISK_MMAP")
+    assert code == 0, [r["result_check"] for r in res["runs"]]
+    assert {r["level"] for r in res["runs"]} == {"AUTO", "MEMORY_AND_DISK", "DISK_MMAP"}
+    assert all(ROW_FIELDS | {"pressure", "memory_mb"} <= set(r) for r in res["runs"])
+    auto = next(s for s in res["summary"] if s["level"] == "AUTO")
+    assert auto["best_fixed"] in ("MEMORY_AND_DISK", "DISK_MMAP") and auto["vs_best_fixed"] > 0
+    best = next(s for s in res["summary"] if s["level"] == auto["best_fixed"])
+    assert best["vs_best_fixed"] == 1.0
+    assert auto["vs_best_fixed"] >= auto["vs_memory_and_disk"] - 1e-12  # the best is the one AUTO fares worst against
+    assert (out / "auto.png").stat().st_size > 10_000
+    assert any("paired" in n for n in res["meta"]["notes"])
+
+
+def _auto_run(level: str, repeat: int, seconds: float, pressure: float = 4.0) -> dict:
+    return {"experiment": "auto", "workload": "kmeans", "api": "batches", "level": level, "pressure": pressure,
+            "repeat": repeat, "total_s": seconds, "result_check": "ok"}
+
+
+def test_auto_ratios_pair_the_runs_of_one_repeat():
+    """A drift that slows a whole repeat divides out of paired ratios where a ratio of
+    medians would show a false gap; the best fixed level is the one AUTO fares worst
+    against; each row is paired with it and with MEMORY_AND_DISK."""
+    from strataflow.bench.experiments import paired_ratio, summarize
+
+    # Repeats 1, 3 and 4 ran on a machine twice as slow (another job): AUTO is 2% ahead
+    # of DISK_MMAP and 10% ahead of MEMORY_AND_DISK in every repeat, but one
+    # MEMORY_AND_DISK run (repeat 4) missed the slow spell.
+    runs = []
+    for r, slow in enumerate((1.0, 2.0, 1.0, 2.0, 2.0)):
+        runs += [_auto_run("AUTO", r, 0.98 * slow), _auto_run("DISK_MMAP", r, 1.0 * slow),
+                 _auto_run("MEMORY_AND_DISK", r, 1.0889 * slow if r != 4 else 1.0889)]
+    assert paired_ratio(runs, "AUTO", "DISK_MMAP") == pytest.approx(0.98)
+    assert paired_ratio(runs, "AUTO", "MEMORY_AND_DISK") == pytest.approx(0.98 / 1.0889)  # the outlier is one ratio
+    assert paired_ratio(runs, "AUTO", "DISK_ONLY") is None
+    rows = {s["level"]: s for s in summarize(runs)}
+    assert rows["AUTO"]["best_fixed"] == "DISK_MMAP"
+    assert rows["AUTO"]["vs_best_fixed"] == pytest.approx(0.98)
+    assert rows["DISK_MMAP"]["vs_best_fixed"] == 1.0
+    assert rows["MEMORY_AND_DISK"]["vs_best_fixed"] == pytest.approx(1.0889)
+    assert rows["AUTO"]["vs_memory_and_disk"] == pytest.approx(0.98 / 1.0889)
+    assert rows["MEMORY_AND_DISK"]["vs_memory_and_disk"] == 1.0
+    # A ratio of medians is thrown by that one run: 1.96 s over MEMORY_AND_DISK's median
+    # 1.0889 s (its fast runs are now the majority) says AUTO is 1.8x slower.
+    assert rows["AUTO"]["total_s"] / rows["MEMORY_AND_DISK"]["total_s"] == pytest.approx(1.96 / 1.0889)

@@ -4,6 +4,7 @@ peer's rows when asked, and write the report."""
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import time
@@ -84,6 +85,10 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
              f"scale {args.scale}, {args.repeat} repeat(s), variants interleaved; medians over repeats",
              "data read warm (page cache) unless the experiment says cold"]
+    if args.experiment == "auto":
+        notes.append("ratios (vs_best_fixed, vs_memory_and_disk) are paired: the median over repeats of the "
+                      "ratio of two runs of one repeat, which ran back to back; the best fixed level is the one AUTO fares "
+                      "worst against")
     if args.peer == "pyspark":
         peer_runs, note = _peer_runs(args, args.experiment, runs, data_root)
         runs += peer_runs
@@ -96,6 +101,7 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
         for run in runs:
             bar.update(task, description=f"{args.experiment}: " + " ".join(
                 f"{v}" for k, v in run.key.items() if k not in ("experiment", "repeat")))
+            gc.collect()  # the last run's garbage is collected now, not inside this run's time
             try:
                 rows.append(run.call())
             except Exception as exc:  # a failed run is a row with its error, not a lost report

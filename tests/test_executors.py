@@ -263,15 +263,15 @@ def test_wire_messages_keep_arrays_whole_writable_and_small_ones_in_one_frame():
     receiver.close()
 
 
-def _alloc_faults(rounds: int = 12) -> list[int]:
+def _alloc_faults(rounds: int = 12, floats: int = 200_000) -> list[int]:
     """Minor page faults of this thread per round of a kernel's worth of temporaries
-    (four 1.6 MB arrays alive at once, then freed)."""
+    (four arrays of ``floats`` doubles alive at once, 1.6 MB each by default, then freed)."""
     import resource
 
     out = []
     for _ in range(rounds):
         f0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-        arrays = [np.ones(200_000) for _ in range(4)]
+        arrays = [np.ones(floats) for _ in range(4)]
         del arrays
         out.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - f0)
     return out
@@ -281,7 +281,9 @@ def _alloc_faults(rounds: int = 12) -> list[int]:
 def test_executor_tasks_reuse_their_heap_instead_of_faulting_temporaries_back_in(tmp_path):
     """A fresh process's glibc trims a few MB of freed temporaries after every task and
     faults them back in on the next (about 1,500 faults a round here); executors fix
-    the heap's thresholds, so only the first round touches new pages."""
+    the heap's thresholds, so only the first round touches new pages. Temporaries of
+    6 MB each (naive Bayes' gathers are 5 MB) stay on the heap too: a 4 MB threshold
+    mapped and faulted them at every round (about 6,000 faults)."""
     import subprocess as sp
 
     probe = "import test_executors as t, threading; r = []; th = threading.Thread(target=lambda: r.append(t._alloc_faults())); th.start(); th.join(); print(min(r[0][1:]))"
@@ -292,6 +294,10 @@ def test_executor_tasks_reuse_their_heap_instead_of_faulting_temporaries_back_in
     assert len(rounds) == 2
     for faults in rounds:
         assert faults[0] > 500 and max(faults[1:]) < 50, faults
+    with _context(tmp_path) as ctx:
+        rounds = ctx.parallelize(range(2), 2).map_partitions(lambda it: [_alloc_faults(floats=750_000)]).collect()
+    for faults in rounds:
+        assert faults[0] > 1000 and max(faults[1:]) < 50, faults
 
 
 def test_an_iteration_over_cached_data_is_one_message_each_way_per_executor(tmp_path, monkeypatch):

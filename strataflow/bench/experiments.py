@@ -312,20 +312,20 @@ def _auto_ratios(rows: list[dict], out: list[dict]) -> None:
     for r in rows:
         if r.get("experiment") == "auto" and r.get("total_s"):
             points.setdefault((r.get("workload"), r.get("pressure")), []).append(r)
-    for row in out:
-        if row.get("experiment") != "auto" or not row.get("total_s"):
-            continue
-        runs = points.get((row.get("workload"), row.get("pressure")), [])
-        fixed = sorted({r["level"] for r in runs} - {"AUTO"})
-        against = {lv: paired_ratio(runs, "AUTO", lv) for lv in fixed}
+    best: dict[tuple, str | None] = {}
+    for point, runs in points.items():  # once per point, not once per row
+        against = {lv: paired_ratio(runs, "AUTO", lv) for lv in {r["level"] for r in runs} - {"AUTO"}}
         against = {lv: v for lv, v in against.items() if v is not None}
-        if against:
-            best = max(against, key=lambda lv: against[lv])
-            row["best_fixed"] = best
-            row["vs_best_fixed"] = 1.0 if row["level"] == best else paired_ratio(runs, row["level"], best)
-        if "MEMORY_AND_DISK" in fixed:
-            row["vs_memory_and_disk"] = 1.0 if row["level"] == "MEMORY_AND_DISK" else \
-                paired_ratio(runs, row["level"], "MEMORY_AND_DISK")
+        best[point] = max(sorted(against), key=against.__getitem__) if against else None
+    for row in out:
+        point = (row.get("workload"), row.get("pressure"))
+        if row.get("experiment") != "auto" or not row.get("total_s") or point not in points:
+            continue
+        for key, level in (("vs_best_fixed", best[point]), ("vs_memory_and_disk", "MEMORY_AND_DISK")):
+            if level is not None and any(r["level"] == level for r in points[point]):
+                row[key] = 1.0 if row["level"] == level else paired_ratio(points[point], row["level"], level)
+        if best[point] is not None:
+            row["best_fixed"] = best[point]
 
 
 def _numeric(v: Any) -> bool:

@@ -18,8 +18,8 @@ The mmap threshold is glibc's own ceiling for its dynamic one (32 MB on 64-bit),
 16 MB. A lower one is worse than glibc's default for kernels with temporaries just above
 it: at 4 MB, naive Bayes' evaluation (5 MB gathers) mapped and faulted its temporaries at
 every call, 8,500 faults and 2.2x the time of the same call under glibc's default (its
-threshold had risen past 5 MB), and the whole evaluation stage ran 1.4x slower over
-blocks cached in memory than over blocks read from disk, whose reads had raised nothing.
+threshold had risen past 5 MB), and the whole evaluation stage ran 1.45x slower over
+blocks cached in memory than over blocks read from disk.
 
 Only executors call this: the driver is the user's process, whose allocator is theirs.
 """

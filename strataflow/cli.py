@@ -340,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True)
     b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")
     b.add_argument("--parallelism", type=_positive(int), default=2)
+    b.add_argument("--backend", choices=["threads", "processes"], default=None,
+                   help="where the runs' tasks run (default: the Context's, processes when parallelism > 1); "
+                        "threads is the quieter measure on a machine with few cores")
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
     b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
     b.add_argument("--workloads", default=None, help="pressure, auto: comma-separated workloads")

@@ -98,7 +98,7 @@ def test_bench_auto_end_to_end(tmp_path):
     """AUTO beside two fixed levels at one pressure: every run checks, AUTO's row carries
     its paired ratios, and the chart is drawn."""
     code, out, res = _bench(tmp_path, "auto", "--scale", "0.002", "--workloads", "kmeans", "--pressures", "4",
-                            "--levels", "MEMORY_AND_DISK,DISK_MMAP")
+                            "--levels", "MEMORY_AND_DISK,DISK_MMAP", "--backend", "threads")
     assert code == 0, [r["result_check"] for r in res["runs"]]
     assert {r["level"] for r in res["runs"]} == {"AUTO", "MEMORY_AND_DISK", "DISK_MMAP"}
     assert all(ROW_FIELDS | {"pressure", "memory_mb"} <= set(r) for r in res["runs"])
@@ -109,6 +109,10 @@ def test_bench_auto_end_to_end(tmp_path):
     assert auto["vs_best_fixed"] >= auto["vs_memory_and_disk"] - 1e-12  # the best is the one AUTO fares worst against
     assert (out / "auto.png").stat().st_size > 10_000
     assert any("paired" in n for n in res["meta"]["notes"])
+    assert any(n.startswith("backend: threads") for n in res["meta"]["notes"])
+    # one repeat gives no interval: the verdict says so rather than guessing
+    assert auto["target"] == "open" and "too few" in auto["target_why"] and auto["vs_best_fixed_ci"] is None
+    assert any(n.startswith("target") and "open at 1 of 1 points" in n for n in res["meta"]["notes"])
 
 
 def _auto_run(level: str, repeat: int, seconds: float, pressure: float = 4.0) -> dict:
@@ -142,3 +146,72 @@ def test_auto_ratios_pair_the_runs_of_one_repeat():
     # A ratio of medians is thrown by that one run: 1.96 s over MEMORY_AND_DISK's median
     # 1.0889 s (its fast runs are now the majority) says AUTO is 1.8x slower.
     assert rows["AUTO"]["total_s"] / rows["MEMORY_AND_DISK"]["total_s"] == pytest.approx(1.96 / 1.0889)
+
+
+def test_median_ci_is_the_order_statistic_interval():
+    """The interval of the median from order statistics: for 9 values the 2nd and 8th
+    (coverage 96.1%), for 6 the extremes (96.9%), none for 5 (the extremes cover only
+    93.8%); k is the largest whose binomial tail is within 2.5%."""
+    from math import comb
+
+    from strataflow.bench.experiments import median_ci
+
+    assert median_ci([9, 1, 8, 2, 7, 3, 6, 4, 5]) == (2, 8)
+    assert median_ci([3.0, 1.0, 2.0, 6.0, 5.0, 4.0]) == (1.0, 6.0)
+    assert median_ci([1, 2, 3, 4, 5]) is None
+    assert median_ci([]) is None
+    for n in range(6, 80):
+        lo, hi = median_ci(list(range(n)))
+        k = lo + 1
+        assert hi == n - k
+        assert sum(comb(n, i) for i in range(k)) / 2 ** n <= 0.025 < sum(comb(n, i) for i in range(k + 1)) / 2 ** n
+
+
+def test_target_verdict_says_met_missed_or_open():
+    """AUTO's target at one point from its paired ratios: missed only where an interval
+    lies wholly above its bound (1.05; 1.0 for MEMORY_AND_DISK), met only where every
+    interval is within 1.05, open where the noise leaves it undecided."""
+    from strataflow.bench.experiments import target_verdict
+
+    tight = [0.96, 0.97, 0.98, 0.99, 1.0, 1.0, 1.01, 1.02, 1.03]
+    noisy = [0.80, 0.86, 0.92, 0.97, 1.0, 1.04, 1.1, 1.2, 1.3]
+    slow = [x + 0.2 for x in tight]
+    assert target_verdict({"DISK_MMAP": tight, "MEMORY_AND_DISK": tight})[0] == "met"
+    verdict, why = target_verdict({"DISK_MMAP": tight, "MEMORY_AND_DISK": noisy})
+    assert verdict == "open" and "MEMORY_AND_DISK [0.860, 1.200]" in why
+    verdict, why = target_verdict({"DISK_MMAP": slow, "MEMORY_AND_DISK": noisy})
+    assert verdict == "missed" and why.startswith("DISK_MMAP [1.170, 1.220] > 1.05")
+    # 3% slower than MEMORY_AND_DISK in every repeat: within 1.05, but above its own bound
+    verdict, why = target_verdict({"MEMORY_AND_DISK": [x * 1.03 for x in [1.0, 1.005, 1.01] * 3]})
+    assert verdict == "missed" and "> 1.0" in why
+    # the same 3% against another level is within the target
+    assert target_verdict({"DISK_ONLY": [x * 1.03 for x in [1.0, 1.005, 1.01] * 3]})[0] == "met"
+    assert target_verdict({"DISK_MMAP": tight[:4]})[0] == "open"
+
+
+def test_auto_summary_carries_verdicts_and_the_pooled_line(tmp_path):
+    """Each AUTO row of the summary gets its interval and verdict; the report's line
+    counts the points and pools AUTO / MEMORY_AND_DISK over every repeat; the table
+    prints the interval and the chart draws it."""
+    from strataflow.bench.experiments import auto_verdict, summarize
+    from strataflow.bench.report import write_report
+
+    runs = []
+    for r in range(9):
+        jitter = 1 + 0.01 * (r % 3)
+        for pressure, auto_s in ((2.0, 0.97), (8.0, 1.5)):  # at 8x AUTO is 1.5x slower: missed
+            runs += [_auto_run("AUTO", r, auto_s * jitter, pressure), _auto_run("MEMORY_AND_DISK", r, 1.0, pressure),
+                     _auto_run("DISK_MMAP", r, 1.0 * jitter, pressure)]
+    summary = summarize(runs)
+    auto = {s["pressure"]: s for s in summary if s["level"] == "AUTO"}
+    assert auto[2.0]["target"] == "met" and auto[8.0]["target"] == "missed"
+    lo, hi = auto[8.0]["vs_best_fixed_ci"]
+    assert lo <= auto[8.0]["vs_best_fixed"] <= hi
+    line = auto_verdict(runs, summary)
+    assert "met at 1, missed at 1, open at 0 of 2 points" in line
+    assert "over all 18 paired repeats" in line
+    assert auto_verdict(runs, [s for s in summary if s["level"] != "AUTO"]) is None
+    paths = write_report(str(tmp_path), "auto", runs, summary, {"notes": [line]})
+    table = open(paths["table"]).read()
+    assert f"[{lo:.3f}, {hi:.3f}]" in table and "| missed |" in table and line in table
+    assert os.path.getsize(paths["charts"][0]) > 10_000

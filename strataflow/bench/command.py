@@ -13,7 +13,7 @@ import traceback
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .experiments import Run, plan, summarize
+from .experiments import Run, auto_verdict, plan, summarize
 from .report import write_report
 
 __all__ = ["run_bench"]
@@ -79,12 +79,13 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     kw = dict(root=data_root, scale=args.scale, repeat=args.repeat, parallelism=args.parallelism,
               dirs=_split(args.dirs), threads=_split(args.threads, int), workloads=_split(args.workloads),
               pressures=_split(args.pressures, float), policies=_split(args.policies),
-              levels=_split(getattr(args, "levels", None)))
+              levels=_split(getattr(args, "levels", None)), backend=getattr(args, "backend", None))
     console.print(f"planning bench {args.experiment} at scale {args.scale} (data in {data_root})")
     runs = plan(args.experiment, **kw)
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
              f"scale {args.scale}, {args.repeat} repeat(s), variants interleaved; medians over repeats",
-             "data read warm (page cache) unless the experiment says cold"]
+             "data read warm (page cache) unless the experiment says cold",
+             f"backend: {getattr(args, 'backend', None) or 'the Context default'}, parallelism {args.parallelism}"]
     if args.experiment == "auto":
         notes.append("ratios (vs_best_fixed, vs_memory_and_disk) are paired: the median over repeats of the "
                       "ratio of two runs of one repeat, which ran back to back; the best fixed level is the one AUTO fares "
@@ -109,6 +110,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
                              "traceback": traceback.format_exc(limit=5)})
             bar.advance(task)
     summary = summarize(rows)
+    if args.experiment == "auto" and (verdict := auto_verdict(rows, summary)):
+        notes.append(verdict)
     meta = {"experiment": args.experiment, "scale": args.scale, "repeat": args.repeat, "seconds": time.perf_counter() - t0,
             "notes": notes}
     paths = write_report(args.out, args.experiment, rows, summary, meta)

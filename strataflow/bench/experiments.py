@@ -21,6 +21,7 @@ are compared are interleaved: the repeat loop is outermost.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import tempfile
@@ -32,7 +33,8 @@ from ..workloads.runner import run_workload
 from .data import ensure_data
 from .devices import probe_bandwidth
 
-__all__ = ["Run", "plan", "EXPERIMENTS", "summarize", "paired_ratio"]
+__all__ = ["Run", "plan", "EXPERIMENTS", "summarize", "paired_ratio", "paired_ratios", "median_ci",
+           "target_verdict", "auto_verdict"]
 
 MB = 1 << 20
 LEVELS = ["NONE", "MEMORY_ONLY", "MEMORY_ONLY_SER", "OFF_HEAP", "DISK_ONLY", "MEMORY_AND_DISK"]
@@ -94,10 +96,16 @@ def _ample(data_dir: str) -> str:
     return f"{(4 * size + 256 * MB) // MB}MB"
 
 
-def _workload_run(workload: str, data: str, key: dict, parallelism: int, **kw) -> Run:
+def _backend(backend: str | None) -> dict | None:
+    """The Context options that pick ``backend`` (None: the Context's default)."""
+    return {"backend": backend} if backend else None
+
+
+def _workload_run(workload: str, data: str, key: dict, parallelism: int, backend: str | None = None, **kw) -> Run:
     def call() -> dict:
         with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-            report = run_workload(workload, data, parallelism=parallelism, local_dirs=[tmp], **kw)
+            report = run_workload(workload, data, parallelism=parallelism, local_dirs=[tmp],
+                                  context_options=_backend(backend), **kw)
         return _row(report, key)
 
     from ..config import parse_size
@@ -105,19 +113,21 @@ def _workload_run(workload: str, data: str, key: dict, parallelism: int, **kw) -
     return Run(key, call, extra={"memory_fn": lambda: parse_size(kw.get("memory", "1GB"))})
 
 
-def plan_levels(root: str, scale: float, repeat: int, parallelism: int, **_) -> list[Run]:
+def plan_levels(root: str, scale: float, repeat: int, parallelism: int, backend: str | None = None,
+                **_) -> list[Run]:
     data = ensure_data("kmeans", root, scale)
     runs = []
     for r in range(repeat):
         for api in ("records", "batches"):
             for level in LEVELS:
                 key = {"experiment": "levels", "workload": "kmeans", "api": api, "level": level, "repeat": r}
-                runs.append(_workload_run("kmeans", data, key, parallelism, api=api, level=level,
+                runs.append(_workload_run("kmeans", data, key, parallelism, backend, api=api, level=level,
                                           memory=_ample(data), iterations=5))
     return runs
 
 
-def plan_serde(root: str, scale: float, repeat: int, parallelism: int, **_) -> list[Run]:
+def plan_serde(root: str, scale: float, repeat: int, parallelism: int, backend: str | None = None,
+               **_) -> list[Run]:
     runs = []
     for kind in ("strings", "vectors"):
         data = ensure_data("rddtest", root, scale, kind=kind)
@@ -125,13 +135,13 @@ def plan_serde(root: str, scale: float, repeat: int, parallelism: int, **_) -> l
             for api, ser in SERDE_VARIANTS:
                 key = {"experiment": "serde", "workload": "rddtest", "kind": kind, "api": api, "serializer": ser,
                        "level": "MEMORY_ONLY_SER", "repeat": r}
-                runs.append(_workload_run("rddtest", data, key, parallelism, api=api, level="MEMORY_ONLY_SER",
+                runs.append(_workload_run("rddtest", data, key, parallelism, backend, api=api, level="MEMORY_ONLY_SER",
                                           serializer=ser, memory=_ample(data)))
     return runs
 
 
 def plan_devices(root: str, scale: float, repeat: int, parallelism: int, dirs: list[str] | None = None,
-                 threads: list[int] | None = None, **_) -> list[Run]:
+                 threads: list[int] | None = None, backend: str | None = None, **_) -> list[Run]:
     dirs = dirs or [tempfile.gettempdir()]
     threads = threads or sorted({1, parallelism})
     runs = []
@@ -153,7 +163,7 @@ def plan_devices(root: str, scale: float, repeat: int, parallelism: int, dirs: l
 
                     def call(d=d, n=n, data=data, key=key):
                         report = run_workload("rddtest", data, api="batches", level="DISK_ONLY", parallelism=n,
-                                              local_dirs=[d], memory=_ample(data))
+                                              local_dirs=[d], memory=_ample(data), context_options=_backend(backend))
                         row = _row(report, key)
                         cache_s = report["extra"].get("cache_s") or report["total_s"]
                         row["mb_per_s"] = row["cached_mb"] / cache_s if cache_s else None
@@ -163,7 +173,7 @@ def plan_devices(root: str, scale: float, repeat: int, parallelism: int, dirs: l
     return runs
 
 
-def _cached_size(w: str, data: str, api: str, parallelism: int) -> Callable[[], int]:
+def _cached_size(w: str, data: str, api: str, parallelism: int, backend: str | None = None) -> Callable[[], int]:
     """The bytes the workload caches (one MEMORY_ONLY iteration with ample memory),
     measured once, when a run first needs them: the base of every pressure ratio."""
     sized: dict = {}
@@ -172,7 +182,8 @@ def _cached_size(w: str, data: str, api: str, parallelism: int) -> Callable[[], 
         if "bytes" not in sized:
             with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
                 rep = run_workload(w, data, api=api, level="MEMORY_ONLY", memory=_ample(data),
-                                   parallelism=parallelism, local_dirs=[tmp], check=False, iterations=1)
+                                   parallelism=parallelism, local_dirs=[tmp], check=False, iterations=1,
+                                   context_options=_backend(backend))
             sized["bytes"] = max(1, rep["cached_memory_bytes"])
         return sized["bytes"]
 
@@ -180,7 +191,8 @@ def _cached_size(w: str, data: str, api: str, parallelism: int) -> Callable[[], 
 
 
 def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
-                  pressures: list[float] | None = None, policies: list[str] | None = None, **_) -> list[Run]:
+                  pressures: list[float] | None = None, policies: list[str] | None = None, backend: str | None = None,
+                  **_) -> list[Run]:
     from ..workloads.api import WORKLOADS
 
     workloads = [w for w in (workloads or PRESSURE_WORKLOADS) if w in WORKLOADS]
@@ -190,7 +202,7 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
     for w in workloads:
         data = ensure_data(w, root, scale)
         api = "batches"
-        measure = _cached_size(w, data, api, parallelism)
+        measure = _cached_size(w, data, api, parallelism, backend)
         for r in range(repeat):
             for pressure in pressures:
                 order = policies if r % 2 == 0 else list(reversed(policies))
@@ -203,7 +215,8 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
                         memory = max(1 * MB, int(cached / pressure))
                         with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
                             report = run_workload(w, data, api=key["api"], level="MEMORY_AND_DISK", policy=policy,
-                                                  memory=memory, parallelism=parallelism, local_dirs=[tmp])
+                                                  memory=memory, parallelism=parallelism, local_dirs=[tmp],
+                                                  context_options=_backend(backend))
                         row = _row(report, key)
                         row["cached_for_pressure_mb"] = cached / MB
                         return row
@@ -214,7 +227,8 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
 
 
 def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
-              pressures: list[float] | None = None, levels: list[str] | None = None, **_) -> list[Run]:
+              pressures: list[float] | None = None, levels: list[str] | None = None, backend: str | None = None,
+              **_) -> list[Run]:
     """AUTO beside every fixed level, per workload and pressure; the levels' order is
     reversed every other repeat (paired runs: drift in the machine hits all alike)."""
     from ..workloads.api import WORKLOADS
@@ -226,7 +240,7 @@ def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads:
     runs = []
     for w in workloads:
         data = ensure_data(w, root, scale)
-        measure = _cached_size(w, data, "batches", parallelism)
+        measure = _cached_size(w, data, "batches", parallelism, backend)
         for r in range(repeat):
             for pressure in pressures:
                 for level in (levels if r % 2 == 0 else list(reversed(levels))):
@@ -237,7 +251,8 @@ def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads:
                     def call(w=w, data=data, key=key, level=level, memory_fn=memory_fn):
                         with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
                             report = run_workload(w, data, api="batches", level=level, memory=memory_fn(),
-                                                  parallelism=parallelism, local_dirs=[tmp])
+                                                  parallelism=parallelism, local_dirs=[tmp],
+                                                  context_options=_backend(backend))
                         return _row(report, key)
 
                     runs.append(Run(key, call, extra={"memory_fn": memory_fn}))
@@ -292,14 +307,67 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
+def paired_ratios(runs: list[dict], a: str, b: str) -> list[float]:
+    """Level ``a``'s time over level ``b``'s, one ratio per repeat that ran both."""
+    times = {(r["level"], r.get("repeat")): r["total_s"] for r in runs if r.get("total_s")}
+    return [t / times[(b, k)] for (lv, k), t in times.items() if lv == a and (b, k) in times]
+
+
 def paired_ratio(runs: list[dict], a: str, b: str) -> float | None:
     """The median over repeats of level ``a``'s time over level ``b``'s in the same
     repeat (None: no repeat ran both). Runs of one repeat ran back to back, so a drift of
     the machine (another process, the VM's page reporting, a journal commit) that slows
     a stretch of runs divides out, and an outlier moves one ratio, not a median."""
-    times = {(r["level"], r.get("repeat")): r["total_s"] for r in runs if r.get("total_s")}
-    ratios = [t / times[(b, k)] for (lv, k), t in times.items() if lv == a and (b, k) in times]
+    ratios = paired_ratios(runs, a, b)
     return statistics.median(ratios) if ratios else None
+
+
+def median_ci(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free confidence interval for the median: the order statistics
+    ``(k, n + 1 - k)`` with the largest ``k`` whose binomial tail, P(B(n, 1/2) < k), is at
+    most ``(1 - confidence) / 2`` (coverage at least ``confidence``; no assumption on the
+    timings' distribution, which on a shared machine is skewed). None when ``values`` are
+    too few for any such interval (fewer than 6 at 95%)."""
+    xs = sorted(values)
+    n, tail, k, cum = len(xs), (1 - confidence) / 2, 0, 0.0
+    while k < n and (cum := cum + math.comb(n, k) / 2 ** n) <= tail:
+        k += 1
+    return (xs[k - 1], xs[n - k]) if k else None
+
+
+#: AUTO's target (issue 16): its time within this factor of every fixed level's ...
+TARGET_VS_FIXED = 1.05
+#: ... and not above MEMORY_AND_DISK's
+TARGET_VS_MEMORY_AND_DISK = 1.0
+
+
+def target_verdict(against: dict[str, list[float]]) -> tuple[str, str]:
+    """Whether paired ratios (AUTO over each fixed level, per repeat) show AUTO's target
+    ``met``, ``missed`` or ``open`` at one point, with why. Each ratio's median gets a 95%
+    interval (:func:`median_ci`): the target is *missed* where an interval lies wholly
+    above its bound (1.05 for every level; 1.0 for MEMORY_AND_DISK), *met* where every
+    interval against a fixed level lies at or below 1.05 and MEMORY_AND_DISK's does not
+    lie above 1.0, and *open* otherwise: the timings are too noisy to tell."""
+    missed, unsure, short = [], [], []
+    for level, ratios in sorted(against.items()):
+        ci = median_ci(ratios)
+        if ci is None:
+            short.append(level)
+            continue
+        lo, hi = ci
+        if lo > TARGET_VS_FIXED:
+            missed.append(f"{level} [{lo:.3f}, {hi:.3f}] > {TARGET_VS_FIXED}")
+        elif level == "MEMORY_AND_DISK" and lo > TARGET_VS_MEMORY_AND_DISK:
+            missed.append(f"{level} [{lo:.3f}, {hi:.3f}] > {TARGET_VS_MEMORY_AND_DISK}")
+        elif hi > TARGET_VS_FIXED:
+            unsure.append(f"{level} [{lo:.3f}, {hi:.3f}]")
+    if missed:
+        return "missed", "; ".join(missed)
+    if short:
+        return "open", f"too few paired repeats for a 95% interval against {', '.join(short)}"
+    if unsure:
+        return "open", "interval reaches over 1.05: " + "; ".join(unsure)
+    return "met", f"every 95% interval at or below {TARGET_VS_FIXED}"
 
 
 def _auto_ratios(rows: list[dict], out: list[dict]) -> None:
@@ -307,15 +375,18 @@ def _auto_ratios(rows: list[dict], out: list[dict]) -> None:
     AUTO is compared with each fixed level (:func:`paired_ratio`); the *best fixed level*
     is the one AUTO fares worst against, so ``vs_best_fixed`` of AUTO (target <= 1.05)
     holds against every fixed level at once. Every row gets its own ``vs_best_fixed`` and
-    ``vs_memory_and_disk``, paired the same way."""
+    ``vs_memory_and_disk``, paired the same way; AUTO's row also gets the 95% interval of
+    ``vs_best_fixed`` (``vs_best_fixed_ci``) and the ``target`` verdict
+    (:func:`target_verdict`) with its ``target_why``."""
     points: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("experiment") == "auto" and r.get("total_s"):
             points.setdefault((r.get("workload"), r.get("pressure")), []).append(r)
     best: dict[tuple, str | None] = {}
+    ratios: dict[tuple, dict[str, list[float]]] = {}
     for point, runs in points.items():  # once per point, not once per row
-        against = {lv: paired_ratio(runs, "AUTO", lv) for lv in {r["level"] for r in runs} - {"AUTO"}}
-        against = {lv: v for lv, v in against.items() if v is not None}
+        ratios[point] = {lv: paired_ratios(runs, "AUTO", lv) for lv in {r["level"] for r in runs} - {"AUTO"}}
+        against = {lv: statistics.median(v) for lv, v in ratios[point].items() if v}
         best[point] = max(sorted(against), key=against.__getitem__) if against else None
     for row in out:
         point = (row.get("workload"), row.get("pressure"))
@@ -326,6 +397,33 @@ def _auto_ratios(rows: list[dict], out: list[dict]) -> None:
                 row[key] = 1.0 if row["level"] == level else paired_ratio(points[point], row["level"], level)
         if best[point] is not None:
             row["best_fixed"] = best[point]
+        if row["level"] == "AUTO" and best[point] is not None:
+            ci = median_ci(ratios[point][best[point]])
+            row["vs_best_fixed_ci"] = None if ci is None else list(ci)
+            row["target"], row["target_why"] = target_verdict({lv: v for lv, v in ratios[point].items() if v})
+
+
+def auto_verdict(rows: list[dict], summary: list[dict]) -> str | None:
+    """One line for the ``auto`` report: at how many points AUTO's target is met, missed
+    and open (``summary``'s verdicts), and AUTO over MEMORY_AND_DISK pooled over every
+    paired repeat of every point (``rows``: a 95% interval narrower than one point's)."""
+    autos = [r for r in summary if r.get("experiment") == "auto" and r.get("level") == "AUTO" and "target" in r]
+    if not autos:
+        return None
+    counts = {v: sum(r["target"] == v for r in autos) for v in ("met", "missed", "open")}
+    line = (f"target (AUTO <= {TARGET_VS_FIXED}x every fixed level, not above MEMORY_AND_DISK; 95% intervals of "
+            f"paired medians): met at {counts['met']}, missed at {counts['missed']}, open at {counts['open']} "
+            f"of {len(autos)} points")
+    points: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("experiment") == "auto" and r.get("total_s"):
+            points.setdefault((r.get("workload"), r.get("pressure")), []).append(r)
+    pooled = [x for runs in points.values() for x in paired_ratios(runs, "AUTO", "MEMORY_AND_DISK")]
+    ci = median_ci(pooled)
+    if ci is not None:
+        line += (f"; AUTO / MEMORY_AND_DISK over all {len(pooled)} paired repeats: median "
+                 f"{statistics.median(pooled):.3f}, 95% interval [{ci[0]:.3f}, {ci[1]:.3f}]")
+    return line
 
 
 def _numeric(v: Any) -> bool:

@@ -16,8 +16,8 @@ COLUMNS = {
               "deserialize_s", "result_check"],
     "devices": ["dir", "kind", "threads", "size_scale", "cached_mb", "total_s", "mb_per_s", "write_mb_per_s",
                 "read_mb_per_s", "result_check"],
-    "auto": ["workload", "pressure", "level", "total_s", "iteration_s", "vs_best_fixed", "best_fixed",
-             "vs_memory_and_disk", "mb_dropped", "disk_written_mb", "disk_read_mb", "memory_mb", "result_check"],
+    "auto": ["workload", "pressure", "level", "total_s", "iteration_s", "vs_best_fixed", "vs_best_fixed_ci",
+             "best_fixed", "target", "vs_memory_and_disk", "mb_dropped", "disk_written_mb", "disk_read_mb", "memory_mb", "result_check"],
     "pressure": ["workload", "peer", "pressure", "policy", "total_s", "iteration_s", "speedup_vs_spark",
                  "blocks_dropped", "mb_dropped", "blocks_recached", "mb_recached", "mb_prefetched", "mb_moved",
                  "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "result_check"],
@@ -29,6 +29,8 @@ def _fmt(v: Any) -> str:
         return ""
     if isinstance(v, float):
         return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+    if isinstance(v, (list, tuple)):  # an interval
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
     return str(v)
 
 
@@ -182,9 +184,19 @@ def _auto_chart(plt, rows: list[dict]):
             ratio_ax.bar(bx, heights, 0.36, label=label, edgecolor="black", linewidth=0.4)
             _bar_values(ratio_ax, bx, heights, vals, fmt=lambda v: f"{v:.3f}", fontsize=7)
             top = max(top, *heights) if heights else top
+            if key == "vs_best_fixed":  # the 95% interval of the median, where there is one
+                cis = [((auto.get(p) or {}).get("vs_best_fixed_ci"), h, x) for p, h, x in zip(pressures, heights, bx)]
+                cis = [(ci, h, x) for ci, h, x in cis if ci]
+                if cis:
+                    ratio_ax.errorbar([x for _, _, x in cis], [h for _, h, _ in cis], fmt="none", ecolor="black",
+                                      capsize=3, linewidth=1, label="95% interval",
+                                      yerr=[[max(0.0, h - ci[0]) for ci, h, _ in cis],
+                                            [max(0.0, ci[1] - h) for ci, h, _ in cis]])
+                    top = max(top, *(ci[1] for ci, _, _ in cis))
         ratio_ax.axhline(1.05, color="red", linestyle="--", linewidth=1, label="target 1.05")
-        ratio_ax.set_xticks(xs, [f"{p:g}x" for p in pressures])
-        ratio_ax.set_xlabel("cached data / memory budget")
+        ratio_ax.set_xticks(xs, [f"{p:g}x" + (f"\n{auto[p]['target']}" if "target" in auto.get(p, {}) else "")
+                                 for p in pressures])
+        ratio_ax.set_xlabel("cached data / memory budget (and the target's verdict)")
         ratio_ax.set_ylabel("time ratio (median of paired runs)")
         ratio_ax.set_title(f"{w}: AUTO's time over a fixed level's")
         _headroom(ratio_ax, top)

@@ -12,7 +12,8 @@
 - ``auto`` (ours): every workload at pressures 1, 2, 4 and 8, at AUTO and at each fixed
   level beside it, the default policy: AUTO's time over the best fixed level's at the
   same point (target <= 1.05x) and over MEMORY_AND_DISK's (never above 1), each the
-  median of ratios of runs paired within a repeat.
+  median of ratios of runs paired within a repeat, with a 95% interval and a verdict
+  per point (met, missed, or open where the noise cannot tell).
 
 Each experiment is a plan (a list of runs) so the command can show one progress bar for
 all of it; every run yields one row (a flat dict) for the report. Runs of variants that

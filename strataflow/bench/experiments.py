@@ -371,6 +371,15 @@ def target_verdict(against: dict[str, list[float]]) -> tuple[str, str]:
     return "met", f"every 95% interval at or below {TARGET_VS_FIXED}"
 
 
+def _auto_points(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """The ``auto`` experiment's timed runs by point: (workload, pressure) -> runs."""
+    points: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get("experiment") == "auto" and r.get("total_s"):
+            points.setdefault((r.get("workload"), r.get("pressure")), []).append(r)
+    return points
+
+
 def _auto_ratios(rows: list[dict], out: list[dict]) -> None:
     """The ``auto`` experiment's comparisons, per workload and pressure, from paired runs:
     AUTO is compared with each fixed level (:func:`paired_ratio`); the *best fixed level*
@@ -379,10 +388,7 @@ def _auto_ratios(rows: list[dict], out: list[dict]) -> None:
     ``vs_memory_and_disk``, paired the same way; AUTO's row also gets the 95% interval of
     ``vs_best_fixed`` (``vs_best_fixed_ci``) and the ``target`` verdict
     (:func:`target_verdict`) with its ``target_why``."""
-    points: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r.get("experiment") == "auto" and r.get("total_s"):
-            points.setdefault((r.get("workload"), r.get("pressure")), []).append(r)
+    points = _auto_points(rows)
     best: dict[tuple, str | None] = {}
     ratios: dict[tuple, dict[str, list[float]]] = {}
     for point, runs in points.items():  # once per point, not once per row
@@ -415,10 +421,7 @@ def auto_verdict(rows: list[dict], summary: list[dict]) -> str | None:
     line = (f"target (AUTO <= {TARGET_VS_FIXED}x every fixed level, not above MEMORY_AND_DISK; 95% intervals of "
             f"paired medians): met at {counts['met']}, missed at {counts['missed']}, open at {counts['open']} "
             f"of {len(autos)} points")
-    points: dict[tuple, list[dict]] = {}
-    for r in rows:
-        if r.get("experiment") == "auto" and r.get("total_s"):
-            points.setdefault((r.get("workload"), r.get("pressure")), []).append(r)
+    points = _auto_points(rows)
     pooled = [x for runs in points.values() for x in paired_ratios(runs, "AUTO", "MEMORY_AND_DISK")]
     ci = median_ci(pooled)
     if ci is not None:

@@ -96,12 +96,15 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
         notes.append(note)
     rows: list[dict] = []
     t0 = time.perf_counter()
+    # auto_refresh off: the bar is drawn between runs only, so no thread of the harness
+    # takes the GIL or a core while a run is timed (the threads backend shares the process)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as bar:
+                  console=console, auto_refresh=False) as bar:
         task = bar.add_task(f"bench {args.experiment}", total=len(runs))
         for run in runs:
             bar.update(task, description=f"{args.experiment}: " + " ".join(
                 f"{v}" for k, v in run.key.items() if k not in ("experiment", "repeat")))
+            bar.refresh()
             gc.collect()  # the last run's garbage is collected now, not inside this run's time
             try:
                 rows.append(run.call())
@@ -109,6 +112,7 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
                 rows.append({**run.key, "result_check": f"error: {type(exc).__name__}: {exc}",
                              "traceback": traceback.format_exc(limit=5)})
             bar.advance(task)
+        bar.refresh()
     summary = summarize(rows)
     if args.experiment == "auto" and (verdict := auto_verdict(rows, summary)):
         notes.append(verdict)

@@ -3,7 +3,7 @@
     strataflow gen WORKLOAD --out DIR [--size 2GB | --points N] [--format text|npy] [--seed S]
     strataflow run WORKLOAD [--data DIR] [--level L] [--policy P] [--memory M|auto] [--api records|batches]
                             [--json OUT]
-    strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark] --out DIR
+    strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark] [--pool RESULTS ...] --out DIR
     strataflow probe DIR
     strataflow simulate (EVENT_LOG | --synthetic KIND --pressure X) [--memory M] [--bandwidth mem=..,disk=..]
                         [--async-eviction [LOW,HIGH]] [--json OUT]
@@ -253,6 +253,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _nonnegative_int(text: str) -> int:
+    """An argparse type: a whole number >= 0 (``bench --repeat 0`` only summarizes --pool files)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
 def _positive(kind: type) -> Callable[[str], Any]:
     """An argparse type: a number of ``kind`` greater than zero (``--pressure 0`` would
     divide by zero, ``--partitions 0`` silently run with the default)."""
@@ -334,8 +345,13 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure; or auto "
                                      "(AUTO beside every fixed level)")
     b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure", "auto"])
-    b.add_argument("--scale", type=_positive(float), default=1.0, help="data size factor (1 = the paper-like sizes)")
-    b.add_argument("--repeat", type=_positive(int), default=3)
+    b.add_argument("--scale", type=_positive(float), default=None,
+                   help="data size factor (default 1 = the paper-like sizes; with --repeat 0, the --pool files')")
+    b.add_argument("--repeat", type=_nonnegative_int, default=3,
+                   help="repeats to run (0: none, only summarize the --pool files)")
+    b.add_argument("--pool", action="append", default=None, metavar="RESULTS",
+                   help="add the runs of an earlier bench of the same experiment, scale and backend "
+                        "(its results.json or directory; repeat for more): the repeats accumulate")
     b.add_argument("--peer", choices=["pyspark"], default=None)
     b.add_argument("--out", required=True)
     b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")

@@ -215,3 +215,80 @@ def test_auto_summary_carries_verdicts_and_the_pooled_line(tmp_path):
     table = open(paths["table"]).read()
     assert f"[{lo:.3f}, {hi:.3f}]" in table and "| missed |" in table and line in table
     assert os.path.getsize(paths["charts"][0]) > 10_000
+
+
+def _results_file(path, runs, scale=0.25, backend_note="backend: threads, parallelism 2", meta_backend=None):
+    meta = {"experiment": "auto", "scale": scale, "repeat": 3, "notes": [backend_note]}
+    if meta_backend:
+        meta["backend"] = meta_backend
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "results.json").write_text(json.dumps({"experiment": "auto", "meta": meta, "summary": [], "runs": runs}))
+    return path / "results.json"
+
+
+def test_pool_keeps_each_invocations_pairs_apart(tmp_path):
+    """Repeats of two invocations both numbered 0..2 stay six pairs: a run of one
+    invocation is never paired with another's, where the machine may have been slower."""
+    from strataflow.bench.experiments import paired_ratios
+    from strataflow.bench.pool import load_results, pool_rows
+
+    # invocation 1 ran on a fast machine, invocation 2 on one twice as slow; AUTO is
+    # 0.9x MEMORY_AND_DISK within each. Cross-pairing would give 0.45 and 1.8.
+    a = _results_file(tmp_path / "a", [_auto_run(lv, r, s) for r in range(3)
+                                       for lv, s in (("AUTO", 0.9), ("MEMORY_AND_DISK", 1.0))])
+    b = _results_file(tmp_path / "b", [_auto_run(lv, r, s) for r in range(3)
+                                       for lv, s in (("AUTO", 1.8), ("MEMORY_AND_DISK", 2.0))])
+    rows, notes = pool_rows([load_results(str(a)), load_results(str(tmp_path / "b"))], "auto", 0.25, "threads")
+    assert sorted({r["repeat"] for r in rows}) == ["1:0", "1:1", "1:2", "2:0", "2:1", "2:2"]
+    assert paired_ratios(rows, "AUTO", "MEMORY_AND_DISK") == pytest.approx([0.9] * 6)
+    assert len(notes) == 2 and "6 runs (3 repeats)" in notes[0] and str(a) in notes[0]
+
+
+def test_pool_refuses_runs_that_are_not_comparable(tmp_path):
+    """Another scale, another backend or another experiment is refused by name; a missing
+    or foreign file is a clear error, never an empty pool."""
+    from strataflow.bench.pool import load_results, meta_backend, pool_rows
+
+    runs = [_auto_run("AUTO", 0, 1.0)]
+    old = load_results(str(_results_file(tmp_path / "old", runs)))
+    assert meta_backend(old["meta"]) == "threads"  # from the note of a file without the field
+    assert meta_backend({"notes": ["backend: the Context default, parallelism 2"]}) == "default"
+    assert meta_backend({"backend": "processes", "notes": []}) == "processes"
+    with pytest.raises(ValueError, match="scale 0.25, this run 0.5"):
+        pool_rows([old], "auto", 0.5, "threads")
+    with pytest.raises(ValueError, match="backend 'threads', this run 'processes'"):
+        pool_rows([old], "auto", 0.25, "processes")
+    with pytest.raises(ValueError, match="experiment 'auto', this run 'pressure'"):
+        pool_rows([old], "pressure", 0.25, "threads")
+    with pytest.raises(FileNotFoundError, match="no results file"):
+        load_results(str(tmp_path / "nowhere"))
+    (tmp_path / "junk.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a bench results file"):
+        load_results(str(tmp_path / "junk.json"))
+    (tmp_path / "other.json").write_text(json.dumps({"rows": []}))
+    with pytest.raises(ValueError, match="no 'runs' and 'meta'"):
+        load_results(str(tmp_path / "other.json"))
+
+
+def test_bench_pool_only_summarizes_stored_runs(tmp_path):
+    """``bench auto --repeat 0 --pool A --pool B`` runs nothing and reports on both files'
+    repeats together (12 paired repeats, the scale and backend taken from the files);
+    --repeat 0 without a pool, and a pool of another scale, are refused."""
+    a = _results_file(tmp_path / "a", [_auto_run(lv, r, s * (1 + 0.01 * r)) for r in range(6)
+                                       for lv, s in (("AUTO", 0.95), ("MEMORY_AND_DISK", 1.0), ("DISK_MMAP", 0.96))])
+    b = _results_file(tmp_path / "b", [_auto_run(lv, r, s * (1 + 0.02 * r)) for r in range(6)
+                                       for lv, s in (("AUTO", 1.9), ("MEMORY_AND_DISK", 2.0), ("DISK_MMAP", 1.92))],
+                      meta_backend="threads")
+    out = tmp_path / "out"
+    assert cli_main(["bench", "auto", "--repeat", "0", "--pool", str(a), "--pool", str(b), "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert len(res["runs"]) == 36 and res["meta"]["scale"] == 0.25 and res["meta"]["backend"] == "threads"
+    assert res["meta"]["pooled"] == [str(a), str(b)]
+    auto = next(s for s in res["summary"] if s["level"] == "AUTO")
+    assert auto["target"] == "met" and auto["vs_memory_and_disk"] == pytest.approx(0.95)
+    assert any("over all 12 paired repeats" in n for n in res["meta"]["notes"])
+    assert not (tmp_path / "out" / "data").exists() or not any((tmp_path / "out" / "data").iterdir())  # no data made
+    assert cli_main(["bench", "auto", "--repeat", "0", "--out", str(tmp_path / "o2")]) != 0
+    # a pool from another scale than this run's is refused before anything runs
+    assert cli_main(["bench", "auto", "--scale", "0.5", "--repeat", "0", "--pool", str(a), "--out",
+                     str(tmp_path / "o3")]) != 0

@@ -1,5 +1,5 @@
 """``strataflow bench``: plan an experiment, run it under one progress bar, add the PySpark
-peer's rows when asked, and write the report."""
+peer's rows and earlier invocations' runs (``--pool``) when asked, and write the report."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .experiments import Run, auto_verdict, plan, summarize
+from .pool import load_results, meta_backend, pool_rows
 from .report import write_report
 
 __all__ = ["run_bench"]
@@ -25,7 +26,8 @@ def _split(text: str | None, cast=str) -> list | None:
     return [cast(x) for x in text.split(",") if x] if text else None
 
 
-def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str) -> tuple[list[Run], str]:
+def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
+               scale: float) -> tuple[list[Run], str]:
     """PySpark's runs for the K-means rows of ``levels`` and ``pressure``."""
     from .peers.pyspark_peer import available, run_pyspark
 
@@ -34,7 +36,7 @@ def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_
         return [], f"PySpark peer skipped: {why}"
     from .data import ensure_data
 
-    data = ensure_data("kmeans", data_root, args.scale)
+    data = ensure_data("kmeans", data_root, scale)
     out: list[Run] = []
     seen = set()
     for run in runs:
@@ -74,24 +76,32 @@ def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_
 
 
 def run_bench(args: argparse.Namespace, console: Console) -> int:
+    pooled_docs = [load_results(p) for p in getattr(args, "pool", None) or []]
+    if not args.repeat and not pooled_docs:
+        raise ValueError("bench: --repeat 0 runs nothing; it needs --pool FILE to summarize earlier runs")
+    only_pooled = pooled_docs and not args.repeat
+    scale = args.scale or (only_pooled and pooled_docs[0]["meta"].get("scale")) or 1.0
+    backend = getattr(args, "backend", None) or (meta_backend(pooled_docs[0]["meta"]) if only_pooled else "default")
+    pooled, pool_notes = pool_rows(pooled_docs, args.experiment, scale, backend)
     data_root = args.data_dir or os.path.join(args.out, "data")
     os.makedirs(data_root, exist_ok=True)
-    kw = dict(root=data_root, scale=args.scale, repeat=args.repeat, parallelism=args.parallelism,
+    kw = dict(root=data_root, scale=scale, repeat=args.repeat, parallelism=args.parallelism,
               dirs=_split(args.dirs), threads=_split(args.threads, int), workloads=_split(args.workloads),
               pressures=_split(args.pressures, float), policies=_split(args.policies),
               levels=_split(getattr(args, "levels", None)), backend=getattr(args, "backend", None))
-    console.print(f"planning bench {args.experiment} at scale {args.scale} (data in {data_root})")
-    runs = plan(args.experiment, **kw)
+    console.print(f"planning bench {args.experiment} at scale {scale} (data in {data_root})")
+    runs = plan(args.experiment, **kw) if args.repeat else []
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-             f"scale {args.scale}, {args.repeat} repeat(s), variants interleaved; medians over repeats",
+             f"scale {scale}, {args.repeat} repeat(s) run here, variants interleaved; medians over repeats",
              "data read warm (page cache) unless the experiment says cold",
-             f"backend: {getattr(args, 'backend', None) or 'the Context default'}, parallelism {args.parallelism}"]
+             f"backend: {'the Context default' if backend == 'default' else backend}, parallelism {args.parallelism}",
+             *pool_notes]
     if args.experiment == "auto":
         notes.append("ratios (vs_best_fixed, vs_memory_and_disk) are paired: the median over repeats of the "
                       "ratio of two runs of one repeat, which ran back to back; the best fixed level is the one AUTO fares "
                       "worst against")
     if args.peer == "pyspark":
-        peer_runs, note = _peer_runs(args, args.experiment, runs, data_root)
+        peer_runs, note = _peer_runs(args, args.experiment, runs, data_root, scale)
         runs += peer_runs
         notes.append(note)
     rows: list[dict] = []
@@ -113,11 +123,12 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
                              "traceback": traceback.format_exc(limit=5)})
             bar.advance(task)
         bar.refresh()
+    rows = pooled + rows
     summary = summarize(rows)
     if args.experiment == "auto" and (verdict := auto_verdict(rows, summary)):
         notes.append(verdict)
-    meta = {"experiment": args.experiment, "scale": args.scale, "repeat": args.repeat, "seconds": time.perf_counter() - t0,
-            "notes": notes}
+    meta = {"experiment": args.experiment, "scale": scale, "repeat": args.repeat, "backend": backend,
+            "seconds": time.perf_counter() - t0, "pooled": [d["path"] for d in pooled_docs], "notes": notes}
     paths = write_report(args.out, args.experiment, rows, summary, meta)
     Console().print(paths["markdown"])
     console.print(f"wrote {paths['results']}, {paths['table']}, {', '.join(paths['charts'])}")

@@ -253,30 +253,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _nonnegative_int(text: str) -> int:
-    """An argparse type: a whole number >= 0 (``bench --repeat 0`` only summarizes --pool files)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
-
-
-def _positive(kind: type) -> Callable[[str], Any]:
+def _positive(kind: type, zero: bool = False) -> Callable[[str], Any]:
     """An argparse type: a number of ``kind`` greater than zero (``--pressure 0`` would
-    divide by zero, ``--partitions 0`` silently run with the default)."""
+    divide by zero, ``--partitions 0`` silently run with the default), or at least zero
+    with ``zero`` (``bench --repeat 0`` only summarizes --pool files)."""
+    bound = ">= 0" if zero else "> 0"
+
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__} > 0, got {text!r}") from None
-        if not value > 0 or value != value or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be > 0 (and finite), got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a {kind.__name__} {bound}, got {text!r}") from None
+        if not (value >= 0 if zero else value > 0) or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be {bound} (and finite), got {text!r}")
         return value
 
-    parse.__name__ = f"positive {kind.__name__}"
+    parse.__name__ = f"{'non-negative' if zero else 'positive'} {kind.__name__}"
     return parse
 
 
@@ -347,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure", "auto"])
     b.add_argument("--scale", type=_positive(float), default=None,
                    help="data size factor (default 1 = the paper-like sizes; with --repeat 0, the --pool files')")
-    b.add_argument("--repeat", type=_nonnegative_int, default=3,
+    b.add_argument("--repeat", type=_positive(int, zero=True), default=3,
                    help="repeats to run (0: none, only summarize the --pool files)")
     b.add_argument("--pool", action="append", default=None, metavar="RESULTS",
                    help="add the runs of an earlier bench of the same experiment, scale and backend "

@@ -79,7 +79,7 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     pooled_docs = [load_results(p) for p in getattr(args, "pool", None) or []]
     if not args.repeat and not pooled_docs:
         raise ValueError("bench: --repeat 0 runs nothing; it needs --pool FILE to summarize earlier runs")
-    only_pooled = pooled_docs and not args.repeat
+    only_pooled = bool(pooled_docs) and not args.repeat
     scale = args.scale or (only_pooled and pooled_docs[0]["meta"].get("scale")) or 1.0
     backend = getattr(args, "backend", None) or (meta_backend(pooled_docs[0]["meta"]) if only_pooled else "default")
     pooled, pool_notes = pool_rows(pooled_docs, args.experiment, scale, backend)

@@ -36,13 +36,26 @@ form: priors until this executor has timed its own writes and reads, then a movi
 average of what it measured (the tiers' configured or measured bandwidth, when known,
 replaces the read prior). Every choice and change is a ``AutoLevelChosen`` event and
 counts in ``auto_level_changes``.
+
+**Explore before trusting a prior.** The priors are an SSD's figures; the page cache
+that takes a mapped write is often several times faster (2.6 GB/s on our 2-core VM
+against the 400 MB/s prior). A drop chosen on a prior is the one choice that cannot be
+corrected cheaply: every block evicted under it is lost and recomputed. So while a
+form's write has not been timed, a dataset that the priors would drop spills instead
+(the reason says "exploring"): its first victim is written, which times the form. Every
+timed write or read revises all AUTO datasets' choices at once (a choice made on priors
+without the hysteresis), so the victims after the first are dropped or spilled on what
+this executor measured. The exploration costs at most one block's write per form per
+executor, and nothing when nothing is evicted. (Measured on ALS at 2x pressure: AUTO
+dropped "ratings by user" on the prior, discarded 8 blocks and recomputed them; see
+docs/benchmarks.md.)
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .layout import zero_copy_layout
 from .level import StorageLevel
@@ -77,6 +90,9 @@ class DiskCosts:
         self._read_prior = dict((k, v[1]) for k, v in PRIORS.items())
         if read_bandwidth:  # the top tier's configured or measured bandwidth
             self._read_prior["serialized"] = 1 / read_bandwidth
+        #: called (no lock held) after each counted observation: the choices made on the
+        #: old costs are revised (``AutoLevels`` sets it)
+        self.on_change: Callable[[], None] | None = None
 
     def observe(self, form: str, op: str, nbytes: int, seconds: float) -> None:
         """One timed write or read of ``nbytes`` (blocks under 64 kB are not counted:
@@ -86,6 +102,13 @@ class DiskCosts:
         table = self._write if op == "write" else self._read
         with self._lock:
             table[form] = _mix(table[form], seconds / nbytes)
+        if self.on_change is not None:
+            self.on_change()
+
+    def timed(self, form: str) -> bool:
+        """Whether a write in ``form`` has been timed (else its cost is a prior)."""
+        with self._lock:
+            return self._write[form] is not None
 
     def per_byte(self, form: str) -> tuple[float, float]:
         with self._lock:
@@ -115,6 +138,8 @@ class DatasetFacts:
     reason: str = ""
     changes: int = 0
     looped: bool = False  # the policy saw its blocks read again in a loop
+    on_priors: bool = False  # the choice was made before its spill form's write was timed
+    info: Any = None  # the dataset's DatasetInfo, whose level a revision sets
 
     @property
     def form(self) -> str:
@@ -122,11 +147,13 @@ class DatasetFacts:
 
 
 def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
-           margin: float = SWITCH_MARGIN) -> tuple[Any, str, float, float]:
+           margin: float = SWITCH_MARGIN, explore: bool = True) -> tuple[Any, str, float, float]:
     """(level, reason, compute seconds, round-trip seconds) for a block of the dataset's
     average size: drop when recomputing it for each expected read (one, or ``LOOP_READS``
     in a loop) is cheaper than writing it once in its spill form and reading it back that
-    often; ``current``, when given, is kept unless the other side wins by ``margin``."""
+    often; ``current``, when given, is kept unless the other side wins by ``margin``.
+    ``explore``: a drop that rests on the spill form's write prior (never timed) becomes
+    a spill, so that the first victim times it (see the module's docstring)."""
     nbytes = facts.block_bytes or 0.0
     spill = MAPPED if facts.zero_copy else SERIALIZED
     reads = LOOP_READS if facts.looped else 1
@@ -139,6 +166,10 @@ def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
     else:
         drop = compute_s < trip_s
     times = f" for {reads} reads (a loop)" if reads > 1 else ""
+    if drop and explore and not costs.timed(facts.form):
+        return spill, f"exploring: recomputing ({compute_s * 1e3:.2f} ms) looks cheaper than a disk round " \
+                      f"trip ({trip_s * 1e3:.2f} ms){times}, but the {facts.form} write's cost is a prior: " \
+                      f"the first victim is written to time it", compute_s, trip_s
     if drop:
         return DROP, f"recomputing ({compute_s * 1e3:.2f} ms) is cheaper than a disk round trip " \
                      f"({trip_s * 1e3:.2f} ms){times}", compute_s, trip_s
@@ -158,6 +189,9 @@ class AutoLevels:
     _facts: dict[int, DatasetFacts] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.costs.on_change = self.revise
+
     def register(self, dataset_id: int) -> DatasetFacts:
         with self._lock:
             return self._facts.setdefault(dataset_id, DatasetFacts())
@@ -175,6 +209,7 @@ class AutoLevels:
         ``looped``: the policy predicts its blocks are read again in a loop (stays so)."""
         f = self.register(info.dataset_id)
         with self._lock:
+            f.info = info
             f.looped = f.looped or looped
             if f.zero_copy is None:
                 f.zero_copy = zero_copy_layout(value)
@@ -182,16 +217,40 @@ class AutoLevels:
             nbytes = max(1, nbytes)
             f.block_bytes = _mix(f.block_bytes, float(nbytes))
             f.compute_s_per_byte = _mix(f.compute_s_per_byte, seconds / nbytes)
-            level, reason, compute_s, trip_s = choose(f, self.costs, f.level)
-            changed = level is not f.level
-            if changed:
-                before, f.level, f.reason = f.level, level, reason
-                f.changes += 1
-        if changed:
-            info.level = level
-            self.count(auto_level_changes=1)
-            self.post("AutoLevelChosen", dataset_id=info.dataset_id, name=info.label(), level=level.name,
-                      before=None if before is None else before.name, reason=reason,
-                      compute_ms=round(compute_s * 1e3, 3), round_trip_ms=round(trip_s * 1e3, 3),
-                      block_bytes=int(f.block_bytes or 0), looped=f.looped)
+            change = self._choose(f)
+        if change is not None:
+            self._announce(f, *change)
         return info.level
+
+    def revise(self) -> None:
+        """The disk costs moved: every dataset's choice is made again on them (one made on
+        priors without the hysteresis), and each change posted."""
+        changes = []
+        with self._lock:
+            for f in self._facts.values():
+                if f.info is not None and f.level is not None:
+                    change = self._choose(f)
+                    if change is not None:
+                        changes.append((f, change))
+        for f, change in changes:
+            self._announce(f, *change)
+
+    def _choose(self, f: DatasetFacts) -> tuple | None:
+        """(level, before, reason, compute_s, trip_s) if the choice changed (lock held)."""
+        level, reason, compute_s, trip_s = choose(f, self.costs, None if f.on_priors else f.level)
+        f.on_priors = not self.costs.timed(f.form)
+        if level is f.level:
+            return None
+        before, f.level, f.reason = f.level, level, reason
+        f.changes += 1
+        f.info.level = level
+        return level, before, reason, compute_s, trip_s
+
+    def _announce(self, f: DatasetFacts, level: Any, before: Any, reason: str, compute_s: float,
+                  trip_s: float) -> None:
+        info = f.info
+        self.count(auto_level_changes=1)
+        self.post("AutoLevelChosen", dataset_id=info.dataset_id, name=info.label(), level=level.name,
+                  before=None if before is None else before.name, reason=reason,
+                  compute_ms=round(compute_s * 1e3, 3), round_trip_ms=round(trip_s * 1e3, 3),
+                  block_bytes=int(f.block_bytes or 0), looped=f.looped)

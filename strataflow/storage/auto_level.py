@@ -45,8 +45,9 @@ form's write has not been timed, a dataset that the priors would drop spills ins
 (the reason says "exploring"): its first victim is written, which times the form. Every
 timed write or read revises all AUTO datasets' choices at once (a choice made on priors
 without the hysteresis), so the victims after the first are dropped or spilled on what
-this executor measured. The exploration costs at most one block's write per form per
-executor, and nothing when nothing is evicted. (Measured on ALS at 2x pressure: AUTO
+this executor measured. The exploration costs one block's write per form per task
+running at once on an executor (victims evicted while the first write is under way spill
+too), and nothing when nothing is evicted. (Measured on ALS at 2x pressure: AUTO
 dropped "ratings by user" on the prior, discarded 8 blocks and recomputed them; see
 docs/benchmarks.md.)
 """

@@ -134,3 +134,14 @@ def dirs(tmp_path):
         (tmp_path / name).mkdir()
         out.append(str(tmp_path / name))
     return out
+
+
+@pytest.fixture(autouse=True)
+def _fresh_references():
+    """Each test computes its workloads' reference results itself (they are kept per
+    process, ``workloads/reference.py``): a test that counts or times the reference run
+    does not depend on which tests ran before it."""
+    from strataflow.workloads.reference import clear_references
+
+    clear_references()
+    yield

@@ -40,6 +40,7 @@ from .als import RANK, als, als_numpy
 from .als_data import gen_als, read_ratings
 from .api import Outcome, Progress, write_manifest
 from .generators import mean_digits
+from .reference import reference
 
 __all__ = ["gen", "run", "load", "grouped"]
 
@@ -161,8 +162,10 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
                                       "ratings": manifest.get("ratings"), "blocks": blocks})
     if check:
         with outcome.checking():  # not part of the run's time
-            u, i, r = read_ratings(_data_path(data_dir, manifest))
-            rx, ry, rr = als_numpy(u, i, r, users, items, rank, reg, iterations, seed)
+            path = _data_path(data_dir, manifest)
+            rx, ry, rr = reference("als", lambda: als_numpy(*read_ratings(path), users, items, rank, reg, iterations, seed),
+                                   inputs=[path], users=users, items=items, rank=rank, reg=reg, iterations=iterations,
+                                   seed=seed)
             problems = []
             for name, a, b in (("user factors", x, rx), ("item factors", y, ry)):
                 if not np.allclose(a, b, rtol=1e-7, atol=1e-9):

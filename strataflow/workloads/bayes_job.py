@@ -37,6 +37,7 @@ import numpy as np
 from .api import Outcome, Progress, write_manifest
 from .bayes_data import docs_table, gen_bayes, iter_file_docs, parse_doc, parse_docs, table_arrays
 from .ragged import length_blocks, padded_index
+from .reference import reference
 
 __all__ = ["gen", "run", "load", "NBModel", "nb_model", "train", "evaluate", "naive_bayes_numpy"]
 
@@ -218,7 +219,9 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
         "lambda": lam, "train_s": t1 - t0, "eval_s": t2 - t1})
     if check:
         with outcome.checking():  # not part of the run's time
-            ref, ref_correct, ref_total = naive_bayes_numpy(_data_path(data_dir, manifest), classes, vocab, lam)
+            path = _data_path(data_dir, manifest)
+            ref, ref_correct, ref_total = reference("bayes", lambda: naive_bayes_numpy(path, classes, vocab, lam),
+                                                    inputs=[path], classes=classes, vocab=vocab, lam=lam)
             problems = []
             if not np.array_equal(ref.labels, model.labels):
                 problems.append(f"classes {model.labels.tolist()} differ from numpy's {ref.labels.tolist()}")

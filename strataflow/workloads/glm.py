@@ -60,6 +60,7 @@ from typing import Callable
 import numpy as np
 
 from .api import Outcome, Progress, write_manifest
+from .reference import reference
 
 __all__ = ["KINDS", "MODELS", "GLMModel", "GLMResult", "hidden_weights", "gen_glm", "gen", "run", "load",
            "read_all_points", "parse_labeled_point", "as_xy", "partial_gradient", "train", "evaluate", "train_numpy",
@@ -471,11 +472,15 @@ def run(kind: str, ctx, data_dir: str, manifest: dict, *, api: str = "batches", 
 
 def _check(kind: str, res: GLMResult, data_dir: str, manifest: dict, iterations: int, step: float, reg: float,
            rtol: float) -> str:
-    x, y = read_all_points(data_dir, manifest)
-    ref = train_numpy(x, y, kind, iterations, step, reg)
+    def compute() -> tuple:
+        x, y = read_all_points(data_dir, manifest)
+        return train_numpy(x, y, kind, iterations, step, reg), len(y)
+
+    ref, points = reference(kind, compute, inputs=[_data_path(data_dir, manifest)], iterations=iterations, step=step,
+                            reg=reg)
     problems = []
-    if res.points != len(y):
-        problems.append(f"trained on {res.points} points, the file holds {len(y)}")
+    if res.points != points:
+        problems.append(f"trained on {res.points} points, the file holds {points}")
     if not np.allclose(res.weights, ref.weights, rtol=rtol, atol=rtol * 1e-3):
         diff = float(np.abs(res.weights - ref.weights).max())
         problems.append(f"weights differ from a numpy run by up to {diff:.3g}")
@@ -483,7 +488,7 @@ def _check(kind: str, res: GLMResult, data_dir: str, manifest: dict, iterations:
         problems.append(f"losses {res.losses} differ from a numpy run's {ref.losses}")
     if not math.isclose(res.loss, ref.loss, rel_tol=rtol):
         problems.append(f"final loss {res.loss!r} differs from a numpy run's {ref.loss!r}")
-    if ref.accuracy is not None and not math.isclose(res.accuracy, ref.accuracy, rel_tol=0.0, abs_tol=1.5 / len(y)):
+    if ref.accuracy is not None and not math.isclose(res.accuracy, ref.accuracy, rel_tol=0.0, abs_tol=1.5 / points):
         problems.append(f"accuracy {res.accuracy!r} differs from a numpy run's {ref.accuracy!r}")
     if iterations >= 1 and not res.loss < res.losses[0]:
         problems.append(f"the loss did not decrease: {res.losses[0]!r} at the start, {res.loss!r} at the end")

@@ -20,6 +20,7 @@ import numpy as np
 from .api import Outcome, Progress
 from .generators import gen_kmeans
 from .kmeans import kmeans, kmeans_numpy, parse_point, point_norms, sample_centres
+from .reference import reference
 
 __all__ = ["gen", "run", "load", "read_all_points"]
 
@@ -114,8 +115,8 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
     outcome = Outcome(res.iteration_s, "ok", {"cost": res.cost, "k": k})
     if check:
         with outcome.checking():  # not part of the run's time
-            data = read_all_points(data_dir, manifest)
-            ref = kmeans_numpy(data, init, iterations)
+            ref = reference("kmeans", lambda: kmeans_numpy(read_all_points(data_dir, manifest), init, iterations),
+                            inputs=[_data_path(data_dir, manifest)], init=init, iterations=iterations)
             if not (np.allclose(ref.centres, res.centres, rtol=1e-7, atol=1e-6) and np.isclose(ref.cost, res.cost, rtol=1e-7)):
                 outcome.result_check = (f"centres differ from a numpy run by up to "
                                         f"{float(np.abs(ref.centres - res.centres).max()):.3g}")

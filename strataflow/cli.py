@@ -351,6 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backend", choices=["threads", "processes"], default=None,
                    help="where the runs' tasks run (default: the Context's, processes when parallelism > 1); "
                         "threads is the quieter measure on a machine with few cores")
+    b.add_argument("--warmup", type=_positive(int, zero=True), default=None,
+                   help="untimed runs of a configuration just before each of its timed runs (default 1; with "
+                        "--repeat 0, the --pool files'): the timed run finds the memory its own kind of run "
+                        "left, not whatever the run before it left")
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
     b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
     b.add_argument("--workloads", default=None, help="pressure, auto: comma-separated workloads")

@@ -115,6 +115,36 @@ def test_bench_auto_end_to_end(tmp_path):
     assert any(n.startswith("target") and "open at 1 of 1 points" in n for n in res["meta"]["notes"])
 
 
+@pytest.mark.parametrize("warmup", [0, 2])
+def test_each_timed_run_follows_warm_ups_of_its_own_configuration(tmp_path, monkeypatch, warmup):
+    """``--warmup N``: every timed (checked) run of a workload comes right after N
+    unchecked runs of the same workload, level and memory, whatever ran before them;
+    the warm-ups are not rows of the report."""
+    from strataflow.bench import experiments
+
+    calls = []
+    real = experiments.run_workload
+
+    def recording(workload, data, **kw):
+        calls.append((workload, kw.get("level"), kw.get("memory"), kw.get("check", True), kw.get("iterations")))
+        return real(workload, data, **kw)
+
+    monkeypatch.setattr(experiments, "run_workload", recording)
+    out = tmp_path / "out"
+    code = cli_main(["bench", "auto", "--scale", "0.002", "--workloads", "kmeans", "--pressures", "2,4",
+                     "--levels", "MEMORY_ONLY,DISK_MMAP", "--backend", "threads", "--repeat", "2",
+                     "--warmup", str(warmup), "--out", str(out), "--data-dir", str(tmp_path / "data")])
+    res = json.loads((out / "results.json").read_text())
+    assert code == 0 and len(res["runs"]) == 2 * 2 * 3 and res["meta"]["warmup"] == warmup
+    runs = [c for c in calls if c[4] is None]  # the sizing run (one iteration) aside
+    timed = [i for i, c in enumerate(runs) if c[3]]
+    assert len(timed) == len(res["runs"]) and len(runs) == len(timed) * (1 + warmup)
+    for i in timed:
+        before = runs[i - warmup:i]
+        assert all(not c[3] and c[:3] == runs[i][:3] for c in before), (runs[i], before)
+    assert any(n.startswith("warm-up: " + (f"{warmup} untimed" if warmup else "none")) for n in res["meta"]["notes"])
+
+
 def _auto_run(level: str, repeat: int, seconds: float, pressure: float = 4.0) -> dict:
     return {"experiment": "auto", "workload": "kmeans", "api": "batches", "level": level, "pressure": pressure,
             "repeat": repeat, "total_s": seconds, "result_check": "ok"}
@@ -260,6 +290,18 @@ def test_pool_refuses_runs_that_are_not_comparable(tmp_path):
         pool_rows([old], "auto", 0.25, "processes")
     with pytest.raises(ValueError, match="experiment 'auto', this run 'pressure'"):
         pool_rows([old], "pressure", 0.25, "threads")
+    # a file from before --warmup had none: it pools with --warmup 0 only, and a file's own
+    # warm-up must match this run's
+    assert pool_rows([old], "auto", 0.25, "threads", warmup=0)[0]
+    with pytest.raises(ValueError, match="warmup 0, this run 1"):
+        pool_rows([old], "auto", 0.25, "threads", warmup=1)
+    warmed = _results_file(tmp_path / "warmed", runs)
+    doc = json.loads(warmed.read_text())
+    doc["meta"]["warmup"] = 1
+    warmed.write_text(json.dumps(doc))
+    assert pool_rows([load_results(str(warmed))], "auto", 0.25, "threads", warmup=1)[0]
+    with pytest.raises(ValueError, match="warmup 1, this run 0"):
+        pool_rows([load_results(str(warmed))], "auto", 0.25, "threads", warmup=0)
     with pytest.raises(FileNotFoundError, match="no results file"):
         load_results(str(tmp_path / "nowhere"))
     (tmp_path / "junk.json").write_text("{not json")

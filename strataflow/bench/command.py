@@ -1,5 +1,18 @@
 """``strataflow bench``: plan an experiment, run it under one progress bar, add the PySpark
-peer's rows and earlier invocations' runs (``--pool``) when asked, and write the report."""
+peer's rows and earlier invocations' runs (``--pool``) when asked, and write the report.
+
+Warm-up (``--warmup``, default 1). Each timed run of a workload follows an untimed,
+unchecked run of the same configuration. Why: a run's cost depends on the memory the run
+before it left. On a VM that hands freed memory back to its host (virtio-balloon free
+page reporting), a page touched again after it was reported costs a fault on the host,
+so a run that follows a long one (MEMORY_ONLY recomputing under pressure, 2.4 s) meets
+cold memory: in ``bench auto`` (the levels' order reversed every other repeat) AUTO
+followed MEMORY_ONLY in half the repeats, and there its mapped writes of K-means at 8x
+took 0.43 s instead of 0.06 s (40 repeats; the levels that never follow it: 0.05-0.10 s).
+After a warm-up of its own configuration a run meets the memory its own kind of run left,
+whatever ran before: the same sequence, MEMORY_ONLY then AUTO, gave medians of 0.90 s
+(mapped writes 0.45 s) without a warm-up and 0.71 s (0.07 s) with one.
+"""
 
 from __future__ import annotations
 
@@ -82,7 +95,9 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     only_pooled = bool(pooled_docs) and not args.repeat
     scale = args.scale or (only_pooled and pooled_docs[0]["meta"].get("scale")) or 1.0
     backend = getattr(args, "backend", None) or (meta_backend(pooled_docs[0]["meta"]) if only_pooled else "default")
-    pooled, pool_notes = pool_rows(pooled_docs, args.experiment, scale, backend)
+    warmup = getattr(args, "warmup", None)
+    warmup = (int(pooled_docs[0]["meta"].get("warmup", 0)) if only_pooled else 1) if warmup is None else warmup
+    pooled, pool_notes = pool_rows(pooled_docs, args.experiment, scale, backend, warmup)
     data_root = args.data_dir or os.path.join(args.out, "data")
     os.makedirs(data_root, exist_ok=True)
     kw = dict(root=data_root, scale=scale, repeat=args.repeat, parallelism=args.parallelism,
@@ -95,6 +110,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
              f"scale {scale}, {args.repeat} repeat(s) run here, variants interleaved; medians over repeats",
              "data read warm (page cache) unless the experiment says cold",
              f"backend: {'the Context default' if backend == 'default' else backend}, parallelism {args.parallelism}",
+             f"warm-up: {warmup} untimed, unchecked run(s) of the same configuration just before each timed "
+             "run (--warmup)" if warmup else "warm-up: none (--warmup 0)",
              *pool_notes]
     if args.experiment == "auto":
         notes.append("ratios (vs_best_fixed, vs_memory_and_disk) are paired: the median over repeats of the "
@@ -115,8 +132,11 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
             bar.update(task, description=f"{args.experiment}: " + " ".join(
                 f"{v}" for k, v in run.key.items() if k not in ("experiment", "repeat")))
             bar.refresh()
-            gc.collect()  # the last run's garbage is collected now, not inside this run's time
             try:
+                for _ in range(warmup if run.warm else 0):
+                    gc.collect()
+                    run.warm()
+                gc.collect()  # the last run's garbage is collected now, not inside this run's time
                 rows.append(run.call())
             except Exception as exc:  # a failed run is a row with its error, not a lost report
                 rows.append({**run.key, "result_check": f"error: {type(exc).__name__}: {exc}",
@@ -127,7 +147,7 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     summary = summarize(rows)
     if args.experiment == "auto" and (verdict := auto_verdict(rows, summary)):
         notes.append(verdict)
-    meta = {"experiment": args.experiment, "scale": scale, "repeat": args.repeat, "backend": backend,
+    meta = {"experiment": args.experiment, "scale": scale, "repeat": args.repeat, "backend": backend, "warmup": warmup,
             "seconds": time.perf_counter() - t0, "pooled": [d["path"] for d in pooled_docs], "notes": notes}
     paths = write_report(args.out, args.experiment, rows, summary, meta)
     Console().print(paths["markdown"])

@@ -52,12 +52,14 @@ SERDE_VARIANTS = [("records", "pickle"), ("records", "pickle5"), ("batches", "pi
 
 @dataclass
 class Run:
-    """One run: what to call and the row fields that name it."""
+    """One run: what to call and the row fields that name it; ``warm``, when given, runs
+    the same configuration untimed and unchecked (``bench --warmup``: see command.py)."""
 
     key: dict[str, Any]
     call: Callable[[], dict]
     repeat: int = 0
     extra: dict = field(default_factory=dict)
+    warm: Callable[[], Any] | None = None
 
 
 def _row(report: dict, key: dict) -> dict:
@@ -102,16 +104,19 @@ def _backend(backend: str | None) -> dict | None:
     return {"backend": backend} if backend else None
 
 
-def _workload_run(workload: str, data: str, key: dict, parallelism: int, backend: str | None = None, **kw) -> Run:
-    def call() -> dict:
-        with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-            report = run_workload(workload, data, parallelism=parallelism, local_dirs=[tmp],
-                                  context_options=_backend(backend), **kw)
-        return _row(report, key)
+def _in_tmp(workload: str, data: str, parallelism: int, backend: str | None, check: bool = True, **kw) -> dict:
+    """One run of ``workload`` in a fresh Context over a fresh working directory: its report."""
+    with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+        return run_workload(workload, data, parallelism=parallelism, local_dirs=[tmp], check=check,
+                            context_options=_backend(backend), **kw)
 
+
+def _workload_run(workload: str, data: str, key: dict, parallelism: int, backend: str | None = None, **kw) -> Run:
     from ..config import parse_size
 
-    return Run(key, call, extra={"memory_fn": lambda: parse_size(kw.get("memory", "1GB"))})
+    return Run(key, lambda: _row(_in_tmp(workload, data, parallelism, backend, **kw), key),
+               extra={"memory_fn": lambda: parse_size(kw.get("memory", "1GB"))},
+               warm=lambda: _in_tmp(workload, data, parallelism, backend, check=False, **kw))
 
 
 def plan_levels(root: str, scale: float, repeat: int, parallelism: int, backend: str | None = None,
@@ -181,10 +186,8 @@ def _cached_size(w: str, data: str, api: str, parallelism: int, backend: str | N
 
     def measure() -> int:
         if "bytes" not in sized:
-            with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-                rep = run_workload(w, data, api=api, level="MEMORY_ONLY", memory=_ample(data),
-                                   parallelism=parallelism, local_dirs=[tmp], check=False, iterations=1,
-                                   context_options=_backend(backend))
+            rep = _in_tmp(w, data, parallelism, backend, check=False, api=api, level="MEMORY_ONLY",
+                          memory=_ample(data), iterations=1)
             sized["bytes"] = max(1, rep["cached_memory_bytes"])
         return sized["bytes"]
 
@@ -211,19 +214,17 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
                     key = {"experiment": "pressure", "workload": w, "api": api, "level": "MEMORY_AND_DISK",
                            "policy": policy, "pressure": pressure, "repeat": r}
 
-                    def call(w=w, data=data, key=key, pressure=pressure, policy=policy, measure=measure):
-                        cached = measure()
-                        memory = max(1 * MB, int(cached / pressure))
-                        with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-                            report = run_workload(w, data, api=key["api"], level="MEMORY_AND_DISK", policy=policy,
-                                                  memory=memory, parallelism=parallelism, local_dirs=[tmp],
-                                                  context_options=_backend(backend))
-                        row = _row(report, key)
-                        row["cached_for_pressure_mb"] = cached / MB
-                        return row
+                    memory_fn = (lambda measure=measure, pressure=pressure: max(1 * MB, int(measure() / pressure)))
 
-                    runs.append(Run(key, call, extra={
-                        "memory_fn": lambda measure=measure, pressure=pressure: max(1 * MB, int(measure() / pressure))}))
+                    def execute(check=True, w=w, data=data, key=key, policy=policy, memory_fn=memory_fn):
+                        return _in_tmp(w, data, parallelism, backend, check, api=key["api"], level="MEMORY_AND_DISK",
+                                       policy=policy, memory=memory_fn())
+
+                    def call(key=key, measure=measure, execute=execute):
+                        return {**_row(execute(), key), "cached_for_pressure_mb": measure() / MB}
+
+                    runs.append(Run(key, call, extra={"memory_fn": memory_fn},
+                                    warm=lambda execute=execute: execute(check=False)))
     return runs
 
 
@@ -249,14 +250,12 @@ def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads:
                            "pressure": pressure, "repeat": r}
                     memory_fn = (lambda measure=measure, pressure=pressure: max(1 * MB, int(measure() / pressure)))
 
-                    def call(w=w, data=data, key=key, level=level, memory_fn=memory_fn):
-                        with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-                            report = run_workload(w, data, api="batches", level=level, memory=memory_fn(),
-                                                  parallelism=parallelism, local_dirs=[tmp],
-                                                  context_options=_backend(backend))
-                        return _row(report, key)
+                    def execute(check=True, w=w, data=data, level=level, memory_fn=memory_fn):
+                        return _in_tmp(w, data, parallelism, backend, check, api="batches", level=level,
+                                       memory=memory_fn())
 
-                    runs.append(Run(key, call, extra={"memory_fn": memory_fn}))
+                    runs.append(Run(key, lambda execute=execute, key=key: _row(execute(), key),
+                                    extra={"memory_fn": memory_fn}, warm=lambda execute=execute: execute(check=False)))
     return runs
 
 

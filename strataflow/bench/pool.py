@@ -6,8 +6,10 @@ machine: hours, more than one sitting. Each invocation's repeats are independent
 samples (the levels of one repeat ran back to back), so repeats stored by earlier
 invocations add to this one's without breaking a pair: evidence accumulates.
 
-What may be pooled: runs of the same experiment, data scale and backend (AUTO's ratio to
-a level is not the same on threads as on executor processes). A pooled run keeps its
+What may be pooled: runs of the same experiment, data scale, backend (AUTO's ratio to a
+level is not the same on threads as on executor processes) and warm-up (a run that
+follows a warm-up of its own configuration meets other memory than one that follows
+another level's run: see ``bench --warmup``). A pooled run keeps its
 pairs apart from every other invocation's: its ``repeat`` becomes ``"<n>:<repeat>"``,
 ``n`` numbering the pooled files in the order given.
 """
@@ -53,17 +55,19 @@ def meta_backend(meta: dict) -> str:
     return "default"
 
 
-def pool_rows(docs: list[dict], experiment: str, scale: float, backend: str) -> tuple[list[dict], list[str]]:
+def pool_rows(docs: list[dict], experiment: str, scale: float, backend: str,
+              warmup: int = 0) -> tuple[list[dict], list[str]]:
     """The rows of ``docs`` to add to an invocation of ``experiment`` at ``scale`` on
-    ``backend``, their repeats renamed apart, and one note per file. Raises ValueError
-    naming the file whose runs cannot be compared with this invocation's."""
+    ``backend`` with ``warmup`` untimed runs before each timed one (files written before
+    ``--warmup`` existed had none), their repeats renamed apart, and one note per file.
+    Raises ValueError naming the file whose runs cannot be compared with this invocation's."""
     rows: list[dict] = []
     notes: list[str] = []
     for n, doc in enumerate(docs, 1):
         meta, path = doc["meta"], doc.get("path", f"file {n}")
         theirs = {"experiment": doc.get("experiment", meta.get("experiment")), "scale": meta.get("scale"),
-                  "backend": meta_backend(meta)}
-        ours = {"experiment": experiment, "scale": scale, "backend": backend}
+                  "backend": meta_backend(meta), "warmup": int(meta.get("warmup", 0))}
+        ours = {"experiment": experiment, "scale": scale, "backend": backend, "warmup": warmup}
         for key, value in ours.items():
             if key == "scale" and theirs[key] is not None and float(theirs[key]) == float(value):
                 continue

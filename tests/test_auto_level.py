@@ -137,7 +137,10 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
     with Context(memory="16MB", parallelism=2, backend=backend, progress=False, local_dirs=[str(tmp_path / "local")],
                  event_log=log) as ctx:
         base = ctx.from_numpy(data, 8)
-        cheap = base.map_partitions(lambda a: a[:]).persist(StorageLevel.AUTO)  # a view: no work
+        # no work: calloc'd pages (a view of ``base`` is not cheap under processes, where
+        # recomputing it loads the source slice from a file, about a mapped round trip)
+        cheap = ctx.parallelize(range(8), 8).map_partitions(lambda it: np.zeros((50_000, 8))).persist(
+            StorageLevel.AUTO)
         dear = base.map_partitions(_dear).persist("auto")
         recs = ctx.parallelize(range(40_000), 8).map_partitions(_dear_records).persist(StorageLevel.AUTO)
         assert cheap.storage_level is StorageLevel.AUTO

@@ -196,6 +196,26 @@ def test_layout_meta_and_small_buffers_stay_in_band():
         layout.encode(lambda: 0)
 
 
+@pytest.mark.parametrize("value", [VALUES["table"][0], VALUES["table"][0].slice(1000, 20_000),
+                                   pa.record_batch({"x": np.arange(100_000, dtype=np.int64)})],
+                         ids=["table", "sliced-table", "record-batch"])
+def test_arrow_extent_is_the_ipc_file_and_its_big_buffers_are_not_copied(value):
+    """The frames of an Arrow extent are the bytes of an Arrow IPC file (what decode and
+    any Arrow reader open), and a column buffer of 64 KB or more is handed on as the
+    value's own memory, not copied into a staging buffer before it is written."""
+    kind, frames, meta = layout.encode(value)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, value.schema) as writer:
+        writer.write(value)
+    assert kind == "arrow" and b"".join(bytes(memoryview(f).cast("B")) for f in frames) == sink.getvalue().to_pybytes()
+    assert len(frames) < 10  # the small IPC messages are joined, not one write each
+    column = value.column(0)  # int64: a Table's is chunked, a RecordBatch's is not
+    data = column.chunk(0).buffers()[1] if isinstance(column, pa.ChunkedArray) else column.buffers()[1]
+    start, end = data.address, data.address + data.size
+    assert any(isinstance(f, pa.Buffer) and start <= f.address < end for f in frames), \
+        "the int64 column was copied, not handed on"
+
+
 def test_unpicklable_value_creates_nothing(store, dirs):
     with pytest.raises(SerializationError):
         store.put(BlockId(1, 0), [threading.Lock()])

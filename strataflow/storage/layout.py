@@ -160,12 +160,57 @@ def _decode_ndarray(buf: memoryview) -> np.ndarray:
 
 
 # -- arrow --------------------------------------------------------------------------------------
+class _FrameSink:
+    """A write-only file for pyarrow's IPC writer that keeps what it is given instead of
+    copying it: the writer hands over each body buffer as a ``pa.Buffer`` of the value's
+    own memory, and only the small messages around them (flatbuffer metadata, padding,
+    lengths) as bytes, which are joined here into runs. Writing the extent then copies
+    the data once, into the page cache; a ``BufferOutputStream`` had copied it first into
+    a fresh buffer of the extent's size (Bayes 2x: 2.5 ms of a run's 5 ms more than the
+    serialized spill, whose pickle5 frames are zero-copy too)."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.frames: list = []
+        self._small: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        n = data.size if isinstance(data, pa.Buffer) else len(data)
+        if n < _JOIN_BELOW:
+            self._small.append(bytes(data))
+        else:
+            self._flush_small()
+            self.frames.append(data)
+        self.size += n
+        return n
+
+    def _flush_small(self) -> None:
+        if self._small:
+            self.frames.append(b"".join(self._small))
+            self._small = []
+
+    def finish(self) -> list:
+        self._flush_small()
+        return self.frames
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+_JOIN_BELOW = 64 * 1024  # IPC pieces smaller than this are joined: fewer, larger writes
+
+
 def _encode_arrow(value: "pa.Table | pa.RecordBatch") -> tuple[str, list, dict]:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, value.schema) as writer:  # uncompressed: readable in place
+    sink = _FrameSink()
+    with pa.ipc.new_file(pa.PythonFile(sink, mode="w"), value.schema) as writer:  # uncompressed: readable in place
         writer.write(value)
-    body = sink.getvalue()
-    return "arrow", [body], {"zero_copy": True, "align": _align_for(body.size),
+    frames = sink.finish()
+    return "arrow", frames, {"zero_copy": True, "align": _align_for(sink.size),
                              "record_batch": isinstance(value, pa.RecordBatch), "pickled": (0, 0)}
 
 

@@ -160,6 +160,9 @@ def _decode_ndarray(buf: memoryview) -> np.ndarray:
 
 
 # -- arrow --------------------------------------------------------------------------------------
+_JOIN_PIECES_BELOW = 64 * 1024  # IPC pieces smaller than this are joined: fewer, larger writes
+
+
 class _FrameSink:
     """A write-only file for pyarrow's IPC writer that keeps what it is given instead of
     copying it: the writer hands over each body buffer as a ``pa.Buffer`` of the value's
@@ -178,7 +181,7 @@ class _FrameSink:
 
     def write(self, data: Any) -> int:
         n = data.size if isinstance(data, pa.Buffer) else len(data)
-        if n < _JOIN_BELOW:
+        if n < _JOIN_PIECES_BELOW:
             self._small.append(bytes(data))
         else:
             self._flush_small()
@@ -200,9 +203,6 @@ class _FrameSink:
 
     def close(self) -> None:
         pass
-
-
-_JOIN_BELOW = 64 * 1024  # IPC pieces smaller than this are joined: fewer, larger writes
 
 
 def _encode_arrow(value: "pa.Table | pa.RecordBatch") -> tuple[str, list, dict]:

@@ -43,10 +43,10 @@ class BroadcastDestroyed(RuntimeError):
 class Broadcast(Generic[T]):
     """A read-only value for tasks: ``b.value``. Make one with ``Context.broadcast(v)``."""
 
-    def __init__(self, ctx: "Context | None", value: T, bid: str | None = None, path: str | None = None) -> None:
+    def __init__(self, ctx: "Context | None", value: T, bid: str | None = None, ref: Any = None) -> None:
         self.bid = bid or uuid.uuid4().hex
         self._value = value
-        self._path = path  # where an executor loads it (None: in line, or the driver's own)
+        self._ref = ref  # where an executor loads it (a SliceRef; None: in line, or the driver's own)
         self._ctx = weakref.ref(ctx) if ctx is not None else None
         self._destroyed = False
         self._lock = threading.Lock()
@@ -55,14 +55,14 @@ class Broadcast(Generic[T]):
     def value(self) -> T:
         if self._destroyed:
             raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; it cannot be read")
-        if self._ctx is not None or self._path is None:
+        if self._ctx is not None or self._ref is None:
             return self._value  # the driver's, or one that travelled in line
         with _loaded_lock:
             if self.bid in _loaded:
                 return _loaded[self.bid]
-        from .executor.source_store import load_slice
+        from .executor.source_slices import load_slice
 
-        value = load_slice(self._path, 0)
+        value = load_slice(self._ref, 0)
         with _loaded_lock:
             return _loaded.setdefault(self.bid, value)
 
@@ -87,21 +87,26 @@ class Broadcast(Generic[T]):
         if self._destroyed:
             raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; a stage that uses it cannot run")
         if self._ctx is None:  # an executor's copy, pickled again (a peer): same reference
-            return _rebuild, (self.bid, self._path, self._value if self._path is None else None)
+            return _rebuild, (self.bid, self._ref, self._value if self._ref is None else None)
         from .executor.source_store import INLINE_BYTES, current_store
         from .storage.sizing import estimate_size
 
         store = current_store()
         if store is None or estimate_size(self._value) < INLINE_BYTES:
             return _rebuild, (self.bid, None, self._value)
-        return _rebuild, (self.bid, store.path_for(f"bc-{self.bid}", [self._value]), None)
+        return _rebuild, (self.bid, store.ship(f"bc-{self.bid}", self, _value_of), None)
 
     def __repr__(self) -> str:
         return f"<Broadcast {self.bid[:8]}{' destroyed' if self._destroyed else ''}>"
 
 
-def _rebuild(bid: str, path: str | None, value: Any) -> Broadcast:
-    return Broadcast(None, value, bid=bid, path=path)
+def _rebuild(bid: str, ref: Any, value: Any) -> Broadcast:
+    return Broadcast(None, value, bid=bid, ref=ref)
+
+
+def _value_of(b: Broadcast) -> list:
+    """A broadcast's one slice: its value (what the driver sends again if need be)."""
+    return [b._value]
 
 
 def forget_loaded(bid: str) -> bool:

@@ -47,7 +47,7 @@ from .storage.status import StorageStatus, merge_metrics, merge_status
 from .files import FileRegistry, ShippedFile
 from .files import forget as forget_files
 from .files import install as install_files
-from .workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
+from .workdirs import create_app_dirs, ensure_app_dir, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
 
@@ -200,11 +200,14 @@ class Context:
         self.local_dirs: list[str] = []
         self.shuffle_dirs: list[str] = []
         self.tier_dirs: list[str] = []
+        self.source_dirs: list[str] = []
         self._log = self._progress = self._blas_limits = self._view = self._status_server = None
         self._gc_timed = False
         try:
             self.local_dirs = create_app_dirs(cfg.local_dirs, self.app_id, "cache")
             self.shuffle_dirs = create_app_dirs(cfg.shuffle_dirs, self.app_id, "shuffle")
+            # the driver's source slices: apart from the cache, whose faults cost cache blocks only
+            self.source_dirs = create_app_dirs(cfg.local_dirs[:1], self.app_id, "sources")
             tier_dirs = []
             for spec in cfg.tiers or []:
                 tier_dirs.append(create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}"))
@@ -222,7 +225,7 @@ class Context:
             #: the policy's flags (does it take plans?); each executor makes its own instance
             self.policy_flags = make_policy(cfg.policy)
             #: large driver collections, written once for the executors (processes and ray backends)
-            self.sources = SourceStore(self.local_dirs[0])
+            self.sources = SourceStore(self.source_dirs[0], events=self.events)
             self.block_master = BlockMaster()
             #: accumulators made by ``accumulator()``; tasks' updates are merged here once each
             self._accumulators = Accumulators()
@@ -239,7 +242,8 @@ class Context:
                                  if cfg.backend == "threads" else None)
             gc_timer.acquire()
             self._gc_timed = True
-            self.fleet = Fleet(cfg, self.events, self.local_dirs, self.shuffle_dirs, tier_dirs, os.getpid())
+            self.fleet = Fleet(cfg, self.events, self.local_dirs, self.shuffle_dirs, tier_dirs, os.getpid(),
+                               self.source_dirs, self.sources.serve)
             self.fleet.on_lost(self.block_master.executor_lost)
             self.fleet.on_lost(self.map_outputs.executor_lost)
             self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
@@ -312,7 +316,7 @@ class Context:
             self._progress.close()
         if self._log:
             self._log.close()
-        remove_dirs(self.local_dirs + self.shuffle_dirs + self.tier_dirs)
+        remove_dirs(self.local_dirs + self.shuffle_dirs + self.tier_dirs + self.source_dirs)
         if self._blas_limits is not None:
             self._blas_limits.restore_original_limits()
         if self._gc_timed:
@@ -322,6 +326,16 @@ class Context:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this Context has been stopped")
+
+    def _own_dirs(self) -> None:
+        """Before each job: an application directory removed while the application ran
+        (a user cleaning a disk mid-job) is made and owned again, so that the files its
+        writers make there again are still found and removed after a crash."""
+        for d in self.local_dirs + self.shuffle_dirs + self.tier_dirs + self.source_dirs:
+            try:
+                ensure_app_dir(d)
+            except OSError:
+                pass  # its writers meet the same error and say so (a block not cached, a failed map)
 
     def _clean_shuffles(self) -> None:
         """Removes the files of shuffles no dataset can read any more (Spark's
@@ -484,12 +498,15 @@ class Context:
         disk blocks for candidates; after an empty one they back off until memory is freed).
         Shuffle on a cluster: ``shuffle_remote_fetches`` and ``shuffle_remote_bytes_read``
         (buckets a reduce task fetched from the executor that wrote them, on another node).
-        Executors: ``executors`` (live), ``executors_lost``."""
+        Executors: ``executors`` (live), ``executors_lost``. Source slices (``parallelize``,
+        ``from_numpy``, broadcasts, as the driver's store wrote them): ``source_slices_lost``
+        (an executor could not use a slice's file), ``source_slices_rewritten`` (the driver
+        wrote it again), ``source_slices_sent`` (the driver sent a slice itself)."""
         answers = self.fleet.ask_all("metrics")
         if by_executor:
             return answers
         out = merge_metrics(list(answers.values()), self.scheduler.totals.retired())
-        out.update(executors=len(answers), executors_lost=len(self.fleet.lost))
+        out.update(executors=len(answers), executors_lost=len(self.fleet.lost), **self.sources.counts)
         return out
 
     # -- sources ----------------------------------------------------------------------------

@@ -99,16 +99,20 @@ class SourceNode(Node):
 
 
 class ListSource(SourceNode):
-    """Partitions given in memory, one value each (``parallelize``, ``from_numpy``)."""
+    """Partitions given in memory, one value each (``parallelize``, ``from_numpy``).
+
+    On the driver it keeps its slices: they are the lineage root nothing can recompute,
+    and what the driver sends again when an executor cannot use a slice's file
+    (``executor/source_store.py``)."""
 
     def __init__(self, slices: list) -> None:
         self.slices = slices
         self.num_partitions = len(slices)
-        self.path: str | None = None  # where an executor reads the slices (source_store.py)
+        self.ref = None  # where an executor reads the slices (a SliceRef, ``source_store.py``)
         self._uid: str | None = None
 
     def __getstate__(self) -> dict:
-        """Large slices travel as a path, written once (``executor/source_store.py``)."""
+        """Large slices travel as a reference to files written once (``executor/source_store.py``)."""
         from .executor.source_store import INLINE_BYTES, current_store, new_uid
 
         state = self.__dict__.copy()
@@ -117,19 +121,23 @@ class ListSource(SourceNode):
             return state
         if self._uid is None:
             self._uid = new_uid()
-        state["path"] = store.path_for(self._uid, self.slices)
+        state["ref"] = store.ship(self._uid, self, _slices_of)
         state["slices"] = None
         state["_uid"] = self._uid
         return state
 
     def compute(self, split: int, tc: "TaskContext") -> Any:
         if self.slices is None:
-            from .executor.source_store import load_slice
+            from .executor.source_slices import load_slice
 
-            value = load_slice(self.path, split)
+            value = load_slice(self.ref, split)
         else:
             value = self.slices[split]
         return list(value) if isinstance(value, list) else value
+
+
+def _slices_of(source: ListSource) -> list:
+    return source.slices
 
 
 def _approx_bytes(slices: list) -> int:

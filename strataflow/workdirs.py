@@ -25,13 +25,17 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import threading
 import uuid
 
-__all__ = ["new_app_id", "create_app_dirs", "remove_dirs", "remove_stale"]
+from .storage.private_file import make_private_dirs
+
+__all__ = ["new_app_id", "create_app_dirs", "ensure_app_dir", "remove_dirs", "remove_stale"]
 
 _PREFIX = "strataflow-"
 _OWNER = "owner"
 _held: dict[str, int] = {}  # an application directory of this process -> its locked owner file
+_ensure_lock = threading.Lock()
 
 
 def new_app_id() -> str:
@@ -80,6 +84,21 @@ def create_app_dirs(bases: list[str], app_id: str, kind: str) -> list[str]:
         remove_dirs(out)
         raise
     return out
+
+
+def ensure_app_dir(path: str) -> None:
+    """Makes ``path`` owned again (0700, locked as ``create_app_dirs`` makes it) if it was
+    removed while the application ran, so that what is written there again is still
+    cleaned up after a crash. A writer may have made the directory again meanwhile
+    (``private_file.make_private_dirs``): what tells is the owner file. Nothing if it is there."""
+    with _ensure_lock:
+        if os.path.exists(os.path.join(path, _OWNER)):
+            return
+        old = _held.pop(path, None)
+        if old is not None:
+            os.close(old)  # the lock of an owner file that was removed with its directory
+        make_private_dirs(path)
+        _take_ownership(path)
 
 
 def remove_dirs(dirs: list[str]) -> None:

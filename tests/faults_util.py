@@ -13,7 +13,13 @@ threads-backend executor and an executor process alike:
 - shuffle map outputs (``shuffle_<s>_<m>.data`` / ``.index``);
 - a full device: ``device_full`` makes every write of block files, shuffle files, spills
   (``os.fdopen``) and segment extents (``os.pwrite``) under the given directories fail with
-  ENOSPC, in this process only (the threads backend).
+  ENOSPC, in this process only (the threads backend, or what the driver itself writes:
+  source slices);
+- source slices (``source-<uid>/<split>.npy|.pkl`` under the Context's ``source_dirs``):
+  ``source_files`` finds them, ``forge_source`` writes the best forgery of each format,
+  and ``creation_refused`` makes creating any file or directory under the given
+  directories fail as a read-only directory does (EACCES), in this process only (the
+  driver writes the slices; as root a ``chmod`` would not stop it).
 
 The byte-level primitives are the existing tests' own (``damage``/``cut`` of
 test_mapped_damage.py, the forgeries of test_frame_auth.py).
@@ -37,7 +43,7 @@ PAGE = 4096
 
 __all__ = ["app_files", "block_files", "segment_files", "map_outputs", "tmp_files", "data_ranges", "flip_file",
            "truncate_file", "delete_file", "forge_file", "pickle_starts", "flip_output", "truncate_output", "delete_output",
-           "forge_output", "device_full", "PAGE"]
+           "forge_output", "device_full", "source_files", "forge_source", "creation_refused", "PAGE"]
 
 
 # -- finding the files ------------------------------------------------------------------------
@@ -303,3 +309,71 @@ def fail_tasks_sent_together(pts, error: type[BaseException]) -> None:
     with pytest.raises(error, match="(?i)pickle"):
         pts.map_partitions_with_index(lambda i, a: [threading.Lock() if i == 2 else a.sum()]).collect()
     assert pts.map_partitions(lambda a: [len(a)]).collect() == [2500] * 4
+
+
+# -- source slices ------------------------------------------------------------------------------------
+def source_files(c) -> list[str]:
+    """The driver's source slice files (every source), under the Context's ``source_dirs``."""
+    return _walk(c.source_dirs, lambda n: n.endswith((".npy", ".pkl")))
+
+
+def forge_source(path: str, marker) -> None:
+    """The best forgery of a writer without the application's key, same size: a pickled
+    slice gets a malicious pickle behind its header (magic and tag kept); a numeric one a
+    valid ``.npy`` of the same dtype and shape with other numbers (which unkeyed checks in
+    the file itself would pass)."""
+    size = os.path.getsize(path)
+    if path.endswith(".pkl"):
+        head = 8 + 32  # magic, tag
+        with open(path, "r+b") as f:
+            f.seek(head)
+            f.write(evil_pickle(marker, size - head))
+        return
+    import numpy as np
+
+    real = np.load(path)
+    with open(path, "wb") as f:
+        np.save(f, np.full_like(real, 7))
+    assert os.path.getsize(path) == size
+
+
+class creation_refused:
+    """While on, creating a file or a directory under ``roots`` fails with ``err``
+    (EACCES: what a read-only directory answers), in this process only. Counts the
+    refusals in ``refused``."""
+
+    def __init__(self, monkeypatch, roots: list[str], err: int = errno.EACCES) -> None:
+        self.mp = monkeypatch
+        self.roots = [os.path.realpath(r) for r in roots]
+        self.err = err
+        self.refused = 0
+        self._open, self._mkdir = os.open, os.mkdir
+
+    def _under(self, path) -> bool:
+        p = os.path.realpath(os.fspath(path))
+        return any(p == r or p.startswith(r + os.sep) for r in self.roots)
+
+    def _refuse(self, path):
+        self.refused += 1
+        raise OSError(self.err, os.strerror(self.err), os.fspath(path))
+
+    def on(self) -> "creation_refused":
+        real_open, real_mkdir = self._open, self._mkdir
+
+        def open_(path, flags, *args, **kwargs):
+            if flags & os.O_CREAT and self._under(path):
+                self._refuse(path)
+            return real_open(path, flags, *args, **kwargs)
+
+        def mkdir(path, *args, **kwargs):
+            if self._under(path):
+                self._refuse(path)
+            return real_mkdir(path, *args, **kwargs)
+
+        self.mp.setattr(os, "open", open_)
+        self.mp.setattr(os, "mkdir", mkdir)
+        return self
+
+    def off(self) -> None:
+        self.mp.setattr(os, "open", self._open)
+        self.mp.setattr(os, "mkdir", self._mkdir)

@@ -451,10 +451,10 @@ def test_truncated_spill_file_is_detected(tmp_path):
 def test_forged_source_slice_raises_a_clear_error_and_is_never_unpickled(tmp_path, marker):
     store = SourceStore(str(tmp_path), key=KEY)
     records = [[(i, f"r{i}") for i in range(1000)], [(i, i * 2) for i in range(1000)]]
-    path = store.path_for("u1", records + [np.arange(10.0)])
+    path = store.ship("u1", records + [np.arange(10.0)], list)
     assert load_slice(path, 0, key=KEY) == records[0]
     np.testing.assert_array_equal(load_slice(path, 2, key=KEY), np.arange(10.0))
-    pkl = os.path.join(path, "0.pkl")
+    pkl = path.file(0)
     size = os.path.getsize(pkl)
     forged = evil_pickle(marker, size - 40)
     write_at(pkl, 40, forged)  # the body, its header kept
@@ -464,7 +464,7 @@ def test_forged_source_slice_raises_a_clear_error_and_is_never_unpickled(tmp_pat
         load_slice(path, 1, key=new_key())  # another application's key
     with pytest.raises(SourceSliceError, match="no key"):
         load_slice(path, 1)  # a path under no application directory
-    os.replace(os.path.join(path, "1.pkl"), pkl)  # a valid slice under another split's name
+    os.replace(path.file(1), pkl)  # a valid slice under another split's name
     with pytest.raises(SourceSliceError, match="fails authentication"):
         load_slice(path, 0, key=KEY)
     assert not marker.exists()
@@ -474,7 +474,7 @@ def test_forged_source_slice_raises_a_clear_error_and_is_never_unpickled(tmp_pat
 def test_source_store_without_a_key_reads_back_through_the_registry(tmp_path):
     store = SourceStore(str(tmp_path / "src"))
     (tmp_path / "src").mkdir()
-    path = store.path_for("u2", [[1, 2, 3]])
+    path = store.ship("u2", [[1, 2, 3]], list)
     assert load_slice(path, 0) == [1, 2, 3]
 
 
@@ -500,7 +500,7 @@ def test_every_file_is_created_0600_whatever_the_umask(tmp_path):
                                  MemoryManager(1 << 20), 1, str(d))
         agg.insert_values((i, 1) for i in range(10))
         agg._spill()
-        SourceStore(str(d), key=KEY).path_for("u", [[1, 2], np.arange(3.0)])
+        SourceStore(str(d), key=KEY).ship("u", [[1, 2], np.arange(3.0)], list)
         found = modes(d)
         names = {os.path.basename(p) for p in found}
         assert {"b.blk", "shuffle_0_0.data", "shuffle_0_0.index", "0.pkl", "1.npy"} <= names
@@ -595,19 +595,23 @@ def test_forged_shuffle_file_reruns_the_map(threads_ctx, marker):
     assert not marker.exists()
 
 
-def test_forged_source_slice_fails_the_job_loudly_on_executor_processes(tmp_path, marker):
+def test_forged_source_slice_is_refused_and_sent_again_on_executor_processes(tmp_path, marker):
     """Processes backend: the driver writes the slices with the fleet's key and the
-    executors, in other processes, read them with the same key; a forged one fails the
-    job with a clear error, and nothing of it is unpickled."""
+    executors, in other processes, read them with the same key; a forged one is refused
+    before anything of it is unpickled, and the driver, which holds the collection, sends
+    the slice itself and writes its file again: the answer is right."""
     (tmp_path / "c").mkdir()
     (tmp_path / "s").mkdir()
     with Context(backend="processes", executors=2, memory="64MB", parallelism=2, progress=False,
                  max_task_attempts=1, local_dirs=[str(tmp_path / "c")], shuffle_dirs=[str(tmp_path / "s")]) as c:
+        lost = events_of(c, "SourceSliceLost")
         big = [(i, "y" * 30) for i in range(40_000)]
         ds = c.parallelize(big, 2)
         assert ds.count() == 40_000
         [pkl] = [os.path.join(d, f) for d, _, names in os.walk(tmp_path / "c") for f in names if f == "0.pkl"]
         write_at(pkl, 40, evil_pickle(marker, os.path.getsize(pkl) - 40))
-        with pytest.raises(Exception, match="fails authentication"):
-            ds.count()
+        assert ds.map(lambda r: r[0]).sum() == sum(range(40_000))
+        assert [(e["split"], e["rewritten"]) for e in lost] == [(0, True)]
+        assert "fails authentication" in lost[0]["reason"]
+        assert ds.count() == 40_000 and len(lost) == 1  # the file was written again: read from it
     assert not marker.exists()

@@ -20,13 +20,17 @@ from .core import ExecutorCore
 from .runtime import ExecutorRuntime, ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
-__all__ = ["ExecutorHandle", "LocalExecutor", "fail_waiting", "LostCallback", "Peers", "open_session", "start_executor"]
+__all__ = ["ExecutorHandle", "LocalExecutor", "fail_waiting", "LostCallback", "Peers", "SourceServer", "open_session",
+           "start_executor"]
 
 #: ``on_lost(handle, reason)``: called once, from any thread, when an executor is gone
 LostCallback = Callable[["ExecutorHandle", str], None]
 #: ``peers(executor_id)``: another live executor of the application (None: gone), for
 #: relaying the blocks one executor's task reads from another's memory
 Peers = Callable[[str], "ExecutorHandle | None"]
+#: ``serve(uid, split, reason, executor_id) -> (value, file_ok)``: the driver's copy of a
+#: source slice an executor could not read (``source_store.SourceStore.serve``)
+SourceServer = Callable[[str, int, "str | None", str], tuple]
 
 
 class ExecutorHandle(abc.ABC):
@@ -154,15 +158,17 @@ def open_session(config: Any) -> Any:
 
 
 def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
-                   peers: Peers | None = None, session: Any = None) -> ExecutorHandle:
+                   peers: Peers | None = None, session: Any = None,
+                   sources: SourceServer | None = None) -> ExecutorHandle:
     """A new executor of the backend ``kind`` (it may still be starting: ``wait_ready``);
-    ``session``: what ``open_session`` made for the application."""
+    ``session``: what ``open_session`` made for the application; ``sources``: the driver's
+    source store, answering an executor process that could not read a slice."""
     if kind == "threads":
         return LocalExecutor(spec, events, on_lost)
     if kind == "processes":
         from .processes import ProcessExecutor
 
-        return ProcessExecutor(spec, events, on_lost, peers)
+        return ProcessExecutor(spec, events, on_lost, peers, sources)
     if kind == "ray":
         from .ray_backend import RayExecutor
 

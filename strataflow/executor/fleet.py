@@ -26,7 +26,7 @@ from ..config import Config
 from ..metrics import EventBus
 from ..storage import app_keys
 from ..storage.frame_auth import FrameAuth, new_key
-from .backend import ExecutorHandle, open_session, start_executor
+from .backend import ExecutorHandle, SourceServer, open_session, start_executor
 from .runtime import ExecutorSpec, app_dirs, executor_dirs
 from .work import ExecutorLost
 
@@ -39,10 +39,16 @@ class Fleet:
     """The live executors of one application."""
 
     def __init__(self, config: Config, events: EventBus, cache_dirs: list[str], shuffle_dirs: list[str],
-                 tier_dirs: list[list[str]], driver_pid: int) -> None:
+                 tier_dirs: list[list[str]], driver_pid: int, source_dirs: list[str] | None = None,
+                 sources: SourceServer | None = None) -> None:
+        """``source_dirs``: where the driver writes source slices (registered with the
+        application's key here and in every executor); ``sources``: what answers an
+        executor that could not read one (``SourceStore.serve``)."""
         self.config = config
         self.events = events
         self._dirs = (cache_dirs, shuffle_dirs, tier_dirs, driver_pid)
+        self._source_dirs = list(source_dirs or [])
+        self._sources = sources
         self._ids = itertools.count()
         self._live: list[ExecutorHandle] = []
         self._specs: dict[str, ExecutorSpec] = {}
@@ -72,13 +78,14 @@ class Fleet:
 
     def _spec(self) -> ExecutorSpec:
         cache, shuffle, tiers, pid = self._dirs
-        return ExecutorSpec(str(next(self._ids)), self.config, cache, shuffle, tiers, pid, auth_key=self._key)
+        return ExecutorSpec(str(next(self._ids)), self.config, cache, shuffle, tiers, pid, auth_key=self._key,
+                            source_dirs=self._source_dirs)
 
     def _register_key(self) -> None:
         """The driver's writers (source slices) find the key by directory."""
         if not self._registered:
             cache, shuffle, tiers, _ = self._dirs
-            self._registered = app_dirs(cache, shuffle, tiers)
+            self._registered = app_dirs(cache, shuffle, tiers) + self._source_dirs
             app_keys.register(self._registered, FrameAuth(self._key))
 
     def _unregister_key(self) -> None:
@@ -89,7 +96,8 @@ class Fleet:
     def _start(self, spec: ExecutorSpec) -> ExecutorHandle:
         with self._lock:
             self._specs[spec.executor_id] = spec
-        return start_executor(self.config.backend, spec, self.events, self._lost, self.get, self._session)
+        return start_executor(self.config.backend, spec, self.events, self._lost, self.get, self._session,
+                              self._sources)
 
     def _close_session(self) -> None:
         if self._session is not None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..metrics import EventBus
 from . import wire
-from .backend import ExecutorHandle, LostCallback, Peers, fail_waiting
+from .backend import ExecutorHandle, LostCallback, Peers, SourceServer, fail_waiting
 from .runtime import ExecutorSpec
 from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
@@ -43,12 +43,13 @@ class ProcessExecutor(ExecutorHandle):
     needs_pickled_stages = True
 
     def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
-                 peers: Peers | None = None) -> None:
+                 peers: Peers | None = None, sources: SourceServer | None = None) -> None:
         self.executor_id = spec.executor_id
         self.cores = spec.config.cores_per_executor
         self._events = events
         self._on_lost = on_lost
         self._peers = peers
+        self._sources = sources
         self._lock = threading.Lock()  # the futures tables and the stages sent
         self._send_lock = threading.Lock()
         self._tasks: dict[int, Future] = {}
@@ -120,6 +121,8 @@ class ProcessExecutor(ExecutorHandle):
                         (fut.set_result if ok else fut.set_exception)(value)
                 elif kind == "fetch":
                     self._relay(*msg[1:-1])
+                elif kind == "source":
+                    self._send_source(*msg[1:-1])
                 elif kind == "ready":
                     self.pid = msg[1]
                     self._ready.set_result(True)
@@ -145,6 +148,23 @@ class ProcessExecutor(ExecutorHandle):
             self._answer_fetch(req_id, exc is None, fut.result() if exc is None else f"{type(exc).__name__}: {exc}")
 
         holder.call_async("block", bid).add_done_callback(done)
+
+    def _send_source(self, req_id: int, uid: str, split: int, reason: str | None) -> None:
+        """The driver's copy of a source slice the executor could not read (the store also
+        re-writes its file): on a thread of its own, so the receiver goes on reading."""
+
+        def answer() -> None:
+            try:
+                value = self._sources(uid, split, reason, self.executor_id)
+            except Exception as exc:  # noqa: BLE001 - the task fails, naming why
+                self._answer_fetch(req_id, False, f"{type(exc).__name__}: {exc}")
+                return
+            self._answer_fetch(req_id, True, value)
+
+        if self._sources is None:
+            self._answer_fetch(req_id, False, f"source {uid} slice {split}: {reason}; the driver keeps no sources")
+            return
+        threading.Thread(target=answer, daemon=True, name=f"strataflow-source-{self.executor_id}").start()
 
     def _answer_fetch(self, req_id: int, ok: bool, value: Any) -> None:
         try:

@@ -69,6 +69,7 @@ from ..metrics import EventBus
 from ..shuffle.files import FetchFailed, MapOutput, read_bucket
 from ..storage.peer_blocks import PeerBlock
 from . import source_store
+from .source_slices import SliceRef
 from .source_store import SourceStore
 from . import wire
 from .backend import ExecutorHandle, LostCallback, Peers, fail_waiting
@@ -236,14 +237,19 @@ class RaySourceStore(SourceStore):
     def __init__(self, session: RaySession) -> None:
         super().__init__(directory="")
         self.session = session
+        self._refs: dict[str, SliceRef] = {}
 
-    def path_for(self, uid: str, slices: list) -> str:
+    def ship(self, uid: str, owner: Any, slices_of: Any) -> SliceRef:
         with self._lock:
-            got = self._written.get(uid)
+            got = self._refs.get(uid)
             if got is None:
-                self.session.add_source(uid, [ray.put(s) for s in slices])
-                got = self._written[uid] = _SOURCE_PREFIX + uid
+                self.session.add_source(uid, [ray.put(s) for s in slices_of(owner)])
+                got = self._refs[uid] = SliceRef(uid, _SOURCE_PREFIX + uid)
             return got
+
+    def forget(self, uid: str) -> None:
+        with self._lock:
+            self._refs.pop(uid, None)
 
 
 # -- the executor, inside its actor ------------------------------------------------------------------

@@ -59,6 +59,8 @@ class ExecutorSpec:
     #: the application's secret key, which authenticates the pickled frames of its files
     #: (the fleet gives every executor of an application the same; out of ``repr``)
     auth_key: bytes = field(default_factory=new_key, repr=False)
+    #: where the driver writes the source slices this executor reads (``source_store.py``)
+    source_dirs: list[str] = field(default_factory=list)
 
 
 def _subdir(spec: ExecutorSpec) -> str:
@@ -135,7 +137,7 @@ class ExecutorRuntime:
         self._remote_shuffle = [0, 0]
         self._remote_lock = threading.Lock()
         self._auth = FrameAuth(key)
-        self._app_dirs = app_dirs(spec.cache_dirs, spec.shuffle_dirs, spec.tier_dirs)
+        self._app_dirs = app_dirs(spec.cache_dirs, spec.shuffle_dirs, spec.tier_dirs) + spec.source_dirs
         install_files({}, os.path.join(executor_dirs(spec)[0], "files"))  # where shipped files are written
         app_keys.register(self._app_dirs, self._auth)  # last: a failed constructor leaves none
         gc_timer.acquire()

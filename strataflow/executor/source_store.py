@@ -1,76 +1,96 @@
-"""Driver data for executors, written once: the slices of ``parallelize`` and
-``from_numpy``.
+"""The driver's source slices: written once for the executors, and always recoverable,
+because the driver keeps the data (as Spark's driver keeps a parallelized collection).
 
 A stage's lineage is pickled for every new stage (each K-means iteration is one), and a
 source made from the driver's memory holds all its partitions: pickled in line, a 300 MB
 array would travel with every stage to every executor, even when all its blocks are
 cached. Instead, while the driver pickles a stage (``spilling_sources``), a large
-:class:`~strataflow.lineage.ListSource` writes its slices once under the application's
-directory and travels as their path; an executor reads only the slices its tasks
-compute: ndarrays read with ``np.load`` (``allow_pickle=False``: never unpickled), records
-unpickled. Small sources (under ``INLINE_BYTES``) still travel in line, which is cheaper
-than a file.
+:class:`~strataflow.lineage.ListSource` (or broadcast value) writes its slices once and
+travels as a :class:`~.source_slices.SliceRef`: where they are, and each slice's check;
+an executor reads only the slices its tasks compute, verified (``source_slices.py``).
+Small sources (under ``INLINE_BYTES``) still travel in line, which is cheaper than a file.
 
-A pickled slice (``.pkl``) is authenticated: unpickling runs code, so a file put in its
-place by someone else must never be loaded. It holds a magic, a keyed BLAKE2b tag
-(``storage/frame_auth.py``) over its place (``source-<uid>/<split>.pkl``) and its pickle,
-then the pickle; the tag is checked before anything is unpickled, and a slice that fails
-raises :class:`SourceSliceError`, loudly. The key is the application's: the driver's fleet
-and every executor register it for the application's directories (``storage/app_keys.py``),
-and the driver writes and the executors read by path. Slice files are mode 0600, written
-under a unique temporary name and renamed into place (``storage/private_file.py``).
+**Where slices live.** In a directory of their own, ``strataflow-<app>-sources`` under the
+first of ``local_dirs`` (mode 0700, owned and cleaned up like the cache's and shuffle's),
+not inside the cache's. The cache's directories hold what can be recomputed, and faults
+there (a deleted or full cache directory, a damaged block) must cost cache blocks only;
+slices are what recomputation starts from. The driver also keeps a weak reference to the
+object that holds each source's data (the dataset's node, the broadcast), so that:
 
-On a cluster the driver's files are not on the executors' nodes: the ray backend's store
-(``ray_backend.RaySourceStore``) puts each slice in Ray's object store instead, and its
-"path" names a loader the executor registered (:func:`register_loader`).
+- a slice an executor could not use (missing, short, damaged, forged, unreadable; the
+  directory deleted or made unreadable) is **sent again by the driver** from memory
+  (:meth:`SourceStore.serve`, asked over the executor's private socket) and its file is
+  **re-written** for the next reader: never read wrong, and no job fails while the driver
+  holds the data;
+- a source whose files cannot be written (a full disk, a read-only or vanished directory)
+  is **served by the driver itself**: its reference carries no path, each executor asks
+  for the slices its tasks need, and a warning names the disk, the path and the errno
+  (never a pickling error);
+- when that object is garbage-collected, its files are removed (a loop that parallelizes
+  a new collection each iteration does not fill the disk).
+
+Each loss is a ``SourceSliceLost`` event (which executor, which slice, why, and whether
+the file was re-written), each write that fails a ``SourceNotWritten`` event; ``metrics()``
+counts ``source_slices_lost``, ``source_slices_rewritten`` and ``source_slices_sent``.
+On a cluster the ray backend's store puts the slices in Ray's object store instead
+(``ray_backend.RaySourceStore``).
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
-import struct
 import threading
 import uuid
+import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-import numpy as np
-
+from ..logs import logger
 from ..storage import app_keys
-from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
-from ..storage.private_file import atomic_write
+from ..storage.disk_errors import describe_write_error
+from ..storage.frame_auth import FrameAuth
+from ..workdirs import ensure_app_dir
+from .source_slices import SliceRef, SourceSliceError, load_slice, register_loader, write_slice
 
-__all__ = ["SourceStore", "SourceSliceError", "spilling_sources", "current_store", "INLINE_BYTES", "load_slice",
-           "register_loader"]
+__all__ = ["SourceStore", "SourceSliceError", "SliceRef", "spilling_sources", "current_store", "INLINE_BYTES",
+           "load_slice", "register_loader", "new_uid"]
 
 INLINE_BYTES = 1 << 20
 _local = threading.local()
-#: path prefix -> ``load(path, split)``: slices that are not files (``register_loader``)
-_loaders: dict[str, Callable[[str, int], Any]] = {}
-_MAGIC = b"SFSRC01\0"
-_HEAD = struct.Struct(f"<8s{TAG_BYTES}s")  # magic, tag
-_DOMAIN = b"sf-source-v1"
+_log = logger.getChild("sources")
 
 
-class SourceSliceError(RuntimeError):
-    """A pickled source slice that may not be loaded: it fails authentication (it was not
-    written by this application's driver: forged, or corrupt), or no key is known for it."""
+@dataclass
+class _Source:
+    """One source written (or not) for the executors: its reference, and the object
+    that holds its slices (weakly: the driver's copy lives as long as the user's)."""
+
+    ref: SliceRef
+    owner: Callable[[], Any]  # the holder, or None once it is gone (a weak reference)
+    slices_of: Callable[[Any], list]
+    #: a re-write failed once: the driver serves this source from now on (and says so once)
+    unwritable: bool = False
 
 
 class SourceStore:
-    """Where the driver writes source slices (a directory it owns and removes on stop)."""
+    """Where the driver writes source slices (a directory it owns and removes on stop), and
+    the driver's answer to an executor that could not use one (:meth:`serve`)."""
 
-    def __init__(self, directory: str, key: bytes | None = None) -> None:
+    def __init__(self, directory: str, key: bytes | None = None, events: Any = None) -> None:
         """``key``: the application's secret. Without one, the key is the application's
         registered for ``directory`` when the first slices are written (the fleet
         registers it when it starts, before any stage is pickled); failing that, the
-        store makes its own and registers it, so that this process can read them back."""
+        store makes its own and registers it, so that this process can read them back.
+        ``events``: the application's bus, for the ``SourceSliceLost`` and
+        ``SourceNotWritten`` events."""
         self.directory = directory
         self._auth = None if key is None else FrameAuth(key)
-        self._written: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self._events = events
+        self._sources: dict[str, _Source] = {}
+        self._lock = threading.RLock()
+        self.counts = {"source_slices_lost": 0, "source_slices_rewritten": 0, "source_slices_sent": 0}
 
     def _writer_auth(self) -> FrameAuth:
         if self._auth is None:
@@ -81,81 +101,101 @@ class SourceStore:
             self._auth = auth
         return self._auth
 
-    def path_for(self, uid: str, slices: list) -> str:
-        """The directory holding ``slices`` (written on first use, one file each)."""
-        with self._lock:
-            got = self._written.get(uid)
-            if got is not None:
-                return got
-            auth = self._writer_auth()
-            path = os.path.join(self.directory, f"source-{uid}")
-            os.makedirs(path, mode=0o700, exist_ok=True)
-            for i, s in enumerate(slices):
-                if isinstance(s, np.ndarray) and s.dtype != object:
-                    with atomic_write(os.path.join(path, f"{i}.npy")) as f:
-                        np.save(f, s, allow_pickle=False)
-                else:
-                    _write_pickled(os.path.join(path, f"{i}.pkl"), s, auth)
-            self._written[uid] = path
-            return path
+    def _post(self, event: str, **fields: Any) -> None:
+        if self._events is not None:
+            self._events.post(event, **fields)
 
+    # -- writing --------------------------------------------------------------------------------
+    def ship(self, uid: str, owner: Any, slices_of: Callable[[Any], list]) -> SliceRef:
+        """The reference executors read ``slices_of(owner)`` by, written on first use (one
+        file each). A write that fails leaves no file: the driver serves that source."""
+        with self._lock:
+            got = self._sources.get(uid)
+            if got is not None:
+                return got.ref
+            slices = slices_of(owner)
+            path = os.path.join(self.directory, f"source-{uid}")
+            try:
+                self._make_dir(path)
+                checks = tuple(write_slice(path, i, s, self._writer_auth()) for i, s in enumerate(slices))
+                ref = SliceRef(uid, path, checks)
+            except OSError as exc:
+                shutil.rmtree(path, ignore_errors=True)
+                ref = SliceRef(uid, None, (), self._not_written(uid, path, exc))
+            try:
+                held: Callable[[], Any] = weakref.ref(owner)
+                weakref.finalize(owner, self.forget, uid).atexit = False
+            except TypeError:  # an owner that takes no weak reference (a list): held for the store's life
+                held = lambda: owner  # noqa: E731
+            self._sources[uid] = _Source(ref, held, slices_of)
+        return ref
+
+    def _make_dir(self, path: str) -> None:
+        ensure_app_dir(self.directory)  # re-made (and owned again) if it was removed
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)
+
+    def _not_written(self, uid: str, path: str, exc: OSError) -> str:
+        why = describe_write_error("source slices to", path, exc)
+        _log.warning("%s; the driver sends them to the executors itself", why)
+        self._post("SourceNotWritten", source=uid, path=path, errno=exc.errno, reason=why)
+        return why
+
+    # -- serving ----------------------------------------------------------------------------
+    def serve(self, uid: str, split: int, reason: str | None, executor: str | None = None) -> tuple[Any, bool]:
+        """An executor could not use slice ``split`` of ``uid`` (``reason``; None: the
+        driver serves that source). Returns the driver's copy and whether its file is good
+        again (re-written); :class:`SourceSliceError` if the driver no longer holds it."""
+        with self._lock:
+            got = self._sources.get(uid)
+        owner = got.owner() if got is not None else None
+        if owner is None:
+            raise SourceSliceError(f"source {uid} slice {split}: {reason or 'not written'}; and the driver no longer "
+                                   f"holds that source (its dataset was garbage-collected)")
+        value = got.slices_of(owner)[split]
+        file_ok = False
+        if reason is not None:
+            file_ok = self._rewrite(got, split, value)
+            with self._lock:
+                self.counts["source_slices_lost"] += 1
+                self.counts["source_slices_rewritten"] += file_ok
+            self._post("SourceSliceLost", source=uid, split=split, executor=executor, reason=reason,
+                       rewritten=file_ok)
+        with self._lock:
+            self.counts["source_slices_sent"] += 1
+        return value, file_ok
+
+    def _rewrite(self, source: _Source, split: int, value: Any) -> bool:
+        """Writes slice ``split`` again; whether its file now matches the reference."""
+        ref = source.ref
+        with self._lock:
+            if ref.path is None or source.unwritable:
+                return False
+            try:
+                self._make_dir(ref.path)
+                check = write_slice(ref.path, split, value, self._writer_auth())
+            except OSError as exc:
+                source.unwritable = True
+                self._not_written(ref.uid, ref.path, exc)
+                return False
+        if check != (ref.checks[split] if split < len(ref.checks) else None):
+            _log.warning(
+                "source %s slice %d changed in the driver's memory since it was first sent (an array modified after "
+                "from_numpy?): executors are sent the current values", ref.uid, split)
+            return False
+        return True
 
     def forget(self, uid: str) -> None:
-        """Removes what was written for ``uid`` (a destroyed broadcast); a later
-        ``path_for`` writes it again."""
+        """Removes what was written for ``uid`` (a destroyed broadcast, a collected
+        dataset); a later ``ship`` writes it again."""
         with self._lock:
-            path = self._written.pop(uid, None)
-        if path is not None and os.path.isdir(path):
-            shutil.rmtree(path, ignore_errors=True)
+            got = self._sources.pop(uid, None)
+        if got is not None and got.ref.path is not None:
+            shutil.rmtree(got.ref.path, ignore_errors=True)
 
-
-def _place(path: str) -> bytes:
-    """What a slice's tag binds it to: ``source-<uid>/<split>.pkl``, length first."""
-    place = f"{os.path.basename(os.path.dirname(path))}/{os.path.basename(path)}".encode()
-    return struct.pack("<H", len(place)) + place
-
-
-def _write_pickled(path: str, value: Any, auth: FrameAuth) -> None:
-    data = pickle.dumps(value, protocol=5)
-    with atomic_write(path) as f:
-        f.write(_HEAD.pack(_MAGIC, auth.tag(_DOMAIN, _place(path), data)))
-        f.write(data)
-
-
-def register_loader(prefix: str, load: Callable[[str, int], Any] | None) -> None:
-    """Slices whose path starts with ``prefix`` are ``load(path, split)`` (None: no more)."""
-    if load is None:
-        _loaders.pop(prefix, None)
-    else:
-        _loaders[prefix] = load
-
-
-def load_slice(path: str, split: int, key: bytes | None = None) -> Any:
-    """Slice ``split`` of the source written under ``path``. A pickled slice is
-    authenticated first, with ``key`` or else the application's key registered for its
-    directory; SourceSliceError if it fails or no key is known."""
-    for prefix, load in _loaders.items():
-        if path.startswith(prefix):
-            return load(path, split)
-    npy = os.path.join(path, f"{split}.npy")
-    if os.path.exists(npy):
-        # read into the executor's memory, not mapped: a cached partition is then an
-        # ordinary array that its memory budget accounts for (a map's pages would be the
-        # page cache's, and every op on an np.memmap pays for the subclass)
-        return np.load(npy, allow_pickle=False)
-    pkl = os.path.join(path, f"{split}.pkl")
-    auth = FrameAuth(key) if key is not None else app_keys.auth_for(pkl)
-    if auth is None:
-        raise SourceSliceError(f"source slice {pkl} is not under a directory of this application: no key to "
-                               f"authenticate it, so it is not unpickled")
-    with open(pkl, "rb") as f:
-        raw = f.read()
-    body = memoryview(raw)[_HEAD.size :]
-    magic, tag = _HEAD.unpack_from(raw) if len(raw) >= _HEAD.size else (b"", b"")
-    if magic != _MAGIC or not same(tag, auth.tag(_DOMAIN, _place(pkl), body)):
-        raise SourceSliceError(f"source slice {pkl} fails authentication: it was not written by this "
-                               f"application's driver (forged, or corrupt), so it is not unpickled")
-    return pickle.loads(body)
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sources)
 
 
 def new_uid() -> str:

@@ -32,6 +32,7 @@ from . import wire
 
 _FLUSH_S = 0.2  # events of a busy executor are sent at least this often
 _FETCH_S = 60.0  # a block another executor holds in memory: recomputed if it takes longer
+_SOURCE_S = 600.0  # a source slice from the driver: the task fails if it takes longer (a hang, not a slow disk)
 
 
 class _Together:
@@ -82,6 +83,27 @@ class Worker:
             raise BlockUnavailable(f"block {bid} from executor {holder_id}: {value}")
         return value
 
+    def fetch_source(self, uid: str, split: int, reason: str | None) -> tuple[object, bool]:
+        """The driver's copy of a source slice this executor could not read from its file
+        (``source_slices.py``): ``(value, file_ok)``; SourceSliceError if the driver cannot
+        send it."""
+        from .source_slices import SourceSliceError
+
+        req_id = next(self.fetch_ids)
+        fut: Future = Future()
+        self.fetches[req_id] = fut
+        self.send("source", req_id, uid, split, reason)
+        try:
+            ok, value = fut.result(_SOURCE_S)
+        except FutureTimeout:
+            raise SourceSliceError(f"source {uid} slice {split}: the driver did not send it in {_SOURCE_S:.0f} s "
+                                   f"({reason})") from None
+        finally:
+            self.fetches.pop(req_id, None)
+        if not ok:
+            raise SourceSliceError(value)
+        return value
+
     def _queue_event(self, record: dict) -> None:
         with self.outbox_lock:
             self.outbox.append(record)
@@ -116,6 +138,7 @@ class Worker:
         from .core import ExecutorCore
         from .heap import keep_heap_warm
         from .runtime import ExecutorRuntime
+        from .source_slices import register_driver
         from .work import portable_error
 
         spec = wire.recv(self.conn)
@@ -132,6 +155,7 @@ class Worker:
             self.send("failed", repr(exc))
             os._exit(1)
         runtime.block_manager.fetch_peer = self.fetch
+        register_driver(self.fetch_source)
         core = ExecutorCore(runtime)
         pool = ThreadPoolExecutor(max_workers=spec.config.cores_per_executor, thread_name_prefix="strataflow-task")
         threading.Thread(target=self._flusher, daemon=True, name="event-flusher").start()

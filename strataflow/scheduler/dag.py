@@ -250,6 +250,7 @@ class DAGScheduler:
         ctx = self.ctx
         ctx._check_open()
         ctx._clean_shuffles()
+        ctx._own_dirs()
         partitions = list(range(dataset.num_partitions)) if partitions is None else list(partitions)
         job_id = next(self._job_ids)
         final = self.build_stages(dataset, job_id)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 from ..partitioner import portable_hash
 from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
+from ..storage.private_file import mkstemp_private
 from ..storage.sizing import estimate_size
 
 __all__ = ["Aggregator", "ExternalAggregator", "SpillCorrupt"]
@@ -143,9 +144,8 @@ class ExternalAggregator:
 
     def _spill(self) -> None:
         items = sorted(self.data.items(), key=lambda kv: portable_hash(kv[0]))
-        fd, path = tempfile.mkstemp(prefix="spill-", suffix=".pkl", dir=self.spill_dir)
+        fd, path = mkstemp_private(self.spill_dir, "spill-", ".pkl")
         try:
-            os.fchmod(fd, 0o600)  # mkstemp asks for 0600, but a umask may remove bits of it
             with os.fdopen(fd, "wb") as f:
                 chunks = 0
                 for i in range(0, len(items), _SPILL_CHUNK):

@@ -7,7 +7,7 @@ writes into a file of it. It is written under a temporary name unique to its wri
 (``mkstemp``: a random name, created exclusively, so two threads or processes writing the
 same file never share a half-written one, and no file prepared in advance is reused),
 and renamed into place only when complete; a failed write (ENOSPC included) removes the
-temporary file and raises.
+temporary file and raises. A directory removed under the writer is made again (0700).
 """
 
 from __future__ import annotations
@@ -17,9 +17,60 @@ import tempfile
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
-__all__ = ["atomic_write", "PRIVATE"]
+__all__ = ["atomic_write", "make_private_dirs", "mkstemp_private", "open_private", "PRIVATE"]
 
 PRIVATE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def make_private_dirs(path: str) -> None:
+    """Makes ``path`` and its missing parents, each 0700 whatever the umask (nothing if it
+    exists). Writers call it when their directory was removed under them (a user deleting
+    the application's cache directory mid-job): the cache then heals instead of refusing
+    every block from then on."""
+    missing = []
+    p = os.path.abspath(path)
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, PRIVATE_DIR)
+        except FileExistsError:
+            continue  # made meanwhile by another writer
+        os.chmod(d, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+
+
+def mkstemp_private(directory: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp`` in ``directory``, mode 0600 whatever the umask; a directory
+    removed under the writer is made again (0700) for one more try."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    except FileNotFoundError:
+        make_private_dirs(directory)
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    try:
+        os.fchmod(fd, PRIVATE)  # mkstemp asks for 0600, but a umask may remove bits of it
+    except BaseException:
+        os.close(fd)
+        os.remove(path)
+        raise
+    return fd, path
+
+
+def open_private(path: str, flags: int) -> int:
+    """``os.open(path, flags | O_CREAT, 0600)``, 0600 whatever the umask; a directory
+    removed under the writer is made again (0700) for one more try."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT, PRIVATE)
+    except FileNotFoundError:
+        make_private_dirs(os.path.dirname(path))
+        fd = os.open(path, flags | os.O_CREAT, PRIVATE)
+    os.fchmod(fd, PRIVATE)
+    return fd
 
 
 @contextmanager
@@ -27,9 +78,8 @@ def atomic_write(path: str, sync: bool = False) -> Iterator[BinaryIO]:
     """A binary file object whose bytes appear at ``path`` (mode 0600) when the block
     ends without error; ``sync`` flushes them to the device before the rename."""
     directory, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix=f"{name}.", suffix=".tmp", dir=directory or ".")
+    fd, tmp = mkstemp_private(directory or ".", f"{name}.", ".tmp")
     try:
-        os.fchmod(fd, PRIVATE)  # mkstemp asks for 0600, but a umask may remove bits of it
         with os.fdopen(fd, "wb") as fh:
             fd = -1  # closed with fh from now on
             yield fh

@@ -31,6 +31,7 @@ import os
 import pyarrow as pa
 
 from .disk_store import DiskFull
+from .private_file import open_private
 
 __all__ = ["create", "write", "seal", "map_file"]
 
@@ -42,7 +43,7 @@ def create(path: str, size: int) -> None:
     """A new sparse file of ``size`` bytes at ``path``; FileExistsError if the name is
     taken (the caller picks another)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = open_private(path, os.O_WRONLY | os.O_EXCL)
     except FileExistsError:
         raise
     except OSError as exc:
@@ -50,7 +51,6 @@ def create(path: str, size: int) -> None:
             raise DiskFull(exc.errno, f"cannot create segment {path}: {exc}") from exc
         raise
     try:
-        os.fchmod(fd, 0o600)  # the umask may have removed bits of it, never added
         os.ftruncate(fd, size)  # sparse: only what is written takes disk space
     except OSError as exc:
         os.unlink(path)

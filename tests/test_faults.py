@@ -23,7 +23,11 @@ third run is right and recomputes nothing; no temporary file is left; after ``st
 base directories are empty. A full shuffle device is the one loud failure: the job raises
 ``TaskFailedError`` caused by ENOSPC, leaves no file behind, and runs once there is room.
 ``test_forgeries_would_run_code`` is the forge column's control: the forged bytes, decoded
-without the engine's checks, do run code.
+without the engine's checks, do run code. ``test_read_only_directory``: file creation
+refused (EACCES) acts as a full device does.
+
+The slices a job starts from (``parallelize``, ``from_numpy``, broadcasts) have their own
+columns in ``test_faults_sources.py``.
 """
 
 from __future__ import annotations
@@ -367,4 +371,32 @@ def test_executor_killed(tmp_path, target):
         runs = len(calls)
         w.check()
         assert len(calls) == runs, "recomputed again: the recovered blocks or outputs were not kept"
+        assert not fu.tmp_files(c.local_dirs + c.shuffle_dirs)
+
+
+# -- a read-only directory --------------------------------------------------------------------------
+@pytest.mark.parametrize("target", ["DISK_ONLY-numpy", "MEMORY_AND_DISK_SER-records", "MEMORY_AND_DISK_MMAP-numpy",
+                                    "shuffle-records"])
+def test_read_only_directory(tmp_path, monkeypatch, target):
+    """Creating files refused (EACCES, as a read-only directory answers; injected, since
+    root ignores a chmod): a block is not cached (the job goes on, right); a map output
+    cannot be written (the job fails loudly, naming EACCES, and runs once writes are allowed)."""
+    calls = Calls(tmp_path / "calls")
+    with application(tmp_path, "threads", max_task_attempts=2) as c:
+        w = Work(c, target, calls)
+        roots = c.shuffle_dirs if w.shuffle else c.local_dirs
+        refused = fu.creation_refused(monkeypatch, roots, errno.EACCES).on()
+        if w.shuffle:
+            with pytest.raises(TaskFailedError) as info:
+                w.check()
+            cause = info.value.__cause__
+            assert isinstance(cause, OSError) and cause.errno == errno.EACCES, repr(cause)
+        else:
+            not_stored = events_of(c, "BlockNotStored")
+            w.check()
+            assert not_stored and on_disk(c, w) == 0
+        assert refused.refused >= 1
+        refused.off()
+        w.check()
+        assert on_disk(c, w) >= 1
         assert not fu.tmp_files(c.local_dirs + c.shuffle_dirs)

@@ -262,3 +262,58 @@ def test_cache_directory_deleted_mid_job(tmp_path, backend, kind):
         src.check()
         assert len(calls) == runs, "the healed cache does not serve its blocks"
         assert not fu.tmp_files(c.local_dirs + c.source_dirs)
+
+
+# -- a damaged mapped block over a damaged slice --------------------------------------------------
+def test_damaged_mapped_block_is_recomputed_from_a_verified_slice(tmp_path):
+    """The mapped levels detect a damaged extent and recompute it from lineage; when the
+    slice it is recomputed from is damaged too, that is detected as well: the slice comes
+    from the driver, and the block is right (it used to be recomputed from the damaged
+    slice: the right error, then the wrong answer)."""
+    calls = Calls(tmp_path / "calls")
+    with application(tmp_path, "processes") as c:
+        block_lost = events_of(c, "BlockLost")
+        slice_lost = events_of(c, "SourceSliceLost")
+        src = Source(c, "numpy", calls, level="DISK_MMAP")
+        src.check()
+        segments = fu.segment_files(c)
+        assert segments
+        for path in segments:
+            fu.flip_file(path)
+        inject(c, "flip", None)
+        src.check()
+        assert block_lost and slice_lost
+        assert {e["split"] for e in slice_lost} <= set(range(PARTS)) and all(e["rewritten"] for e in slice_lost)
+        assert len(slice_lost) == len(calls) - PARTS, "each recomputed block read a damaged slice, reported"
+
+
+# -- a broadcast's file ---------------------------------------------------------------------------
+def test_damaged_broadcast_file_is_sent_by_the_driver(tmp_path):
+    with application(tmp_path, "processes") as c:
+        lost = events_of(c, "SourceSliceLost")
+        table = np.arange(1_000_000, dtype=np.int64)  # 8 MB: written once, loaded once per executor
+        b = c.broadcast(table)
+        ds = c.range(0, 1000, num_partitions=4)
+        assert ds.map(lambda i: int(b.value[i])).sum() == sum(range(1000))
+        [path] = fu.source_files(c)
+        with open(path, "r+b") as f:
+            f.seek(os.path.getsize(path) // 2)
+            f.write(b"\xff" * 16)
+        b.unpersist()  # the executors drop their copies: the next use loads the file again
+        assert ds.map(lambda i: int(b.value[i])).sum() == sum(range(1000))
+        assert lost and all("checksum" in e["reason"] and e["rewritten"] for e in lost), lost
+
+
+# -- no driver to ask -------------------------------------------------------------------------------
+def test_a_slice_no_driver_can_send_fails_naming_the_slice_and_the_write_error(tmp_path):
+    """A process with no link to a driver (a slice reference used outside an executor) and a
+    source the driver could not write: the error names the write's cause -- the path, the
+    errno and the device -- not a pickling error."""
+    from strataflow.executor.source_slices import SliceRef, SourceSliceError, load_slice
+    from strataflow.storage.disk_errors import describe_write_error
+
+    why = describe_write_error("source slices to", str(tmp_path / "x"), OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(SourceSliceError) as info:
+        load_slice(SliceRef("u", None, (), why), 0)
+    msg = str(info.value)
+    assert "ENOSPC" in msg and str(tmp_path / "x") in msg and "device" in msg and "no driver" in msg

@@ -229,8 +229,9 @@ class Context:
             self.block_master = BlockMaster()
             #: accumulators made by ``accumulator()``; tasks' updates are merged here once each
             self._accumulators = Accumulators()
-            #: files and archives shipped to the executors (``add_file`` / ``add_archive``)
-            self._files = FileRegistry(os.path.join(self.local_dirs[0], "files"),
+            #: files and archives shipped to the executors (``add_file`` / ``add_archive``): with the
+            #: sources, apart from the cache, since nothing recomputes them either
+            self._files = FileRegistry(os.path.join(self.source_dirs[0], "files"),
                                        broadcast=self.broadcast if cfg.backend == "ray" else None)
             #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
             self._dead_shuffles: collections.deque[int] = collections.deque()

@@ -4,7 +4,7 @@ tasks with :func:`get` (PySpark's ``sc.addFile`` / ``sc.addArchive`` / ``SparkFi
 Why: a task often needs a file the driver has (a dictionary, a model, a config, a
 packed environment). Spark copies it once per node at ``addFile`` time and tasks open
 ``SparkFiles.get(name)``. Here the driver copies the file (or unpacks the archive) at
-once into the application's directory, under ``files/``: a snapshot, so the original may
+once into the application's source directory (apart from the cache), under ``files/``: a snapshot, so the original may
 change or go away afterwards, as in Spark. Executors on this machine (threads, processes,
 a Ray cluster simulated on one machine) open that copy directly; nothing is sent. For
 executors on other machines (Ray), the bytes also travel once per executor as a

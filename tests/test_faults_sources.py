@@ -317,3 +317,20 @@ def test_a_slice_no_driver_can_send_fails_naming_the_slice_and_the_write_error(t
         load_slice(SliceRef("u", None, (), why), 0)
     msg = str(info.value)
     assert "ENOSPC" in msg and str(tmp_path / "x") in msg and "device" in msg and "no driver" in msg
+
+
+# -- a long-lived application ---------------------------------------------------------------------
+def test_sources_of_collected_datasets_leave_no_files(tmp_path):
+    """A loop that makes a new collection each iteration: each source's files (and the
+    driver's record of it) go when its dataset is garbage-collected, so neither the disk nor
+    the driver's store grows with the iterations."""
+    import gc
+
+    with application(tmp_path, "processes") as c:
+        for i in range(12):
+            arr = np.full((40_000, 4), float(i))  # 1.3 MB: written as slices
+            assert c.from_numpy(arr, 2).map_partitions(lambda a: a[:, 0].sum(keepdims=True)).sum() == i * 40_000
+            del arr
+            gc.collect()
+            assert len(c.sources) <= 1 and len(os.listdir(c.source_dirs[0])) <= 2  # the owner file, one source
+        assert fu.source_files(c) == []

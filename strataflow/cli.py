@@ -65,26 +65,35 @@ def _generate(workload: str, out: str, size: int, seed: int, fmt: str, params: d
 def cmd_gen(args: argparse.Namespace) -> int:
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"gen --out: {args.out!r} is an existing file, not a directory")
-    params = _params(args.set)
-    if args.points is not None:
-        params["points"] = args.points
     t0 = time.perf_counter()
-    manifest = _generate(args.workload, args.out, parse_size(args.size, "--size"), args.seed, args.format, params)
-    console.print(f"wrote {args.workload} data ({(manifest.get('bytes') or 0) / MB:,.1f} MB, {manifest.get('format')}) "
+    manifest = _generate(args.workload, args.out, parse_size(args.size, "--size"), args.seed, args.format,
+                         _gen_params(args))
+    console.print(f"wrote {args.workload} data ({(manifest.get('bytes') or 0) / MB:,.1f} MiB, {manifest.get('format')}) "
                   f"to {args.out} in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
-def _data_dir(args: argparse.Namespace) -> str:
-    from .workloads.api import read_manifest
-
-    if args.data:
-        read_manifest(args.data)  # a clear error if it is not a generated data directory
-        return args.data
-    size = parse_size(args.size, "--size")
+def _gen_params(args: argparse.Namespace) -> dict:
     params = _params(args.set)
     if args.points is not None:
         params["points"] = args.points
+    return params
+
+
+def _data_dir(args: argparse.Namespace) -> str:
+    """The data ``run`` reads: ``--data DIR`` when it holds a manifest; generated into DIR
+    when DIR is absent or empty (as ``--help`` says); else generated under ``data/``
+    (kept there for the next run with the same options)."""
+    from .workloads.api import MANIFEST, read_manifest
+
+    size = parse_size(args.size, "--size")
+    params = _gen_params(args)
+    if args.data:
+        fresh = not os.path.exists(args.data) or (os.path.isdir(args.data) and not os.listdir(args.data))
+        if fresh and not os.path.exists(os.path.join(args.data, MANIFEST)):
+            _generate(args.workload, args.data, size, args.seed, args.format, params)
+        read_manifest(args.data)  # a clear error if it is not a generated data directory
+        return args.data
     suffix = "".join(f"-{k}{v}" for k, v in sorted(params.items()))
     data = os.path.join("data", f"{args.workload}-{args.format}-{size}-seed{args.seed}{suffix}")
     try:
@@ -92,6 +101,33 @@ def _data_dir(args: argparse.Namespace) -> str:
     except FileNotFoundError:
         _generate(args.workload, data, size, args.seed, args.format, params)
     return data
+
+
+def _check_run_options(args: argparse.Namespace):
+    """Every option of ``run`` checked before any data is generated or read: a misspelt
+    level found after minutes of generating input is an hour lost. The Context's own
+    checks (:meth:`Config.build`) run here on the same options (``--memory auto`` stands
+    in as 1GB: its real figure needs the data's size). Returns the storage level."""
+    from .config import Config
+    from .storage.level import StorageLevel
+    from .storage.serde import get_serializer
+    from .workloads.api import workload_module
+
+    level = StorageLevel.parse(args.level)
+    get_serializer(args.serializer)
+    Config.build(memory="1GB" if args.memory == "auto" else args.memory, parallelism=args.parallelism,
+                 policy=args.policy, event_log=args.event_log, **_context_options(args))
+    module = workload_module(args.workload)
+    accepted = inspect.signature(module.gen).parameters
+    unknown = [k for k in _params(args.set) if k not in accepted]
+    if unknown:
+        raise ValueError(f"run {args.workload}: unknown --set option(s) {', '.join(unknown)}; its generator takes "
+                         f"{', '.join(k for k in accepted if k not in ('out_dir', 'progress'))}")
+    if args.json:
+        folder = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(folder):
+            raise ValueError(f"--json: folder {folder!r} of {args.json!r} does not exist")
+    return level
 
 
 def _cache_summary(report: dict) -> Table:
@@ -103,26 +139,26 @@ def _cache_summary(report: dict) -> Table:
     t.add_column("value", justify="right")
     for what, value in [
         ("memory hits / disk hits / misses", f"{m['memory_hits']:.0f} / {m['disk_hits']:.0f} / {m['misses']:.0f}"),
-        ("blocks dropped (MB)", f"{m['blocks_dropped']:.0f} ({mb(m['bytes_dropped'])})"),
-        ("blocks re-cached (MB)", f"{m['blocks_recached']:.0f} ({mb(m['bytes_recached'])})"),
-        ("disk MB written / read", f"{mb(m['disk_bytes_written'])} / {mb(m['disk_bytes_read'])}"),
+        ("blocks dropped (MiB)", f"{m['blocks_dropped']:.0f} ({mb(m['bytes_dropped'])})"),
+        ("blocks re-cached (MiB)", f"{m['blocks_recached']:.0f} ({mb(m['bytes_recached'])})"),
+        ("disk MiB written / read", f"{mb(m['disk_bytes_written'])} / {mb(m['disk_bytes_read'])}"),
         ("serialize / deserialize s", f"{m['serialize_s']:.2f} / {m['deserialize_s']:.2f}"),
         ("GC s (collections)", f"{m['gc_s']:.2f} ({m['gc_collections']:.0f})"),
-        ("peak storage / execution MB", f"{mb(m['peak_storage_memory'])} / {mb(m['peak_execution_memory'])}"),
-        ("cached in memory / on disk MB", f"{mb(report['cached_memory_bytes'])} / {mb(report['cached_disk_bytes'])}"),
-        ("blocks prefetched (MB)", f"{m.get('blocks_prefetched', 0):.0f} ({mb(m.get('bytes_prefetched', 0))})"),
+        ("peak storage / execution MiB", f"{mb(m['peak_storage_memory'])} / {mb(m['peak_execution_memory'])}"),
+        ("cached in memory / on disk MiB", f"{mb(report['cached_memory_bytes'])} / {mb(report['cached_disk_bytes'])}"),
+        ("blocks prefetched (MiB)", f"{m.get('blocks_prefetched', 0):.0f} ({mb(m.get('bytes_prefetched', 0))})"),
     ]:
         t.add_row(what, value)
     split = report.get("memory_split")
     if split:
-        t.add_row("memory split now: heap / mapped MB", f"{mb(split['heap'])} / {mb(split['mapped'])}")
-        t.add_row("split moves (MB to heap / mapped)", f"{m.get('memory_split_moves', 0):.0f} "
+        t.add_row("memory split now: heap / mapped MiB", f"{mb(split['heap'])} / {mb(split['mapped'])}")
+        t.add_row("split moves (MiB to heap / mapped)", f"{m.get('memory_split_moves', 0):.0f} "
                   f"({mb(m.get('memory_split_bytes_to_heap', 0))} / {mb(m.get('memory_split_bytes_to_mapped', 0))})")
     tiers = [k for k in m.get("tier_hits", {}) if k != "memory"]
     if len(tiers) > 1 or m.get("bytes_moved_between_tiers"):
         t.add_row("hits by tier", " / ".join(f"{k} {m['tier_hits'][k]:.0f}" for k in m["tier_hits"]))
-        t.add_row("MB by tier", " / ".join(f"{k} {mb(v)}" for k, v in m.get("tier_bytes", {}).items()))
-        t.add_row("blocks moved down / up (MB moved)", f"{m.get('blocks_moved_down', 0):.0f} / "
+        t.add_row("MiB by tier", " / ".join(f"{k} {mb(v)}" for k, v in m.get("tier_bytes", {}).items()))
+        t.add_row("blocks moved down / up (MiB moved)", f"{m.get('blocks_moved_down', 0):.0f} / "
                   f"{m.get('blocks_moved_up', 0):.0f} ({mb(m.get('bytes_moved_between_tiers', 0))})")
     return t
 
@@ -166,14 +202,13 @@ def _context_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .storage.level import StorageLevel
     from .storage.status import DatasetStorage, StorageStatus
     from .workloads.api import read_manifest
     from .workloads.runner import run_workload
 
+    level = _check_run_options(args)
     data = _data_dir(args)
     manifest = read_manifest(data)
-    level = StorageLevel.parse(args.level)
     memory = args.memory
     if memory == "auto":
         memory = max(MB, int((manifest.get("bytes") or MB) / args.pressure))
@@ -181,10 +216,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                           parallelism=args.parallelism, serializer=args.serializer, iterations=args.iterations,
                           seed=args.seed, event_log=args.event_log, progress=False if args.quiet else None,
                           check=not args.no_check, json_out=args.json, context_options=_context_options(args),
+                          announce_check=None if args.quiet else (lambda what: console.status(what)),
                           **({"num_partitions": args.partitions} if args.partitions else {}))
     out = Console()
-    table = Table(title=f"{args.workload} ({args.api}) on {data}: {(manifest.get('bytes') or 0) / MB:,.0f} MiB, "
-                        f"{level.name}")
+    # the run's heading apart from the table, whose title rich wraps at the table's width
+    out.print(f"{args.workload} ({args.api}, {level.name}) on {data}: {(manifest.get('bytes') or 0) / MB:,.0f} MiB",
+              soft_wrap=True)
+    table = Table(title="stages")
     for col in ("stage", "tasks", "seconds"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for st in report["stages"]:
@@ -194,10 +232,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     out.print(_cache_summary(report))
     its = report["iteration_s"]
     extra = ", ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in report["extra"].items())
+    check = report["result_check"]
+    check_text = ("result check: skipped (--no-check)" if check == "skipped"
+                  else f"result check: {check} ({report['check_s']:.1f} s, not counted in the total)")
     out.print(f"iterations (s): {', '.join(f'{s:.3f}' for s in its)}"
               f"{f'; median {float(np.median(its)):.3f} s' if its else ''}; total {report['total_s']:.2f} s; "
-              f"{extra}; result check: {report['result_check']}")
-    return 0 if report["result_check"] == "ok" else 1
+              f"{extra}; {check_text}", soft_wrap=True)
+    return 0 if check in ("ok", "skipped") else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -278,6 +319,27 @@ def _size(text: str) -> str:
     return text
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default where it has one (argparse's
+    ``ArgumentDefaultsHelpFormatter`` would also print "(default: None)" and repeat the
+    defaults some help texts already explain) and keeps the workload list's lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (default is not None and default is not False and default is not argparse.SUPPRESS and action.option_strings
+                and "default" not in text and "%(default)" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _workload_list() -> str:
+    from .workloads.api import SUMMARIES
+
+    width = max(map(len, SUMMARIES))
+    return "workloads:\n" + "\n".join(f"  {name:<{width}}  {what}" for name, what in sorted(SUMMARIES.items()))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .workloads.api import APIS, WORKLOADS
 
@@ -289,39 +351,50 @@ def build_parser() -> argparse.ArgumentParser:
 
     def data_options(sp, default_size: str) -> None:
         sp.add_argument("--size", default=default_size, help="approximate data size, e.g. 300MB")
-        sp.add_argument("--points", type=_positive(int), default=None, help="number of points (workloads that have points)")
-        sp.add_argument("--format", default="text", choices=["text", "npy", "parquet"])
-        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--points", type=_positive(int), default=None,
+                        help="number of points (workloads that have points; instead of --size)")
+        sp.add_argument("--format", default="text", choices=["text", "npy", "parquet"], help="the data's file format")
+        sp.add_argument("--seed", type=int, default=0, help="the generator's seed (the same data for the same seed)")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="a workload-specific generator option")
 
-    g = sub.add_parser("gen", help="generate a data set")
-    g.add_argument("workload", choices=sorted(WORKLOADS))
+    g = sub.add_parser("gen", help="generate a data set", description="Generate a workload's data set.",
+                       epilog=_workload_list(), formatter_class=_HelpFormatter)
+    g.add_argument("workload", choices=sorted(WORKLOADS), help="which workload's data (see the list below)")
     g.add_argument("--out", required=True)
     data_options(g, "256MB")
     g.set_defaults(func=cmd_gen)
 
-    r = sub.add_parser("run", help="run a workload")
-    r.add_argument("workload", choices=sorted(WORKLOADS))
-    r.add_argument("--data", help="a directory written by `strataflow gen` (generated under data/ if absent)")
+    r = sub.add_parser("run", help="run a workload",
+                       description="Run a workload in a fresh Context, check its result against an independent\n"
+                                   "run, and summarize the cache's behaviour. Every option is checked before any\n"
+                                   "data is generated or read.",
+                       epilog=_workload_list(), formatter_class=_HelpFormatter)
+    r.add_argument("workload", choices=sorted(WORKLOADS), help="which workload (see the list below)")
+    r.add_argument("--data", help="a directory written by `strataflow gen`; generated into it when absent or empty "
+                                  "(default: generated under data/ from --size/--points, --format and --seed, and kept)")
     data_options(r, "320MB")
-    r.add_argument("--api", default="batches", choices=list(APIS))
-    r.add_argument("--level", default="MEMORY_AND_DISK", help="storage level of the persisted datasets")
+    r.add_argument("--api", default="batches", choices=list(APIS),
+                   help="batches: numpy/Arrow partitions; records: one Python object a record")
+    r.add_argument("--level", default="MEMORY_AND_DISK",
+                   help="storage level of the persisted datasets (a Spark level, a mapped level or AUTO)")
     r.add_argument("--policy", default=None, help=f"cache policy (default: the best measured one, {DEFAULT_POLICY})")
-    r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd")
+    r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd (default: auto, by the data's kind)")
     r.add_argument("--memory", type=_size, default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
     r.add_argument("--pressure", type=_positive(float), default=4.0, help="with --memory auto: data size / memory budget")
-    r.add_argument("--iterations", type=_positive(int), default=None)
-    r.add_argument("--parallelism", type=_positive(int), default=None)
+    r.add_argument("--iterations", type=_positive(int), default=None, help="iterations (default: the workload's)")
+    r.add_argument("--parallelism", type=_positive(int), default=None, help="task slots (default: the cores)")
     r.add_argument("--backend", choices=["threads", "processes", "ray"], default=None,
                    help="where tasks run (default: processes when parallelism > 1; ray: Ray actors, pip install strataflow[ray])")
     r.add_argument("--executors", type=_positive(int), default=None, help="executor processes (default: parallelism)")
     r.add_argument("--address", default=None,
                    help="with --backend ray: the Ray cluster, 'auto' or ray://HOST:PORT (default: start a local one)")
-    r.add_argument("--partitions", type=_positive(int), default=None)
-    r.add_argument("--event-log", default=None)
+    r.add_argument("--partitions", type=_positive(int), default=None,
+                   help="partitions of the input (default: the workload's, 4 x parallelism for K-means)")
+    r.add_argument("--event-log", default=None, help="write the run's JSON-lines event log here (for report, simulate)")
     r.add_argument("--json", default=None, help="write the run's report as JSON here")
-    r.add_argument("--no-check", action="store_true", help="skip checking the result independently")
+    r.add_argument("--no-check", action="store_true",
+                   help="skip checking the result against an independent run (it re-reads the whole input)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--live", action="store_true",
                    help="a live view while the job runs: stages and tasks per executor, the cache per tier, hits")

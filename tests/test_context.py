@@ -148,7 +148,9 @@ def test_cli_gen_and_run(tmp_path, capsys):
                      "--partitions", "32", "--json", str(out), "--quiet", "--executors", "1"]) == 0
     result = json.load(open(out))
     assert result["result_check"] == "ok" and result["metrics"]["blocks_recached"] > 0
-    assert cli_main(["run", "kmeans", "--data", str(tmp_path / "missing"), "--quiet"]) == 2
+    (tmp_path / "notdata").mkdir()
+    (tmp_path / "notdata" / "x.txt").write_text("not generated data")
+    assert cli_main(["run", "kmeans", "--data", str(tmp_path / "notdata"), "--quiet"]) == 2
     with pytest.raises(SystemExit):
         cli_main(["run", "kmeans", "--memory", "lots"])
 

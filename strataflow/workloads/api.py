@@ -19,6 +19,7 @@ the JSON report, so workload modules hold only the algorithm and its check.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import json
 import os
@@ -26,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Outcome", "WORKLOADS", "workload_module", "write_manifest", "read_manifest", "MANIFEST", "APIS"]
+__all__ = ["Outcome", "WORKLOADS", "SUMMARIES", "workload_module", "check_status", "write_manifest", "read_manifest", "MANIFEST", "APIS"]
 
 MANIFEST = "manifest.json"
 APIS = ("records", "batches")
@@ -45,23 +46,48 @@ WORKLOADS: dict[str, str] = {
     "rddtest": "rddtest_job",
 }
 
+# name -> what it is, for ``run --help`` and ``gen --help``
+SUMMARIES: dict[str, str] = {
+    "kmeans": "K-means clustering of dense points (MLlib's DenseKMeans; the main job)",
+    "lr": "logistic regression by gradient descent on labelled points",
+    "linear": "linear regression (least squares) by gradient descent",
+    "svm": "linear SVM (hinge loss) by gradient descent",
+    "bayes": "multinomial naive Bayes over sparse term counts",
+    "als": "alternating least squares on a ratings matrix (explicit feedback)",
+    "pagerank": "PageRank over an edge list (a shuffle per iteration)",
+    "sort": "TeraSort-like sort of fixed-size records (one shuffle)",
+    "wordcount": "word count over text (one shuffle)",
+    "rddtest": "the paper's synthetic caching test (RDDTest): re-reads of a persisted dataset",
+}
+
+#: Set by a runner that wants the independent check announced (``strataflow run`` shows
+#: a status line): a callable taking what is checked, returning a context manager. The
+#: check reads the whole input again and can take longer than the run it checks, so a
+#: silent one looks like a hang.
+check_status: contextvars.ContextVar[Callable[[str], Any] | None] = contextvars.ContextVar(
+    "check_status", default=None)
+
 
 @dataclass
 class Outcome:
     """What a workload's ``run`` reports (the runner adds times, stages and metrics)."""
 
     iteration_s: list[float] = field(default_factory=list)
-    result_check: str = "ok"  # "ok" or a sentence saying what differs
+    result_check: str = "ok"  # "ok", "skipped" (run without a check) or a sentence saying what differs
     extra: dict[str, Any] = field(default_factory=dict)  # workload figures: cost, accuracy, ...
     check_s: float = 0.0  # time spent checking the result independently (not the run's time)
 
     @contextlib.contextmanager
     def checking(self):
         """Times the independent check, which the runner leaves out of ``total_s`` (a numpy
-        reference run can take as long as the run it checks)."""
+        reference run can take as long as the run it checks), and announces it where a
+        runner asked (:data:`check_status`)."""
+        announce = check_status.get()
         t0 = time.perf_counter()
         try:
-            yield
+            with (announce("checking the result against an independent run over the whole input")
+                  if announce else contextlib.nullcontext()):
+                yield
         finally:
             self.check_s += time.perf_counter() - t0
 

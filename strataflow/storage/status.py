@@ -48,23 +48,23 @@ class StorageStatus(list):
         s = self.split
         if not s:
             return []
-        return ["", f"memory split: heap {_mb(s['heap'])} MB, mapped pages {_mb(s['mapped'])} MB "
-                    f"of {_mb(s['budget'])} MB ({s['moves']} moves)"]
+        return ["", f"memory split: heap {_mb(s['heap'])} MiB, mapped pages {_mb(s['mapped'])} MiB "
+                    f"of {_mb(s['budget'])} MiB ({s['moves']} moves)"]
 
     def _tier_lines(self) -> list[str]:
         if not self.tiers or [t["name"] for t in self.tiers] == ["disk"]:
             return []  # one untiered disk: the table above says it all
-        lines = ["", "tier      used MB  capacity MB  blocks  hits  read MB/s"]
-        lines.append(f"{'memory':<8}  {_mb(self.tier_bytes.get('memory', 0)):>7}  {'':>11}  {'':>6}  "
+        lines = ["", "tier      used MiB  capacity MiB  blocks  hits  read MiB/s"]
+        lines.append(f"{'memory':<8}  {_mb(self.tier_bytes.get('memory', 0)):>8}  {'':>12}  {'':>6}  "
                      f"{self.tier_hits.get('memory', 0):>4}")
         for t in self.tiers:
             cap = "-" if t["capacity"] is None else _mb(t["capacity"])
             bw = "?" if t["bandwidth"] is None else f"{t['bandwidth'] / 2**20:,.0f}"
-            lines.append(f"{t['name']:<8}  {_mb(t['used']):>7}  {cap:>11}  {t['blocks']:>6}  {t['hits']:>4}  {bw:>9}")
+            lines.append(f"{t['name']:<8}  {_mb(t['used']):>8}  {cap:>12}  {t['blocks']:>6}  {t['hits']:>4}  {bw:>10}")
         return lines
 
     def __str__(self) -> str:
-        head = ("dataset", "level", "serializer", "in memory", "on disk", "memory MB", "disk MB")
+        head = ("dataset", "level", "serializer", "in memory", "on disk", "memory MiB", "disk MiB")
         rows = [(d.name, d.level, d.serializer, f"{d.memory_partitions}/{d.num_partitions}",
                  f"{d.disk_partitions}/{d.num_partitions}", _mb(d.memory_bytes), _mb(d.disk_bytes)) for d in self]
         notes = [f"  {d.name}: {d.layout}" for d in self if d.layout]

@@ -229,7 +229,7 @@ def test_status_and_metrics_break_bytes_and_hits_down_by_tier(tier_dirs):
         assert st.tiers[0]["capacity"] == 600 * KB and st.tiers[0]["bandwidth"] == 1 << 30
         assert st.tier_bytes["memory"] == 0 and st.tier_bytes["ssd"] == entry.tier_bytes["ssd"]
         text = str(st)
-        assert "ssd" in text and "hdd" in text and "read MB/s" in text
+        assert "ssd" in text and "hdd" in text and "read MiB/s" in text
         ds.map_partitions(lambda b: b.sum(keepdims=True)).collect()
         m = c.metrics()
         assert m["tier_hits"]["ssd"] + m["tier_hits"]["hdd"] == 8 == m["disk_hits"]

@@ -260,18 +260,18 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulate import from_event_log, parse_bandwidth, simulate, synthetic, table
+    from .simulate import executor_traces, parse_bandwidth, simulate_executors, synthetic, table
 
     if (args.event_log is None) == (args.synthetic is None):
         raise ValueError("simulate: give an EVENT_LOG or --synthetic KIND (not both)")
     if args.synthetic is not None:
-        trace = synthetic(args.synthetic, args.pressure)
-    else:
+        traces = [synthetic(args.synthetic, args.pressure)]
+    else:  # each executor against its own share of the memory, as the run had it
         memory = parse_size(args.memory, "--memory") if args.memory else None
-        trace = from_event_log(args.event_log, memory=memory)
+        traces = executor_traces(args.event_log, memory=memory)
     marks = None if args.async_eviction is None else tuple(args.async_eviction.split(","))  # checked by simulate
-    report = simulate(trace, args.policies.split(",") if args.policies else None, parse_bandwidth(args.bandwidth),
-                      watermarks=marks)
+    report = simulate_executors(traces, args.policies.split(",") if args.policies else None,
+                                parse_bandwidth(args.bandwidth), watermarks=marks)
     Console().print(table(report))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -447,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("event_log", nargs="?", default=None, help="a run's JSON-lines event log (run --event-log)")
     sm.add_argument("--synthetic", choices=KINDS, default=None, help="a synthetic trace instead of a log")
     sm.add_argument("--pressure", type=_positive(float), default=4.0, help="with --synthetic: cached data / memory")
-    sm.add_argument("--memory", default=None, help="memory budget for a log replay (default: the log's)")
+    sm.add_argument("--memory", default=None, help="memory budget for a log replay, shared evenly among the run's "
+                    "executors as Context(memory=...) shares it; each executor's reads are replayed against its "
+                    "own share and the counts summed (default: the log's)")
     sm.add_argument("--policies", default=None, help="comma-separated policies (default: all)")
     sm.add_argument("--bandwidth", default=None,
                     help="tier bandwidths per second, e.g. mem=10GB,disk=1GB (the defaults) or disk=probe:DIR")

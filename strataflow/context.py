@@ -250,7 +250,9 @@ class Context:
             self.events.post("ApplicationStart", app_id=self.app_id, app_name=cfg.app_name, memory=cfg.memory,
                              parallelism=cfg.parallelism, local_dirs=self.local_dirs, shuffle_dirs=self.shuffle_dirs,
                              backend=cfg.backend, executors=cfg.executors, cores_per_executor=cfg.cores_per_executor,
-                             executor_memory=cfg.executor_memory)
+                             executor_memory=cfg.executor_memory, policy=self.policy_flags.name,
+                             storage_fraction=cfg.storage_fraction,
+                             eviction_watermarks=list(cfg.eviction_watermarks) if cfg.async_eviction else None)
             #: seconds until every executor was ready
             self.startup_s = self.fleet.start()
             if self.fleet.session is not None and hasattr(self.fleet.session, "source_store"):

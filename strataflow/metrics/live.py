@@ -27,11 +27,11 @@ from rich.table import Table
 
 __all__ = ["LiveView", "LiveState"]
 
-MB = 1 << 20
+MIB = 1 << 20  # MiB, as `strataflow run` and the report print
 
 
 def _mb(n: float) -> str:
-    return f"{n / MB:,.1f}"
+    return f"{n / MIB:,.1f}"
 
 
 class LiveState:
@@ -98,7 +98,7 @@ class LiveState:
 
     def _cache_table(self, m: dict, split: dict) -> Table:
         t = Table(title="cache", title_justify="left")
-        for col in ("where", "MB", "of MB", ""):
+        for col in ("where", "MiB", "of MiB", ""):
             t.add_column(col)
         tiers = m.get("tier_bytes", {}) or {}
         budget = split.get("heap", self.memory_budget) if split else self.memory_budget
@@ -116,7 +116,7 @@ class LiveState:
         reads = sum(hits.values())
         ratio = f"{hits['memory_hits'] / reads:.0%}" if reads else "-"
         t.caption = (f"hits: memory {hits['memory_hits']:.0f} / disk {hits['disk_hits']:.0f} / "
-                     f"misses {hits['misses']:.0f} (memory hit ratio {ratio}); MB dropped "
+                     f"misses {hits['misses']:.0f} (memory hit ratio {ratio}); MiB dropped "
                      f"{_mb(m.get('bytes_dropped', 0))}, re-cached {_mb(m.get('bytes_recached', 0))}, "
                      f"prefetched {_mb(m.get('bytes_prefetched', 0))}, written {_mb(m.get('disk_bytes_written', 0))}, "
                      f"read {_mb(m.get('disk_bytes_read', 0))}"

@@ -42,7 +42,7 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     occ = fold_occupancy(events, tl.t0)
     rows = stage_rows(events)
     totals = run_totals(events)
-    sim = replay(log, raw)
+    sim = replay(log)
     summary = summary_rows(app, tl, totals, occ, sim)
     notes = []
     if facts["truncated_last_line"]:
@@ -65,7 +65,7 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     if occ.estimated_blocks:
         note += f" {occ.estimated_blocks} disk block size(s) are estimated (the median of their dataset's)."
     sections.append(Section("occupancy", "Cache occupancy", note, charts.occupancy_chart(occ, end, paths["occupancy"])))
-    sections.append(Section("moves", "Bytes moved", "Cumulative MB dropped from memory, re-cached on a read, "
+    sections.append(Section("moves", "Bytes moved", "Cumulative MiB dropped from memory, re-cached on a read, "
                             "prefetched ahead of a read, and moved up or down between disk tiers.",
                             charts.moves_chart(occ, end, paths["moves"])))
     if occ.split is not None:
@@ -77,11 +77,16 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
                             "the chart.", charts.hits_chart(rows, paths["hits"]) if rows else None,
                             stage_table(rows)))
     if "report" in sim:
-        sections.append(Section("simulator", "Policies replayed", "The same block reads replayed by `strataflow "
-                                "simulate` against every policy, Belady's clairvoyant optimum (opt) and an "
-                                "unbounded cache; the dashed line is what this run achieved.",
-                                charts.simulator_chart(sim["report"], sim["measured"], paths["simulator"]),
-                                simulator_table(sim["report"], sim["measured"])))
+        n = sim["executors"]
+        who = (f"Each of the {n} executors' block reads replayed against its own memory (as the run had it), "
+               "the counts summed, " if n > 1 else "The run's block reads replayed ")
+        sections.append(Section("simulator", "Policies replayed", who + "by `strataflow simulate` against every "
+                                "policy, Belady's clairvoyant optimum (opt) and an unbounded cache; the dashed line "
+                                "is what this run achieved on the same reads, and the hatched bar replays the "
+                                "policy it ran.",
+                                charts.simulator_chart(sim["report"], sim["measured"], paths["simulator"],
+                                                       sim["policy"]),
+                                simulator_table(sim["report"], sim["measured"], sim["policy"])))
     else:
         sections.append(Section("simulator", "Policies replayed", f"Not replayed: {sim['error']}"))
     if occ.auto_levels:

@@ -3,8 +3,10 @@
 matplotlib is an optional extra (``pip install 'strataflow[plots]'``) imported only when
 a chart is drawn. Every chart follows the same rules, so it tells the truth at a glance:
 y axes start at zero, both axes say what they measure and in which unit, every series
-is in a legend, bars are wide enough to see, and time is seconds since the application
-started, the same on every chart.
+is in a legend outside the axes (never over the data), bars are wide enough to see,
+bytes are in MiB (2**20 bytes, as ``strataflow run`` prints), datasets are named
+``name#id`` as the CLI names them, and time is seconds since the application's first
+event, up to its last, the same on every chart.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .timeline import Timeline
 __all__ = ["pyplot", "timeline_chart", "occupancy_chart", "moves_chart", "split_chart", "hits_chart",
            "simulator_chart"]
 
-MB = 1 << 20
+MIB = 1 << 20  # the unit of every byte figure on the page, as `strataflow run` prints
 TIME_LABEL = "seconds since the application started"
 LOCATION_TITLE = {"memory": "memory (heap cache)", "mapped": "mapped region files"}
 
@@ -106,7 +108,7 @@ def timeline_chart(tl: Timeline, path: str) -> str:
         from matplotlib.patches import Patch
 
         ax.legend(handles=[Patch(facecolor="#c44e52", hatch="//", label="failed or unfinished task")],
-                  loc="upper right", fontsize=8)
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # off the bars
     return _save(fig, path)
 
 
@@ -123,17 +125,18 @@ def occupancy_chart(occ: Occupancy, end: float, path: str) -> str:
         times, rows = _steps([occ.held[(loc, ds)] for ds in keys], end)
         lower = np.zeros(len(times))
         for ds, row in zip(keys, rows):
-            upper = lower + row / MB
+            upper = lower + row / MIB
             ax.fill_between(times, lower, upper, step="post", color=colours[ds], alpha=0.85,
-                            label=f"{occ.datasets[ds]} (peak {row.max() / MB:,.1f} MB)")
+                            label=f"{occ.datasets[ds]} (peak {row.max() / MIB:,.1f} MiB)")
             lower = upper
         top = float(lower.max()) if len(lower) else 0.0
         if loc == "memory" and occ.budget:
-            ax.axhline(occ.budget / MB, color="black", linestyle="--", linewidth=1.2,
-                       label=f"memory budget {occ.budget / MB:,.1f} MB (execution + storage)")
-            top = max(top, occ.budget / MB)
+            ax.axhline(occ.budget / MIB, color="black", linestyle="--", linewidth=1.2,
+                       label=f"memory budget {occ.budget / MIB:,.1f} MiB (execution + storage)" + (
+                           f"\n{occ.shares[0]} executors, {occ.shares[1] / MIB:,.2f} MiB each" if occ.shares else ""))
+            top = max(top, occ.budget / MIB)
         ax.set_ylim(0, top * 1.12 if top > 0 else 1)
-        ax.set_ylabel("MB held")
+        ax.set_ylabel("MiB held")
         ax.set_title(LOCATION_TITLE.get(loc, f"disk tier {loc!r}"), fontsize=10, loc="left")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -146,26 +149,27 @@ def occupancy_chart(occ: Occupancy, end: float, path: str) -> str:
 
 
 def moves_chart(occ: Occupancy, end: float, path: str) -> str:
-    """Cumulative MB moved by kind (dropped, re-cached, prefetched, promoted, demoted)."""
+    """Cumulative MiB moved by kind (dropped, re-cached, prefetched, promoted, demoted)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(11, 3.6))
     styles = dict(zip(MOVES, ["#c44e52", "#dd8452", "#55a868", "#4c72b0", "#8172b3"]))
     times, rows = _steps([occ.moves[m] for m in MOVES], end)
     for m, row in zip(MOVES, rows):
-        ax.step(times, row / MB, where="post", color=styles[m], linewidth=2, label=f"{m}: {row[-1] / MB:,.1f} MB")
-    top = float(rows.max() / MB) if rows.size else 0.0
+        ax.step(times, row / MIB, where="post", color=styles[m], linewidth=2, label=f"{m}: {row[-1] / MIB:,.1f} MiB")
+    top = float(rows.max() / MIB) if rows.size else 0.0
     ax.set_ylim(0, top * 1.12 if top > 0 else 1)
-    return _finish_timed(fig, ax, end, "MB moved so far (cumulative)",
-                         "bytes moved between memory and disk, and between disk tiers", "upper left", path)
+    return _finish_timed(fig, ax, end, "MiB moved so far (cumulative)",
+                         "bytes moved between memory and disk, and between disk tiers", path)
 
 
-def _finish_timed(fig, ax, end: float, ylabel: str, title: str, legend_at: str, path: str) -> str:
-    """A chart over the run's time: x from 0 to the end, labels, title, legend; saved."""
+def _finish_timed(fig, ax, end: float, ylabel: str, title: str, path: str) -> str:
+    """A chart over the run's time: x from 0 to the end, labels, title, the legend
+    right of the axes; saved."""
     ax.set_xlim(0, max(end, 1e-3))
     ax.set_xlabel(TIME_LABEL)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8, loc=legend_at)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside the axes: off the data
     return _save(fig, path)
 
 
@@ -175,13 +179,13 @@ def split_chart(occ: Occupancy, end: float, path: str) -> str:
     assert occ.split is not None
     fig, ax = plt.subplots(figsize=(11, 3.2))
     times, (heap, mapped, budget) = _steps([occ.split["heap"], occ.split["mapped"], occ.split["budget"]], end)
-    ax.fill_between(times, 0, heap / MB, step="post", color="#4c72b0", alpha=0.85, label="heap (execution + cache)")
-    ax.fill_between(times, heap / MB, (heap + mapped) / MB, step="post", color="#55a868", alpha=0.85,
+    ax.fill_between(times, 0, heap / MIB, step="post", color="#4c72b0", alpha=0.85, label="heap (execution + cache)")
+    ax.fill_between(times, heap / MIB, (heap + mapped) / MIB, step="post", color="#55a868", alpha=0.85,
                     label="mapped pages (page cache of mapped blocks)")
-    ax.step(times, budget / MB, where="post", color="black", linestyle="--", label="budget")
-    ax.set_ylim(0, max(float(budget.max()), float((heap + mapped).max())) / MB * 1.12 or 1)
-    return _finish_timed(fig, ax, end, "MB (all executors)",
-                         "memory split between heap and mapped pages (MemorySplitMoved)", "lower right", path)
+    ax.step(times, budget / MIB, where="post", color="black", linestyle="--", label="budget")
+    ax.set_ylim(0, max(float(budget.max()), float((heap + mapped).max())) / MIB * 1.12 or 1)
+    return _finish_timed(fig, ax, end, "MiB (all executors)",
+                         "memory split between heap and mapped pages (MemorySplitMoved)", path)
 
 
 def hits_chart(rows: list[StageRow], path: str) -> str:
@@ -212,37 +216,49 @@ def hits_chart(rows: list[StageRow], path: str) -> str:
     return _save(fig, path)
 
 
-def simulator_chart(report: dict, measured: float | None, path: str) -> str:
-    """The replay: byte hit ratio and MB moved per policy, ``opt`` and ``unbounded``,
-    side by side; the run's own measured ratio as a line."""
+def simulator_chart(report: dict, measured: float | None, path: str, used: str | None = None) -> str:
+    """The replay: byte hit ratio and MiB moved per policy, ``opt`` and ``unbounded``,
+    side by side; the run's own measured ratio as a line, the policy it ran (``used``)
+    hatched. The legend sits under the axes, off the bars."""
     plt = pyplot()
+    from matplotlib.patches import Patch
+
     pol = report["policies"]
     names = list(pol)
     colours = ["#4c72b0" if n not in ("opt", "unbounded") else "#444444" for n in names]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
+    hatches = ["//" if n == used else None for n in names]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.4))
     x = np.arange(len(names))
     ratios = [pol[n]["byte_hit_ratio"] for n in names]
-    a.bar(x, ratios, 0.7, color=colours, edgecolor="black", linewidth=0.4)
+    a.bar(x, ratios, 0.7, color=colours, edgecolor="black", linewidth=0.4, hatch=hatches)
     for i, v in enumerate(ratios):
-        a.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+        a.text(i, v, f"{v:.3f}", ha="center", va="bottom", fontsize=7)
+    handles = []
     if measured is not None:
-        a.axhline(measured, color="#c44e52", linestyle="--", label=f"this run, measured: {measured:.2f}")
-        a.legend(fontsize=8, loc="lower left")
+        handles.append(a.axhline(measured, color="#c44e52", linestyle="--", label=f"this run, measured: {measured:.3f}"))
+    if used in pol:
+        handles.append(Patch(facecolor="#4c72b0", hatch="//", edgecolor="black", label=f"the run's policy ({used}), "
+                             "replayed"))
+    if handles:
+        a.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.22), ncol=2, frameon=False)
     a.set_ylim(0, 1.1)
     a.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
     a.set_ylabel("byte hit ratio in memory")
     a.set_title("simulated: memory hits (first reads left out)", fontsize=10)
-    moved = [pol[n]["bytes_moved"] / MB for n in names]
-    b.bar(x, moved, 0.7, color=colours, edgecolor="black", linewidth=0.4)
+    moved = [pol[n]["bytes_moved"] / MIB for n in names]
+    b.bar(x, moved, 0.7, color=colours, edgecolor="black", linewidth=0.4, hatch=hatches)
     for i, v in enumerate(moved):
         b.text(i, v, f"{v:,.1f}", ha="center", va="bottom", fontsize=7)
     b.set_ylim(0, max(moved, default=0) * 1.15 or 1)
     b.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
-    b.set_ylabel("MB moved")
-    b.set_title("simulated: MB moved (dropped + re-cached + prefetched)", fontsize=10)
+    b.set_ylabel("MiB moved")
+    b.set_title("simulated: MiB moved (dropped + re-cached + prefetched)", fontsize=10)
     tr = report["trace"]
-    fig.suptitle(f"the log's {tr['reads']} reads of {tr['blocks']} blocks replayed against every policy "
-                 f"(memory {tr['memory_bytes'] / MB:,.1f} MB, data/memory {tr['pressure']}x)", fontsize=10)
+    n = tr.get("executors", 1)
+    memory = (f"each of {n} executors replayed against its own {tr['memory_per_executor'] / MIB:,.2f} MiB, summed"
+              if n > 1 else f"memory {tr['memory_bytes'] / MIB:,.2f} MiB")
+    fig.suptitle(f"the log's {tr['reads']} reads replayed against every policy ({memory}; "
+                 f"data/memory {tr['pressure']}x)", fontsize=10)
     return _save(fig, path)
 
 

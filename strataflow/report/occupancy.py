@@ -55,13 +55,15 @@ class Series:
 @dataclass
 class Occupancy:
     locations: list[str]                          # memory, disk tiers top first, mapped
-    datasets: dict[int, str]                      # id -> label
+    datasets: dict[int, str]                      # id -> name#id (StageStart's ``persisted``)
     held: dict[tuple[str, int], Series]           # (location, dataset) -> bytes held
     moves: dict[str, Series]                      # MOVES -> cumulative bytes
     budget: int | None                            # the unified memory budget, all executors
     split: dict[str, Series] | None               # heap, mapped, budget (bytes) when the split moved
     estimated_blocks: int = 0
     auto_levels: list[dict] = field(default_factory=list)
+    #: (executors, bytes each) when the budget was shared among several executors
+    shares: tuple[int, int] | None = None
 
     def total(self, location: str) -> Series:
         """Bytes held at ``location`` over time, all datasets."""
@@ -215,6 +217,7 @@ def fold_occupancy(events: list[dict], t0: float) -> Occupancy:
     r = _Replay(events, t0)
     names: dict[int, str] = {}
     budget = None
+    shares = None
     split_state = _split_before(events)
     split: dict[str, Series] | None = None
     if split_state:
@@ -228,6 +231,8 @@ def fold_occupancy(events: list[dict], t0: float) -> Occupancy:
         ex = None if ev.get("executor") is None else str(ev["executor"])
         if kind == "ApplicationStart" and ev.get("memory"):
             budget = int(ev["memory"])
+            if (ev.get("executors") or 1) > 1 and ev.get("executor_memory"):
+                shares = (int(ev["executors"]), int(ev["executor_memory"]))
         elif kind == "BlockAccess" and block and ds is not None:
             result, n = ev.get("result"), ev.get("bytes")
             if result == "miss":
@@ -290,6 +295,10 @@ def fold_occupancy(events: list[dict], t0: float) -> Occupancy:
             lost = str(ev["executor"])
             for b in [b for b, o in r.owner.items() if o == lost]:
                 r.remove_all(t, b, block_dataset({"block": b}))
+        elif kind == "StageStart":
+            for d in ev.get("persisted") or []:  # name#id, as the CLI and errors name datasets
+                if isinstance(d, dict) and d.get("dataset_id") is not None and d.get("name"):
+                    names[int(d["dataset_id"])] = str(d["name"])
         elif kind == "AutoLevelChosen":
             if ev.get("dataset_id") is not None and ev.get("name"):
                 names.setdefault(int(ev["dataset_id"]), str(ev["name"]))
@@ -303,7 +312,7 @@ def fold_occupancy(events: list[dict], t0: float) -> Occupancy:
     used = {loc for loc, _ in r.held}
     locations = [MEMORY] + [x for x in r.tiers if x in used or x == r.top] + ([MAPPED] if MAPPED in used else [])
     return Occupancy(locations, {d: names.get(d, f"dataset {d}") for d in datasets}, r.held, r.moved, budget,
-                     split, r.estimated, autos)
+                     split, r.estimated, autos, shares)
 
 
 def _split_before(events: list[dict]) -> dict[str, dict]:

@@ -16,7 +16,7 @@ from .summary import Row
 
 __all__ = ["Section", "render_page"]
 
-MB = 1 << 20
+MIB = 1 << 20  # the unit of every byte figure on the page, as `strataflow run` prints
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
@@ -58,15 +58,15 @@ def summary_table(rows: list[Row]) -> str:
 
 def stage_table(rows: list[StageRow], limit: int = 300) -> str:
     cols = ("stage", "job", "name", "kind", "tasks", "seconds", "memory hits", "disk hits", "misses", "hit ratio",
-            "MB dropped", "MB re-cached", "MB disk written")
+            "MiB dropped", "MiB re-cached", "MiB disk written")
     out = ['<table id="stage-table"><tr>' + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"]
     for r in rows[:limit]:
         c = r.cache
         ratio = "-" if r.hit_ratio is None else f"{r.hit_ratio:.0%}"
         cells = [str(r.stage_id), str(r.job_id), html.escape(r.name), html.escape(r.kind), str(r.tasks),
                  f"{r.seconds:.3f}", f"{c.get('memory_hits', 0):.0f}", f"{c.get('disk_hits', 0):.0f}",
-                 f"{c.get('misses', 0):.0f}", ratio, f"{c.get('bytes_dropped', 0) / MB:,.2f}",
-                 f"{c.get('bytes_recached', 0) / MB:,.2f}", f"{c.get('disk_bytes_written', 0) / MB:,.2f}"]
+                 f"{c.get('misses', 0):.0f}", ratio, f"{c.get('bytes_dropped', 0) / MIB:,.2f}",
+                 f"{c.get('bytes_recached', 0) / MIB:,.2f}", f"{c.get('disk_bytes_written', 0) / MIB:,.2f}"]
         style = "" if r.ok else ' style="background:#fdd"'
         out.append(f"<tr{style}>" + "".join(f'<td class="n">{x}</td>' if i != 2 else f"<td>{x}</td>"
                                            for i, x in enumerate(cells)) + "</tr>")
@@ -76,19 +76,22 @@ def stage_table(rows: list[StageRow], limit: int = 300) -> str:
     return "\n".join(out)
 
 
-def simulator_table(report: dict, measured: float | None) -> str:
+def simulator_table(report: dict, measured: float | None, used: str | None = None) -> str:
     pol = report["policies"]
     opt = pol["opt"]["byte_hit_ratio"]
     out = ['<table id="simulator-table"><tr><th>policy</th><th>byte hit ratio</th><th>of opt</th>'
-           '<th>MB moved</th><th>MB read from disk</th><th>est. s</th></tr>']
+           '<th>MiB moved</th><th>MiB read from disk</th><th>est. s</th><th></th></tr>']
     for name, r in pol.items():
         share = f"{r['byte_hit_ratio'] / opt:.2f}" if opt > 0 else "-"
+        note = "the policy this run used" if name == used else ""
         out.append(f'<tr><td>{html.escape(name)}</td><td class="n">{r["byte_hit_ratio"]:.3f}</td>'
-                   f'<td class="n">{share}</td><td class="n">{r["bytes_moved"] / MB:,.1f}</td>'
-                   f'<td class="n">{r["disk_hit_bytes"] / MB:,.1f}</td><td class="n">{r["est_s"]:.3f}</td></tr>')
+                   f'<td class="n">{share}</td><td class="n">{r["bytes_moved"] / MIB:,.1f}</td>'
+                   f'<td class="n">{r["disk_hit_bytes"] / MIB:,.1f}</td><td class="n">{r["est_s"]:.3f}</td>'
+                   f"<td>{note}</td></tr>")
     if measured is not None:
         out.append(f'<tr><td>this run (measured)</td><td class="n">{measured:.3f}</td>'
-                   f'<td class="n">{measured / opt if opt > 0 else 0:.2f}</td><td></td><td></td><td></td></tr>')
+                   f'<td class="n">{measured / opt if opt > 0 else 0:.2f}</td><td></td><td></td><td></td>'
+                   f"<td>as the engine logged each read</td></tr>")
     out.append("</table>")
     return "\n".join(out)
 

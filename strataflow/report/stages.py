@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 __all__ = ["StageRow", "stage_rows", "run_totals", "hit_ratio"]
 
-MB = 1 << 20
-
 
 @dataclass
 class StageRow:

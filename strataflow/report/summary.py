@@ -15,7 +15,7 @@ from .timeline import Timeline
 
 __all__ = ["Row", "summary_rows"]
 
-MB = 1 << 20
+MIB = 1 << 20
 
 
 @dataclass
@@ -26,8 +26,16 @@ class Row:
     text: str
 
 
-def _mb(n: float) -> str:
-    return f"{n / MB:,.2f} MB"
+def _mib(n: float) -> str:
+    """Bytes in MiB (2**20 bytes), the unit ``strataflow run`` prints."""
+    return f"{n / MIB:,.2f} MiB"
+
+
+def _budget(app: dict) -> str:
+    if not app.get("memory"):
+        return "not in the log"
+    n, each = app.get("executors") or 1, app.get("executor_memory")
+    return _mib(app["memory"]) + (f" ({n} executors, {_mib(each)} each)" if n > 1 and each else "")
 
 
 def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: dict) -> list[Row]:
@@ -39,7 +47,8 @@ def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: 
         Row("backend", "backend", app.get("backend"),
             f"{app.get('backend', '?')}: {app.get('executors', '?')} executor(s) x "
             f"{app.get('cores_per_executor', '?')} slot(s)"),
-        Row("memory", "memory budget", app.get("memory"), _mb(app["memory"]) if app.get("memory") else "not in the log"),
+        Row("memory", "memory budget", app.get("memory"), _budget(app)),
+        Row("policy", "cache policy", app.get("policy"), app.get("policy") or "not in the log"),
         Row("duration_s", "duration", round(tl.duration, 6), f"{tl.duration:,.2f} s"),
         Row("jobs", "jobs (failed)", totals["jobs"], f"{totals['jobs']} ({totals['jobs_failed']})"),
         Row("stages", "stages run (skipped)", totals["stages"], f"{totals['stages']} ({totals['stages_skipped']})"),
@@ -60,27 +69,34 @@ def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: 
                                ("disk_bytes_read", None, "read from disk")):
         if key in c:
             n = f" in {c[blocks]:,.0f} blocks" if blocks and blocks in c else ""
-            rows.append(Row(key, label, c[key], f"{_mb(c[key])}{n}"))
+            rows.append(Row(key, label, c[key], f"{_mib(c[key])}{n}"))
     mem = occ.total("memory")
-    rows.append(Row("peak_memory_held", "peak bytes cached in memory", mem.peak, _mb(mem.peak)))
+    rows.append(Row("peak_memory_held", "peak bytes cached in memory", mem.peak, _mib(mem.peak)))
     for key, label in (("serialize_s", "serialize"), ("deserialize_s", "deserialize")):
         if key in c:
             rows.append(Row(key, f"{label} time", c[key], f"{c[key]:,.3f} s"))
     rows.append(Row("gc_s", "garbage collection time", totals["gc_s"], f"{totals['gc_s']:,.3f} s"))
     if c.get("memory_split_moves"):
-        rows.append(Row("memory_split_moves", "memory split moves (MB to heap / to mapped)", c["memory_split_moves"],
-                        f"{c['memory_split_moves']:,.0f} ({_mb(c.get('memory_split_bytes_to_heap', 0))} / "
-                        f"{_mb(c.get('memory_split_bytes_to_mapped', 0))})"))
+        rows.append(Row("memory_split_moves", "memory split moves (MiB to heap / to mapped)", c["memory_split_moves"],
+                        f"{c['memory_split_moves']:,.0f} ({_mib(c.get('memory_split_bytes_to_heap', 0))} / "
+                        f"{_mib(c.get('memory_split_bytes_to_mapped', 0))})"))
     if occ.auto_levels:
         rows.append(Row("auto_level_choices", "AUTO level choices", len(occ.auto_levels),
                         str(len(occ.auto_levels))))
     if "report" in replay:
         pol = replay["report"]["policies"]
-        best = max((n for n in pol if n not in ("opt", "unbounded")), key=lambda n: pol[n]["byte_hit_ratio"])
-        rows.append(Row("opt_byte_hit_ratio", "simulated: opt's byte hit ratio", pol["opt"]["byte_hit_ratio"],
+        top = max(pol[n]["byte_hit_ratio"] for n in pol if n not in ("opt", "unbounded"))
+        tied = [n for n in pol if n not in ("opt", "unbounded") and pol[n]["byte_hit_ratio"] >= top - 1e-9]
+        n = replay.get("executors", 1)
+        how = f", {n} executors replayed apart" if n > 1 else ""
+        rows.append(Row("opt_byte_hit_ratio", f"simulated: opt's byte hit ratio{how}", pol["opt"]["byte_hit_ratio"],
                         f"{pol['opt']['byte_hit_ratio']:.3f}"))
-        rows.append(Row("best_policy", "simulated: best policy (byte hit ratio)", best,
-                        f"{best} ({pol[best]['byte_hit_ratio']:.3f})"))
+        rows.append(Row("best_policy", f"simulated: best policy (byte hit ratio{how})", ",".join(tied),
+                        (f"{tied[0]}" if len(tied) == 1 else f"a tie: {', '.join(tied)}") + f" ({top:.3f})"))
+        used = replay.get("policy")
+        if used in pol:
+            rows.append(Row("replayed_policy_byte_hit_ratio", f"simulated: this run's policy, {used}",
+                            pol[used]["byte_hit_ratio"], f"{pol[used]['byte_hit_ratio']:.3f}"))
         m = replay.get("measured")
         rows.append(Row("measured_byte_hit_ratio", "this run's byte hit ratio on the same reads", m,
                         "-" if m is None else f"{m:.3f}"))

@@ -117,16 +117,28 @@ def _assign_slots(tasks: list[Span]) -> list[tuple[str, int]]:
     return [(ex, s) for ex in order for s in range(count[ex])]
 
 
+def _clip(spans: list[Span], end: float) -> list[Span]:
+    """Spans held inside the application's span [0, end]: a start rebuilt from an end
+    event's ``seconds`` may fall before the first event, and must not stretch the axis."""
+    for sp in spans:
+        sp.start = min(max(sp.start, 0.0), end)
+        sp.end = min(max(sp.end, sp.start), end)
+    return spans
+
+
 def fold_timeline(events: list[dict]) -> Timeline:
-    """The timeline of a log's events (sorted by time, as ``read_events`` returns them)."""
-    start = next((e["time"] for e in events if e["event"] == "ApplicationStart"), events[0]["time"])
-    t0 = min(start, events[0]["time"])
+    """The timeline of a log's events (sorted by time, as ``read_events`` returns them),
+    from the application's first event to its last: time 0 is the first event (its
+    ``ApplicationStart``), ``duration`` the span to the last, and every interval lies
+    within it."""
+    t0 = events[0]["time"]
     t_end = events[-1]["time"]
     jobs = _pair(events, t0, t_end, "JobStart", "JobEnd", lambda e: e.get("job_id"),
                  lambda e: f"job {e.get('job_id')}: {e.get('description') or ''}".rstrip(": "))
     stages = _pair(events, t0, t_end, "StageStart", "StageEnd", lambda e: (e.get("stage_id"), e.get("job_id")),
                    lambda e: f"stage {e.get('stage_id')}: {e.get('name') or ''}".rstrip(": "))
-    tasks = _tasks(events, t0, t_end)
+    end = max(0.0, t_end - t0)
+    jobs, stages, tasks = _clip(jobs, end), _clip(stages, end), _clip(_tasks(events, t0, t_end), end)
     slots = _assign_slots(tasks)
     ready = next((e for e in events if e["event"] == "ExecutorsStarted"), None)
     startup = None

@@ -306,10 +306,13 @@ class DAGScheduler:
         ctx = self.ctx
         stage.attempts += 1
         kind = "shuffle-map" if stage.is_shuffle_map else "result"
+        cached = [ds for ds in narrow_ancestors(stage.dataset)[0] if ds.storage_level.is_valid]
         ctx.events.post("StageStart", stage_id=stage.id, job_id=job_id, name=stage.name, kind=kind,
                         num_tasks=len(partitions), attempt=stage.attempts,
-                        dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents])
-        persisted = any(ds.storage_level.is_valid for ds in narrow_ancestors(stage.dataset)[0])
+                        dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents],
+                        persisted=[{"dataset_id": ds.id, "name": ds.label, "level": ds.storage_level.name}
+                                   for ds in cached])
+        persisted = bool(cached)
         stored = lambda bid: bool(self.master.executor_of(bid))  # noqa: E731
         reads = {p: partition_blocks(stage.dataset, p, stored) for p in partitions} if persisted else {}
         preferred = {p: self.master.preferred(blocks) for p, blocks in reads.items()}

@@ -57,6 +57,10 @@ class Tally:
     dropped_bytes: int = 0         # all bytes evicted from memory (written or not)
     exec_shortfall_bytes: int = 0  # execution memory asked for and not granted
 
+    def __add__(self, other: "Tally") -> "Tally":
+        """Two caches' counts together (executors replayed apart, summed)."""
+        return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
     @property
     def byte_hit_ratio(self) -> float:
         """Memory-hit bytes over the bytes of reads that are not compulsory misses."""

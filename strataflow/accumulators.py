@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from contextlib import contextmanager
 from typing import Any, Generic, Iterator, TypeVar
 
@@ -145,12 +146,19 @@ def _rebuild(aid: int, zero: Any, param: Any) -> Accumulator:
 
 
 class Accumulators:
-    """The driver's accumulators, and which (stage, partition) results were merged."""
+    """The driver's accumulators, and which (stage, partition) results were merged.
+
+    Both are bounded for a long-lived application (issue 38): accumulators are held
+    weakly (one the program no longer holds cannot be read, so its updates need not be
+    merged; a running stage's closure holds the ones its tasks add to), and the merged
+    partitions of a stage are dropped when no task of it can be accepted again
+    (``forget_stage``: a result stage at the end of its job, a map stage when its shuffle
+    is cleaned up), so they are as many as the stages that can still run."""
 
     def __init__(self) -> None:
         self._ids = itertools.count()
-        self._by_id: dict[int, Accumulator] = {}
-        self._merged: set[tuple[int, int]] = set()
+        self._by_id: "weakref.WeakValueDictionary[int, Accumulator]" = weakref.WeakValueDictionary()
+        self._merged: dict[int, set[int]] = {}  # stage id -> partitions whose updates were merged
         self._lock = threading.Lock()
 
     def new(self, value: Any, param: Any = None) -> Accumulator:
@@ -165,12 +173,22 @@ class Accumulators:
         if not updates:
             return False
         with self._lock:
-            key = (stage_id, partition)
-            if key in self._merged:
+            done = self._merged.setdefault(stage_id, set())
+            if partition in done:
                 return False
-            self._merged.add(key)
+            done.add(partition)
             accs = [(self._by_id.get(aid), u) for aid, u in updates.items()]
         for acc, update in accs:
             if acc is not None:
                 acc._merge(update)
         return True
+
+    def forget_stage(self, stage_id: int) -> None:
+        """No task of the stage will be accepted again: its merged partitions go."""
+        with self._lock:
+            self._merged.pop(stage_id, None)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries held (``registry_sizes``)."""
+        with self._lock:
+            return {"accumulators": len(self._by_id), "accumulator_stages": len(self._merged)}

@@ -12,7 +12,11 @@ cheaper than a file. The threads backend pickles nothing: tasks read the driver'
 
 ``unpersist()`` drops the executors' copies (the next use loads it again); ``destroy()``
 also removes the written copy, and any later use fails: on the driver at once, and a stage
-that still refers to it fails when it is submitted, naming the broadcast.
+that still refers to it fails when it is submitted, naming the broadcast. A broadcast the
+driver's program no longer holds is dropped by the executors too, at the next job (as
+Spark's ContextCleaner does): without that, a loop that broadcasts a new model each
+iteration and never unpersists the old one grew every executor by the model's size per
+iteration (issue 38). Its written copy goes with it (the source store's finalizer).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class Broadcast(Generic[T]):
         self._ctx = weakref.ref(ctx) if ctx is not None else None
         self._destroyed = False
         self._lock = threading.Lock()
+        if ctx is not None:  # the driver's: when it is collected, executors drop their copies
+            weakref.finalize(self, _unreachable, self._ctx, self.bid).atexit = False
 
     @property
     def value(self) -> T:
@@ -109,7 +115,22 @@ def _value_of(b: Broadcast) -> list:
     return [b._value]
 
 
-def forget_loaded(bid: str) -> bool:
-    """Drops this process's copy of a broadcast (an executor, told by ``unpersist``)."""
+def _unreachable(ctx_ref: "weakref.ref[Context]", bid: str) -> None:
+    """The driver's broadcast was garbage-collected: queued for the executors to forget
+    at the next job (a finalizer must not block on a message)."""
+    ctx = ctx_ref()
+    if ctx is not None:
+        ctx._dead_broadcasts.append(bid)
+
+
+def forget_loaded(*bids: str) -> int:
+    """Drops this process's copies of broadcasts (an executor, told by ``unpersist`` or
+    by the driver's clean-up of collected ones); how many it held."""
     with _loaded_lock:
-        return _loaded.pop(bid, None) is not None
+        return sum(_loaded.pop(bid, None) is not None for bid in bids)
+
+
+def loaded_count() -> int:
+    """Broadcast values this process holds (``registry_sizes``)."""
+    with _loaded_lock:
+        return len(_loaded)

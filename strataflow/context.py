@@ -235,6 +235,8 @@ class Context:
                                        broadcast=self.broadcast if cfg.backend == "ray" else None)
             #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
             self._dead_shuffles: collections.deque[int] = collections.deque()
+            #: broadcasts the program no longer holds, for the executors to drop (``_clean_broadcasts``)
+            self._dead_broadcasts: collections.deque[str] = collections.deque()
             self.map_outputs = MapOutputTracker(local_files=cfg.backend != "ray")
             self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
             self._ids = itertools.count()
@@ -354,6 +356,18 @@ class Context:
                     if handle is not None and handle.alive:
                         handle.call_async("remove_map_outputs", outs)
             self.events.post("ShuffleCleaned", shuffle_id=shuffle_id)
+
+    def _clean_broadcasts(self) -> None:
+        """Tells every executor to drop its copies of the broadcasts the program no longer
+        holds (queued by their finalizers since the last job), without waiting for the
+        answers: executors keep only the broadcasts that can still be read."""
+        bids = []
+        while self._dead_broadcasts:
+            bids.append(self._dead_broadcasts.popleft())
+        if not bids or self.config.backend == "threads":  # threads: nothing was loaded
+            return
+        for handle in self.fleet.live():
+            handle.call_async("forget_broadcast", *bids)
 
     def __reduce__(self):
         raise TypeError("a Context cannot be sent to executors: it lives on the driver only (use it outside "

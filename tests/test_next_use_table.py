@@ -11,6 +11,8 @@ every block the policy knows, the table's prediction with ``_next``'s.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,6 +33,7 @@ op = st.one_of(
     st.tuples(st.just("loop"), st.tuples(st.lists(block, min_size=1, max_size=36, unique=True),
                                          st.integers(0, 6))),
     st.tuples(st.just("skip"), st.integers(1, 40)),  # accesses of blocks outside the loop
+    st.tuples(st.just("forget"), st.sampled_from([1, 2, 3])),  # a dataset unpersisted
 )
 OTHER = [BlockId(9, s) for s in range(40)]
 
@@ -73,6 +76,16 @@ def test_table_predicts_what_the_scalar_rule_predicts(ops, vector_first):
                 p.record_access(b, "disk")
         elif kind == "prefetch":
             p.prefetch_candidates(arg, {b: 100 for b in BLOCKS if b not in memory})
+        elif kind == "forget":  # as the block manager's unregister: its memory blocks, then the rest
+            before = {b: p._next(b, p._clock) for b in p._t.keys if b.dataset_id != arg}
+            for b in [b for b in memory if b.dataset_id == arg]:
+                memory.pop(b)
+                p.record_remove(b)
+            p.forget_dataset(arg)
+            assert all(b.dataset_id != arg for b in p._t.keys)
+            assert {b: p._next(b, p._clock) for b in p._t.keys} == before  # the others' predictions kept
+            recount = Counter(p._t.dataset_row(b.dataset_id) for b in p._pending)
+            assert {j: n for j, n in p._pending_n.items() if n} == dict(recount)  # renumbered rows
         else:
             if kind in ("memory", "put"):
                 memory[arg] = 100

@@ -153,6 +153,10 @@ class ExecutorCore:
             from ..broadcast import forget_loaded
 
             return forget_loaded(*args)
+        if op == "registry_sizes":  # tests and benchmarks/soak.py: nothing grows with the iterations
+            from .introspect import executor_registry_sizes
+
+            return executor_registry_sizes(self)
         if op == "ping":
             return rt.executor_id
         raise ValueError(f"executor: unknown operation {op!r}")

@@ -219,9 +219,12 @@ class DAGScheduler:
         return Stage(next(self._stage_ids), dataset, parents, None, name=dataset.op, first_job=job_id)
 
     def forget_shuffle(self, shuffle_id: int) -> None:
-        """No dataset reads the shuffle any more: its map stage goes too."""
+        """No dataset reads the shuffle any more: its map stage goes too, with the
+        accumulator updates it merged (no task of it can run again)."""
         with self._lock:
-            self._map_stages.pop(shuffle_id, None)
+            stage = self._map_stages.pop(shuffle_id, None)
+        if stage is not None:
+            self.ctx._accumulators.forget_stage(stage.id)
 
     def map_outputs_for(self, dataset: "Dataset") -> dict[int, list]:
         """The map outputs a stage over ``dataset`` reads, by shuffle id, in map order."""
@@ -250,6 +253,7 @@ class DAGScheduler:
         ctx = self.ctx
         ctx._check_open()
         ctx._clean_shuffles()
+        ctx._clean_broadcasts()
         ctx._own_dirs()
         partitions = list(range(dataset.num_partitions)) if partitions is None else list(partitions)
         job_id = next(self._job_ids)
@@ -273,6 +277,7 @@ class DAGScheduler:
                     self._handle_fetch_failed(ff, attempt)
             ok = True
         finally:
+            ctx._accumulators.forget_stage(final.id)  # a result stage runs in its job only
             cache1, gc1, gcn1 = self._figures()
             events.post("JobEnd", job_id=job_id, ok=ok, seconds=time.perf_counter() - t0,
                         gc_s=gc1 - gc0, gc_collections=gcn1 - gcn0, cache=CacheMetrics.diff(cache1, cache0))

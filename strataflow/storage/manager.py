@@ -143,6 +143,7 @@ class BlockManager:
                     self.policy.record_remove(bid)
                     self.memory.release_storage(entry.size)
                     removed += 1
+        self.policy.forget_dataset(dataset_id)  # its knowledge of the blocks: unbounded otherwise
         for bid, _ in self.disk.items():
             if bid.dataset_id == dataset_id:
                 self.disk.remove(bid)

@@ -24,6 +24,7 @@ call                        memory lock held?      may it ...
                                                    (only called when ``plans`` is True)
 ``prefetch_candidates``     no                     name disk blocks to load into ``free``
                                                    bytes (only called when ``prefetches``)
+``forget_dataset(d)``       no                     drop all it knows of ``d``'s blocks
 ==========================  =====================  ==========================================
 
 A policy never calls back into the block manager or the memory manager, so it cannot be
@@ -75,6 +76,17 @@ class Policy(abc.ABC):
 
     def record_remove(self, block_id: Any) -> None:
         """Called when a block left memory (dropped, unpersisted)."""
+
+    def forget_dataset(self, dataset_id: Any) -> None:
+        """The dataset was unpersisted (its blocks already left memory, with a
+        ``record_remove`` each): forget whatever is kept about its blocks. A policy that
+        remembers blocks beyond their stay in memory must drop them here, or a long-lived
+        application that caches a new dataset every iteration grows without end."""
+
+    def sizes(self) -> dict[str, int]:
+        """How many entries its per-block and per-dataset structures hold (for
+        ``registry_sizes``: a test asserts they do not grow with the iterations)."""
+        return {}
 
     def admit(self, block_id: Any, size: int) -> bool:
         """May a block just computed try memory? (False: straight to disk, or uncached.)"""

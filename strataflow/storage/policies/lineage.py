@@ -227,6 +227,31 @@ class LineagePolicy(AdaptivePolicy):
             if where in ("memory", "put"):
                 self._t.to_memory(self._row(block_id))
 
+    def forget_dataset(self, dataset_id: Any) -> None:
+        """Drops the unpersisted dataset's rows (``NextUseTable.drop_dataset``) and its
+        blocks from the plan and the prefetch sets; the per-dataset pending counts are
+        keyed by dataset row, which the drop renumbers, so they are counted again."""
+        with self._mu:
+            super().forget_dataset(dataset_id)
+            mine = lambda b: getattr(b, "dataset_id", None) == dataset_id  # noqa: E731
+            for s in (self._promoting, self._offered, self._unused, self._wasted, self._pending):
+                s.difference_update([b for b in s if mine(b)])
+            for b in [b for b in self._plan_pos if mine(b)]:
+                del self._plan_pos[b]
+            self._t.drop_dataset(dataset_id)
+            self._pending_n = {}
+            for b in self._pending:
+                j = self._t.dataset_row(getattr(b, "dataset_id", None))
+                self._pending_n[j] = self._pending_n.get(j, 0) + 1
+
+    def sizes(self) -> dict[str, int]:
+        with self._mu:
+            out = {**super().sizes(), **self._t.sizes()}
+            out["policy_sets"] = sum(len(s) for s in (self._promoting, self._offered, self._unused,
+                                                        self._wasted, self._pending))
+            out["policy_plan"] = len(self._plan_pos)
+            return out
+
     def record_remove(self, block_id: Any) -> None:
         with self._mu:
             self._promoting.discard(block_id)

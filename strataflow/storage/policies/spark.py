@@ -50,6 +50,9 @@ class SparkPolicy(Policy):
     def promote(self, block_id: Any, size: int) -> Promotion:
         return Promotion.MAY_EVICT
 
+    def sizes(self) -> dict[str, int]:
+        return {"policy_lru": len(self._lru)}
+
     def select_victims(self, space: int, for_block: Any, entries: Mapping[Any, int]) -> list | None:
         rdd_to_add = getattr(for_block, "dataset_id", None)
         chosen, freed = [], 0

@@ -1,0 +1,87 @@
+"""How many entries each per-dataset, per-block, per-stage, per-job, per-shuffle,
+per-broadcast and per-source structure holds, in an executor and in the driver.
+
+Why: a long-lived application (a service or notebook that persists, shuffles and
+unpersists a new dataset each iteration for days) must not grow with the iterations
+(issue 38). Memory figures are too noisy to show a leak of a few hundred bytes per
+iteration quickly; entry counts are exact. ``tests/test_long_lived.py`` asserts these
+counts are the same after 40 and after 160 iterations, and ``benchmarks/soak.py`` prints
+them. An executor answers ``call("registry_sizes")``.
+
+This module reads the structures' private attributes on purpose: it is the one place
+that knows them all, so that a new registry added without a bound is noticed by adding
+it here. Each figure is a ``len`` taken without the owner's lock (a snapshot for tests
+and diagnostics, not for decisions).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import Context
+    from .core import ExecutorCore
+
+__all__ = ["executor_registry_sizes", "driver_registry_sizes"]
+
+
+def _len(obj: Any, name: str) -> int:
+    value = getattr(obj, name, None)
+    return 0 if value is None else len(value)
+
+
+def executor_registry_sizes(core: "ExecutorCore") -> dict[str, int]:
+    """An executor's structures, by name: entry counts."""
+    from .. import broadcast, files
+    from . import source_slices
+
+    rt = core.runtime
+    bm = rt.block_manager
+    out = {
+        "stages": _len(core, "_stages"),
+        "failed_stages": _len(core, "_failed"),
+        "datasets": _len(bm, "_datasets"),
+        "block_locks": _len(bm, "_locks"),
+        "memory_blocks": len(bm.memory_store),
+        "disk_blocks": sum(1 for _ in bm.disk.items()),
+        "disk_tier_index": _len(bm.disk, "_where"),
+        "auto_datasets": _len(bm.auto, "_facts"),
+        "eviction_marked": _len(bm.eviction, "_marked"),
+        "writer_inflight": _len(bm.writer, "_inflight") + _len(bm.writer, "_prefetch"),
+        "mapped_pages": _len(bm.mapped_pages, "_lru") + _len(bm.mapped_pages, "_released"),
+        "memory_tasks": _len(rt.memory, "_held") + _len(rt.memory, "_active"),
+        "broadcasts_loaded": broadcast.loaded_count(),
+        "sources_served": len(source_slices._served),
+        "source_loaders": len(source_slices._loaders),
+        "files_known": len(files._known),
+    }
+    for store in (t.store for t in bm.disk.tiers):
+        out["disk_entries"] = out.get("disk_entries", 0) + _len(store, "_entries") + _len(store, "_writing")
+    if bm.split is not None:
+        out["split_left"] = _len(bm.split, "_left")
+    regions = rt.regions
+    for name in ("_entries", "_cut", "_verified", "_segments", "_by_dataset", "_current", "_deferred"):
+        out[f"regions{name}"] = _len(regions, name)
+    out.update(bm.policy.sizes())
+    return out
+
+
+def driver_registry_sizes(ctx: "Context") -> dict[str, int]:
+    """The driver's structures, by name: entry counts (summed over executor handles)."""
+    sched = ctx.scheduler
+    out = {
+        "persisted_datasets": len(ctx._registry),
+        "sources": len(ctx.sources),
+        "block_locations": _len(ctx.block_master, "_where"),
+        "shuffles_tracked": _len(ctx.map_outputs, "_outputs"),
+        "map_stages": _len(sched, "_map_stages"),
+        "dead_shuffles_queued": len(ctx._dead_shuffles),
+        "dead_broadcasts_queued": len(ctx._dead_broadcasts),
+        "executor_totals": _len(sched.totals, "_latest"),
+        **ctx._accumulators.sizes(),
+    }
+    for h in ctx.fleet.live():
+        for name in ("_stages_sent", "_to_forget", "_tasks", "_replies"):
+            key = f"handles{name}"
+            out[key] = out.get(key, 0) + _len(h, name)
+    return out

@@ -61,22 +61,27 @@ DOCTESTS = _doctests()
 
 @pytest.fixture(scope="module")
 def contexts():
+    """``{"ctx": ..., "sc": ...}`` for every example; an example that stops ``sc`` (its own
+    method's) binds a new one to ``sc``, which the examples after it get."""
     ctx = Context(memory="256MB", parallelism=2, backend="threads", progress=False)
     conf = SparkConf().set("strataflow.backend", "threads").set("strataflow.progress", "false")
-    sc = SparkContext("local[2]", "doctests", conf=conf)
+    shared = {"ctx": ctx, "sc": SparkContext("local[2]", "doctests", conf=conf)}
     try:
-        yield ctx, sc
+        yield shared
     finally:
-        sc.stop()
+        shared["sc"].stop()
         ctx.stop()
 
 
 @pytest.mark.parametrize("test", DOCTESTS, ids=[t.name.removeprefix("strataflow.") for t in DOCTESTS])
 def test_docstring_example(test: doctest.DocTest, contexts, tmp_path):
-    ctx, sc = contexts
-    test.globs = {**test.globs, "ctx": ctx, "sc": sc, "tmp_dir": str(tmp_path)}
+    test.globs = {**test.globs, **contexts, "tmp_dir": str(tmp_path)}
     out: list[str] = []
-    result = doctest.DocTestRunner(optionflags=FLAGS).run(test, out=out.append, clear_globs=False)
+    try:
+        result = doctest.DocTestRunner(optionflags=FLAGS).run(test, out=out.append, clear_globs=False)
+    finally:
+        if isinstance(test.globs["sc"], SparkContext):
+            contexts["sc"] = test.globs["sc"]
     assert result.failed == 0, "".join(out)
 
 

@@ -85,7 +85,19 @@ def test_docstring_example(test: doctest.DocTest, contexts, tmp_path):
     assert result.failed == 0, "".join(out)
 
 
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_every_public_member_has_a_docstring_with_an_example(cls):
+    """The rule holds for methods added later: a summary line and an example to run."""
+    def documented(doc: str | None) -> bool:
+        return bool(doc and doc.strip()) and not doc.strip().startswith(">>>") and ">>>" in doc
+
+    lacking = [f"{owner.__module__}.{owner.__name__}.{name}" for name, owner, f in public_members(cls)
+               if not documented(f.__doc__)]
+    assert not lacking, f"public members without a docstring example: {lacking}"
+
+
 def test_the_examples_cover_every_class():
     """The collection finds the examples (a finder that found none would pass vacuously)."""
     covered = {t.name.rsplit(".", 2)[-2] for t in DOCTESTS}
-    assert "Dataset" in covered
+    assert {c.__name__ for c in CLASSES} <= covered
+    assert len(DOCTESTS) >= sum(1 for c in CLASSES for _ in public_members(c)) // 2

@@ -105,22 +105,39 @@ class ActionOps:
 
     # -- bringing records back --------------------------------------------------------------
     def collect(self) -> list:
-        """Every record, in partition order."""
+        """Every record, in partition order.
+
+        >>> ctx.parallelize([3, 1, 2], 2).collect()
+        [3, 1, 2]
+        """
         out: list = []
         for part in self._run(rows_list, description=f"collect {self.label}"):
             out.extend(part)
         return out
 
     def collect_partitions(self) -> list:
-        """Each partition's value as it is (a list or a batch), in partition order."""
+        """Each partition's value as it is (a list or a batch), in partition order.
+
+        >>> ctx.parallelize(range(4), 2).collect_partitions()
+        [[0, 1], [2, 3]]
+        """
         return self._run(lambda v: v, description=f"collect_partitions {self.label}")
 
     def count(self) -> int:
+        """The number of records (rows of batch partitions), counted on the executors.
+
+        >>> ctx.parallelize(range(10), 3).count()
+        10
+        """
         return sum(self._run(num_rows, description=f"count {self.label}"))
 
     def take(self, num: int) -> list:
         """The first ``num`` records, scanning one partition first and then four times as
-        many at each round, as Spark does, so ``take`` on a huge dataset stays cheap."""
+        many at each round, as Spark does, so ``take`` on a huge dataset stays cheap.
+
+        >>> ctx.parallelize(range(100), 10).take(3)
+        [0, 1, 2]
+        """
         if num <= 0:
             return []
         out: list = []
@@ -135,12 +152,26 @@ class ActionOps:
         return out[:num]
 
     def first(self) -> Any:
+        """The first record, reading as few partitions as it can (``take(1)``); EmptyDatasetError, a
+        ValueError, when there is none.
+
+        >>> ctx.parallelize([5, 6, 7]).first()
+        5
+        """
         rows = self.take(1)
         if not rows:
             raise EmptyDatasetError(f"first: dataset {self.label} is empty")
         return rows[0]
 
     def foreach(self, f: Callable[[Any], None]) -> None:
+        """Calls ``f`` on every record for its side effects (on the executors: use an accumulator to
+        bring a result back).
+
+        >>> acc = ctx.accumulator(0)
+        >>> ctx.parallelize([1, 2, 3]).foreach(lambda x: acc.add(x))
+        >>> acc.value
+        6
+        """
         def run(v):
             for x in iter_rows(v):
                 f(x)
@@ -148,7 +179,13 @@ class ActionOps:
         self._run(run, description=f"foreach {self.label}")
 
     def foreach_partition(self, f: Callable[[Any], None]) -> None:
-        """``f`` receives an iterator over the partition's records (as in PySpark)."""
+        """``f`` receives an iterator over the partition's records (as in PySpark).
+
+        >>> acc = ctx.accumulator(0)
+        >>> ctx.parallelize(range(6), 3).foreach_partition(lambda records: acc.add(1))
+        >>> acc.value
+        3
+        """
         self._run(lambda v: f(iter_rows(v)), description=f"foreach_partition {self.label}")
 
     # -- folding ------------------------------------------------------------------------------
@@ -156,7 +193,11 @@ class ActionOps:
         """``f`` folded over the records (rows of batches), partition by partition, then
         over the partitions' results in order; ``ValueError`` if there are none. ``np.add``,
         ``np.maximum``... (or ``operator.add``/``mul``) on numeric ndarray partitions are
-        vectorized (see the module docstring)."""
+        vectorized (see the module docstring).
+
+        >>> ctx.parallelize([1, 2, 3, 4], 2).reduce(lambda a, b: a + b)
+        10
+        """
         ufunc = _vector_reduce(f)
 
         def part(v):
@@ -176,17 +217,34 @@ class ActionOps:
         return functools.reduce(f, vals)
 
     def fold(self, zero_value: Any, op: Callable[[Any, Any], Any]) -> Any:
+        """Folds each partition into ``zero_value`` with ``op``, then the partitions' results
+        (``zero_value`` counts once per partition and once more, as in Spark).
+
+        >>> ctx.parallelize([1, 2, 3, 4], 2).fold(0, lambda a, b: a + b)
+        10
+        """
         parts = self._run(lambda v: _fold_rows(v, copy.deepcopy(zero_value), op), description=f"fold {self.label}")
         return functools.reduce(op, parts, copy.deepcopy(zero_value))
 
     def aggregate(self, zero_value: Any, seq_op: Callable, comb_op: Callable) -> Any:
+        """Folds each partition's records into ``zero_value`` with ``seq_op``, then the partitions'
+        results with ``comb_op`` (the result may be of another type than the records).
+
+        >>> ctx.parallelize([1, 2, 3, 4], 2).aggregate((0, 0), lambda acc, x: (acc[0] + x, acc[1] + 1),
+        ...                                             lambda a, b: (a[0] + b[0], a[1] + b[1]))
+        (10, 4)
+        """
         parts = self._run(lambda v: _fold_rows(v, copy.deepcopy(zero_value), seq_op),
                           description=f"aggregate {self.label}")
         return functools.reduce(comb_op, parts, copy.deepcopy(zero_value))
 
     def tree_aggregate(self, zero_value: Any, seq_op: Callable, comb_op: Callable, depth: int = 2) -> Any:
         """``aggregate`` whose partial results are combined in ``depth`` levels of tasks
-        (contiguous groups, so partition order is kept) instead of all on the caller."""
+        (contiguous groups, so partition order is kept) instead of all on the caller.
+
+        >>> ctx.parallelize(range(10), 4).tree_aggregate(0, lambda a, x: a + x, lambda a, b: a + b)
+        45
+        """
         if depth < 1:
             raise ValueError(f"tree_aggregate: depth must be >= 1, got {depth}")
         if self.num_partitions == 0:
@@ -201,6 +259,11 @@ class ActionOps:
         return functools.reduce(comb_op, [p for part in parts for p in part], copy.deepcopy(zero_value))
 
     def sum(self) -> Any:
+        """The sum of the records (0 when empty; vectorized on numeric ndarray partitions).
+
+        >>> ctx.parallelize(range(5)).sum()
+        10
+        """
         def part(v):
             if isinstance(v, np.ndarray):
                 return v.sum(axis=0) if len(v) else 0
@@ -209,6 +272,12 @@ class ActionOps:
         return sum(self._run(part, description=f"sum {self.label}"), 0)
 
     def mean(self) -> float:
+        """The arithmetic mean of the records (vectorized on numeric ndarray partitions); ValueError
+        when empty.
+
+        >>> ctx.parallelize([1, 2, 3, 4]).mean()
+        2.5
+        """
         def part(v):
             if isinstance(v, np.ndarray):
                 return (len(v), v.sum(axis=0) if len(v) else 0)
@@ -220,9 +289,19 @@ class ActionOps:
         return sum((s for _, s in parts), 0) / n if n else float("nan")
 
     def count_by_key(self) -> dict:
+        """How many pairs each key has, as a dict on the caller (one job, no shuffle).
+
+        >>> ctx.parallelize([("a", 1), ("b", 1), ("a", 9)]).count_by_key()
+        {'a': 2, 'b': 1}
+        """
         return self.map(operator.itemgetter(0)).count_by_value()
 
     def count_by_value(self) -> dict:
+        """How many times each distinct record occurs, as a dict on the caller (one job, no shuffle).
+
+        >>> sorted(ctx.parallelize([1, 2, 1, 1]).count_by_value().items())
+        [(1, 3), (2, 1)]
+        """
         counts: Counter = Counter()
         for part in self._run(lambda v: Counter(iter_rows(v)), description=f"count_by_value {self.label}"):
             counts.update(part)
@@ -233,14 +312,24 @@ class ActionOps:
         """All records as one pyarrow Table, partitions in order (each converted on its
         executor by ``io/frames.py``'s rules: a DataFrame without its index, a 2-D
         ndarray's columns ``"0"``..., tuples ``_1``..., dicts by key). Partitions whose
-        schemas cannot be made one raise a TypeError naming the first that differs."""
+        schemas cannot be made one raise a TypeError naming the first that differs.
+
+        >>> ctx.parallelize([(1, "a"), (2, "b")]).to_arrow().to_pydict()
+        {'_1': [1, 2], '_2': ['a', 'b']}
+        """
         tables = self._run(value_to_arrow, description=f"to_arrow {self.label}")
         return combine_arrow(tables, f"to_arrow of dataset {self.label}")
 
     def to_pandas(self) -> Any:
         """All records as one pandas DataFrame, partitions in order. DataFrame partitions
         are concatenated as they are (index labels and dtypes kept: ``from_pandas(df)``
-        gives ``df`` back); others go through ``to_arrow``'s rules, with a fresh index."""
+        gives ``df`` back); others go through ``to_arrow``'s rules, with a fresh index.
+
+        >>> ctx.parallelize([(1, "a"), (2, "b")]).to_pandas()
+           _1 _2
+        0   1  a
+        1   2  b
+        """
         require_pandas("to_pandas")
         parts = self._run(lambda v: v if is_dataframe(v) else value_to_arrow(v), description=f"to_pandas {self.label}")
         if not any(is_dataframe(p) for p in parts):
@@ -258,7 +347,12 @@ class ActionOps:
         ndarray row on one line and never shortened) and ``_SUCCESS`` when all are
         written; fails if ``path`` exists, as Spark does. ``compression``: ``gzip``,
         ``bzip2``, ``deflate`` or ``xz`` (or Hadoop's codec class name): ``part-NNNNN.gz``...,
-        which ``text_file`` reads back (``io/compression.py``)."""
+        which ``text_file`` reads back (``io/compression.py``).
+
+        >>> ctx.parallelize(["one", "two"]).save_as_text_file(tmp_dir + "/lines", compression="gzip")
+        >>> ctx.text_file(tmp_dir + "/lines").collect()
+        ['one', 'two']
+        """
         codec = codec_name(compression) if compression is not None else None
         path = new_output_dir(path, "save_as_text_file")
         self._write_parts(path, lambda p, i, v: text_part(p, i, v, codec), "save_as_text_file")
@@ -268,7 +362,12 @@ class ActionOps:
         """A directory of ``part-NNNNN.parquet`` files (one per partition with rows, each
         partition as ``to_arrow`` makes it), a ``_manifest.json`` and ``_SUCCESS``;
         ``Context.parquet_file(path)`` reads it back in order. Fails if ``path`` exists,
-        or (before the manifest) if the partitions' schemas cannot be made one."""
+        or (before the manifest) if the partitions' schemas cannot be made one.
+
+        >>> ctx.parallelize([(1, "a"), (2, "b")]).save_as_parquet(tmp_dir + "/table")
+        >>> ctx.parquet_file(tmp_dir + "/table").collect()
+        [(1, 'a'), (2, 'b')]
+        """
         path = new_output_dir(path, "save_as_parquet")
         finish_parquet(path, self._write_parts(path, parquet_part, "save_as_parquet"), self.label)
 
@@ -276,6 +375,12 @@ class ActionOps:
         """A directory of ``part-NNNNN.npy`` files (one per partition with rows: an
         ndarray as it is, a table's columns side by side, records as ``np.asarray``), a
         ``_manifest.json`` and ``_SUCCESS``; ``Context.npy_file(path)`` reads them back
-        as one array. Every part must hold numbers of one dtype and row shape."""
+        as one array. Every part must hold numbers of one dtype and row shape.
+
+        >>> import numpy as np
+        >>> ctx.from_numpy(np.arange(6.0).reshape(3, 2)).save_as_npy(tmp_dir + "/points")
+        >>> ctx.npy_file(tmp_dir + "/points").count()
+        3
+        """
         path = new_output_dir(path, "save_as_npy")
         finish_npy(path, self._write_parts(path, npy_part, "save_as_npy"), self.label)

@@ -94,18 +94,30 @@ class ApproxOps:
 
     def count_approx(self, timeout: int, confidence: float = 0.95) -> int:
         """The record count (exact: see the module's note). ``timeout`` (ms) and
-        ``confidence`` are checked and otherwise unused."""
+        ``confidence`` are checked and otherwise unused.
+
+        >>> ctx.parallelize(range(100), 4).count_approx(timeout=1000)
+        100
+        """
         _check_confidence(confidence, "count_approx")
         return self.count()
 
     def sum_approx(self, timeout: int, confidence: float = 0.95) -> BoundedFloat:
-        """The sum of the records as a :class:`BoundedFloat` (exact: low == high)."""
+        """The sum of the records as a :class:`BoundedFloat` (exact: low == high).
+
+        >>> ctx.parallelize([1, 2, 3]).sum_approx(timeout=1000)
+        6.0
+        """
         _check_confidence(confidence, "sum_approx")
         s = float(self.sum())
         return BoundedFloat(s, confidence, s, s)
 
     def mean_approx(self, timeout: int, confidence: float = 0.95) -> BoundedFloat:
-        """The mean of the records as a :class:`BoundedFloat` (exact: low == high)."""
+        """The mean of the records as a :class:`BoundedFloat` (exact: low == high).
+
+        >>> ctx.parallelize([1, 2, 3, 4]).mean_approx(timeout=1000)
+        2.5
+        """
         _check_confidence(confidence, "mean_approx")
         m = float(self.mean())
         return BoundedFloat(m, confidence, m, m)
@@ -113,7 +125,11 @@ class ApproxOps:
     def count_approx_distinct(self, relative_sd: float = 0.05) -> int:
         """About how many distinct records there are, within ``relative_sd`` (relative
         standard deviation) of the truth, by HyperLogLog (2**p registers, p from
-        ``relative_sd``: 512 bytes per partition at the default)."""
+        ``relative_sd``: 512 bytes per partition at the default).
+
+        >>> 900 < ctx.parallelize([i % 1000 for i in range(5000)], 4).count_approx_distinct() < 1100
+        True
+        """
         p = _precision(relative_sd)
         parts = self._run(lambda v: hll_registers(iter_rows(v), p), description=f"count_approx_distinct {self.label}")
         merged = bytearray(1 << p)

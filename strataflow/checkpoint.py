@@ -92,14 +92,27 @@ class CheckpointOps:
 
     def checkpoint(self) -> None:
         """Marks this dataset to be written to the checkpoint directory after the next
-        job that reads it; then its lineage is cut (see the module's note)."""
+        job that reads it; then its lineage is cut (see the module's note).
+
+        >>> ctx.set_checkpoint_dir(tmp_dir)
+        >>> ds = ctx.parallelize(range(4)).map(lambda x: x * 2)
+        >>> ds.checkpoint()
+        >>> ds.collect(), ds.is_checkpointed
+        ([0, 2, 4, 6], True)
+        """
         if self.ctx.checkpoint_dir is None:
             raise RuntimeError(f"checkpoint: dataset {self.label}: no checkpoint directory; "
                                "call Context.set_checkpoint_dir(path) first")
         self._mark("reliable")
 
     def local_checkpoint(self) -> None:
-        """As ``checkpoint``, to the application's own directory (removed by ``stop()``)."""
+        """As ``checkpoint``, to the application's own directory (removed by ``stop()``).
+
+        >>> ds = ctx.parallelize(range(3)).map(lambda x: -x)
+        >>> ds.local_checkpoint()
+        >>> ds.collect(), ds.is_checkpointed
+        ([0, -1, -2], True)
+        """
         self._mark("local")
 
     def _mark(self, kind: str) -> None:
@@ -109,21 +122,45 @@ class CheckpointOps:
 
     @property
     def is_checkpointed(self) -> bool:
-        """True once the checkpoint files are written (reliable or local)."""
+        """True once the checkpoint files are written (reliable or local).
+
+        >>> ctx.parallelize([1]).is_checkpointed
+        False
+        """
         return self._checkpoint_path is not None
 
     @property
     def is_marked_for_checkpoint(self) -> bool:
-        """True from ``checkpoint()``/``local_checkpoint()`` on, written or not yet."""
+        """True from ``checkpoint()``/``local_checkpoint()`` on, written or not yet.
+
+        >>> ctx.set_checkpoint_dir(tmp_dir)
+        >>> ds = ctx.parallelize([1])
+        >>> ds.checkpoint()
+        >>> ds.is_marked_for_checkpoint, ds.is_checkpointed
+        (True, False)
+        """
         return self._checkpoint_kind is not None
 
     @property
     def is_locally_checkpointed(self) -> bool:
-        """True from ``local_checkpoint()`` on (Spark's meaning: marked, written or not)."""
+        """True from ``local_checkpoint()`` on (Spark's meaning: marked, written or not).
+
+        >>> ds = ctx.parallelize([1])
+        >>> ds.local_checkpoint()
+        >>> ds.is_locally_checkpointed
+        True
+        """
         return self._checkpoint_kind == "local"
 
     def get_checkpoint_file(self) -> str | None:
-        """The directory of the checkpoint files, once written by ``checkpoint()``."""
+        """The directory of the checkpoint files, once written by ``checkpoint()``.
+
+        >>> ctx.set_checkpoint_dir(tmp_dir)
+        >>> ds = ctx.parallelize(range(3))
+        >>> ds.checkpoint(); _ = ds.count()
+        >>> ds.get_checkpoint_file().startswith(tmp_dir)
+        True
+        """
         return self._checkpoint_path if self._checkpoint_kind == "reliable" else None
 
     def _run(self, func: Callable[[Any], Any], partitions=None, description: str | None = None) -> list:

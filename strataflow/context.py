@@ -284,7 +284,11 @@ class Context:
     def serve_status(self, port: int | None = None) -> str:
         """Starts (once) the application's status page on 127.0.0.1 and returns its URL:
         jobs, stages, persisted datasets and cache counters (``report/status_page.py``; PySpark's
-        ``uiWebUrl``). ``port``: a fixed port, else the first free one from 4040."""
+        ``uiWebUrl``). ``port``: a fixed port, else the first free one from 4040.
+
+        >>> ctx.serve_status()  # doctest: +ELLIPSIS
+        'http://127.0.0.1:...'
+        """
         self._check_open()
         if self._status_server is None:
             from .report.status_page import StatusServer
@@ -301,7 +305,15 @@ class Context:
 
     def stop(self) -> None:
         """Stops the executors (running tasks finish first), removes this application's
-        directories, closes logs."""
+        directories, closes logs.
+
+        >>> other = Context(memory="64MB", parallelism=1, progress=False)
+        >>> other.stop()
+        >>> other.parallelize([1]).count()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: this Context has been stopped
+        """
         if self._closed:
             return
         if self._view is not None:
@@ -376,10 +388,20 @@ class Context:
     # -- executors ---------------------------------------------------------------------------
     @property
     def backend(self) -> str:
+        """Where tasks run: ``processes``, ``threads`` or ``ray`` (the ``backend`` argument, or its
+        default).
+
+        >>> ctx.backend
+        'threads'
+        """
         return self.config.backend
 
     def executors(self) -> list[str]:
-        """The ids of the live executors."""
+        """The ids of the live executors.
+
+        >>> ctx.executors()  # the threads backend has one executor, in this process
+        ['0']
+        """
         return [h.executor_id for h in self.fleet.live()]
 
     def _local(self, what: str):
@@ -390,19 +412,41 @@ class Context:
 
     @property
     def block_manager(self):
-        """The threads backend's one block manager (for tests and debugging)."""
+        """The threads backend's one block manager (for tests and debugging).
+
+        >>> ctx.block_manager.memory is ctx.memory
+        True
+        """
         return self._local("block_manager").block_manager
 
     @property
     def memory(self):
+        """The threads backend's memory manager: the unified budget for execution and storage (for
+        tests and debugging).
+
+        >>> ctx.memory.total == 256 * 2**20
+        True
+        """
         return self._local("memory").memory
 
     @property
     def regions(self):
+        """The threads backend's region store, where the mapped levels (``DISK_MMAP``...) keep their
+        blocks (for tests and debugging).
+
+        >>> ctx.regions.bytes_on_disk >= 0
+        True
+        """
         return self._local("regions").regions
 
     @property
     def disk_store(self):
+        """The threads backend's store of blocks on disk, its tiers fastest first (for tests and
+        debugging; other backends keep one per executor).
+
+        >>> [tier.name for tier in ctx.disk_store.tiers]
+        ['disk']
+        """
         return self._local("disk_store").disk_store
 
     # -- persisted datasets ---------------------------------------------------------------------
@@ -419,12 +463,22 @@ class Context:
 
     @property
     def default_parallelism(self) -> int:
+        """The partition count a source gets when none is given (the ``parallelism`` argument).
+
+        >>> ctx.default_parallelism, ctx.parallelize(range(10)).num_partitions
+        (2, 2)
+        """
         return self.config.parallelism
 
     # -- shared variables ------------------------------------------------------------------
     def broadcast(self, value: Any) -> Broadcast:
         """A read-only value for tasks (``b.value``), shipped once to each executor rather
-        than with every stage (``broadcast.py``); ``unpersist()`` / ``destroy()``."""
+        than with every stage (``broadcast.py``); ``unpersist()`` / ``destroy()``.
+
+        >>> table = ctx.broadcast({"a": 1, "b": 2})
+        >>> ctx.parallelize(["a", "b", "a"]).map(lambda k: table.value[k]).collect()
+        [1, 2, 1]
+        """
         self._check_open()
         return Broadcast(self, value)
 
@@ -432,21 +486,43 @@ class Context:
         """A value tasks add to (``acc.add(x)`` or ``acc += x``) and the driver reads
         (``acc.value``), counted exactly once per successful task (``accumulators.py``).
         Numbers and numpy arrays add with ``+``; others need ``accum_param``, an
-        ``AccumulatorParam`` with ``zero(value)`` and ``add_in_place(a, b)``."""
+        ``AccumulatorParam`` with ``zero(value)`` and ``add_in_place(a, b)``.
+
+        >>> acc = ctx.accumulator(0)
+        >>> ctx.parallelize(range(5)).foreach(lambda x: acc.add(x))
+        >>> acc.value
+        10
+        """
         self._check_open()
         return self._accumulators.new(value, accum_param)
 
     def add_file(self, path: str | os.PathLike, recursive: bool = False) -> None:
         """Ships a file (or, with ``recursive=True``, a directory) to every executor: tasks
         open ``strataflow.files.get(basename)``. Copied now (later changes to the original
-        are not seen); the same path again is ignored (``files.py``)."""
+        are not seen); the same path again is ignored (``files.py``).
+
+        >>> from strataflow import files
+        >>> _ = open(tmp_dir + "/words.txt", "w").write("spam eggs")
+        >>> ctx.add_file(tmp_dir + "/words.txt")
+        >>> ctx.parallelize([0], 1).map(lambda _: open(files.get("words.txt")).read().split()).collect()
+        [['spam', 'eggs']]
+        """
         self._check_open()
         self._ship(self._files.add_file(path, recursive))
 
     def add_archive(self, path: str | os.PathLike) -> None:
         """Ships an archive (zip, jar, tar, tar.gz/tgz, tar.bz2, tar.xz), unpacked: tasks
         find its directory at ``strataflow.files.get(basename)`` (or ``path#alias``: the
-        alias)."""
+        alias).
+
+        >>> import os, shutil
+        >>> from strataflow import files
+        >>> os.makedirs(tmp_dir + "/model"); _ = open(tmp_dir + "/model/w.txt", "w").write("0.5")
+        >>> archive = shutil.make_archive(tmp_dir + "/model", "zip", tmp_dir + "/model")
+        >>> ctx.add_archive(archive)
+        >>> ctx.parallelize([0], 1).map(lambda _: open(files.get("model.zip") + "/w.txt").read()).collect()
+        ['0.5']
+        """
         self._check_open()
         self._ship(self._files.add_archive(path))
 
@@ -456,12 +532,25 @@ class Context:
 
     @property
     def list_files(self) -> list[str]:
-        """The URIs of the files and directories added with ``add_file``."""
+        """The URIs of the files and directories added with ``add_file``.
+
+        >>> _ = open(tmp_dir + "/listed.txt", "w").write("x")
+        >>> ctx.add_file(tmp_dir + "/listed.txt")
+        >>> any(uri.endswith("/listed.txt") for uri in ctx.list_files)
+        True
+        """
         return self._files.uris("file", "dir")
 
     @property
     def list_archives(self) -> list[str]:
-        """The URIs of the archives added with ``add_archive``."""
+        """The URIs of the archives added with ``add_archive``.
+
+        >>> import shutil
+        >>> archive = shutil.make_archive(tmp_dir + "/empty", "zip", tmp_dir)
+        >>> ctx.add_archive(archive)
+        >>> any(uri.endswith("/empty.zip") for uri in ctx.list_archives)
+        True
+        """
         return self._files.uris("archive")
 
     def _new_dataset_id(self) -> int:
@@ -474,6 +563,11 @@ class Context:
     # -- the cache, seen from outside --------------------------------------------------------
     @property
     def policy(self) -> str:
+        """The name of the cache's eviction policy (the ``policy`` argument; ``lineage`` by default).
+
+        >>> ctx.policy
+        'lineage'
+        """
         return self.policy_flags.name
 
     def storage_status(self, by_executor: bool = False) -> "StorageStatus | dict[str, StorageStatus]":
@@ -481,7 +575,14 @@ class Context:
         on disk (``tier_bytes``: per disk tier), summed over the executors; the list's
         ``tiers`` describes each tier (capacity, bytes used, blocks, hits, bandwidth),
         ``tier_bytes`` and ``tier_hits`` give memory and every tier. ``str()`` of the list
-        is a readable table. ``by_executor=True``: executor id -> its own list."""
+        is a readable table. ``by_executor=True``: executor id -> its own list.
+
+        >>> ds = ctx.parallelize(range(4), 2).set_name("points").cache()
+        >>> _ = ds.count()
+        >>> [(s.name, s.level, s.memory_partitions) for s in ctx.storage_status()]  # doctest: +ELLIPSIS
+        [('points#...', 'MEMORY_ONLY', 2)]
+        >>> _ = ds.unpersist()
+        """
         answers = self.fleet.ask_all("storage_status")
         if by_executor:
             return answers
@@ -493,7 +594,12 @@ class Context:
         """Measures each disk tier's sequential bandwidth, cold and warm (the probe of
         ``strataflow probe DIR``), writing ``size`` bytes to each (on the first executor:
         they share the devices); a tier without a configured bandwidth takes the cold read
-        figure. Returns name -> measurements."""
+        figure. Returns name -> measurements.
+
+        >>> measured = ctx.measure_tiers("1MB")
+        >>> sorted(measured), sorted(measured["disk"])
+        (['disk'], ['cold', 'warm'])
+        """
         n = parse_size(size, "size")
         live = self.fleet.live()
         return live[0].call("measure_tiers", n, timeout=None) if live else {}
@@ -518,7 +624,14 @@ class Context:
         Executors: ``executors`` (live), ``executors_lost``. Source slices (``parallelize``,
         ``from_numpy``, broadcasts, as the driver's store wrote them): ``source_slices_lost``
         (an executor could not use a slice's file), ``source_slices_rewritten`` (the driver
-        wrote it again), ``source_slices_sent`` (the driver sent a slice itself)."""
+        wrote it again), ``source_slices_sent`` (the driver sent a slice itself).
+
+        >>> ds = ctx.parallelize(range(4), 2).cache()
+        >>> _ = ds.count(); before = ctx.metrics()["memory_hits"]
+        >>> _ = ds.count(); ctx.metrics()["memory_hits"] - before
+        2
+        >>> _ = ds.unpersist()
+        """
         answers = self.fleet.ask_all("metrics")
         if by_executor:
             return answers
@@ -532,7 +645,12 @@ class Context:
         RecordBatch, or a pandas DataFrame, gives its rows (as ``from_arrow`` /
         ``from_pandas``: batch partitions whose records are row tuples), never its
         columns; a pyarrow Array or ChunkedArray its values as Python objects. A columnar
-        value of another library is refused (``RowsTypeError``): convert it first."""
+        value of another library is refused (``RowsTypeError``): convert it first.
+
+        >>> ds = ctx.parallelize([1, 2, 3, 4, 5], 2)
+        >>> ds.collect_partitions()
+        [[1, 2], [3, 4, 5]]
+        """
         n = self._num(num_partitions)
         if isinstance(data, range):
             return Dataset(self, RangeSource(data, n), "parallelize")
@@ -549,17 +667,32 @@ class Context:
         """Rows of a pandas DataFrame in contiguous DataFrame partitions (``df.iloc``
         slices: their index labels and dtypes are kept; ``to_pandas`` gives ``df`` back).
         Records are row tuples in column order, so ``count`` counts rows, ``filter`` keeps
-        rows and a two-column frame is a pair dataset (``group_by_key`` works)."""
+        rows and a two-column frame is a pair dataset (``group_by_key`` works).
+
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"k": ["a", "b", "a"], "v": [1, 2, 3]})
+        >>> sorted(ctx.from_pandas(df, 2).reduce_by_key(lambda x, y: x + y).collect())
+        [('a', 4), ('b', 2)]
+        """
         require_pandas("from_pandas")
         return Dataset(self, pandas_source(df, self._num(num_partitions)), "from_pandas")
 
     def from_arrow(self, table: Any, num_partitions: int | None = None) -> Dataset:
         """Rows of a pyarrow Table (or RecordBatch) in contiguous Table partitions
-        (zero-copy slices); records are row tuples in column order."""
+        (zero-copy slices); records are row tuples in column order.
+
+        >>> import pyarrow as pa
+        >>> ctx.from_arrow(pa.table({"x": [1, 2, 3], "y": ["a", "b", "c"]}), 2).collect()
+        [(1, 'a'), (2, 'b'), (3, 'c')]
+        """
         return Dataset(self, arrow_source(table, self._num(num_partitions)), "from_arrow")
 
     def range(self, start: int, stop: int | None = None, step: int = 1, num_partitions: int | None = None) -> Dataset:
-        """Integers ``range(start, stop, step)`` (``range(0, start)`` with one argument)."""
+        """Integers ``range(start, stop, step)`` (``range(0, start)`` with one argument).
+
+        >>> ctx.range(5).collect(), ctx.range(10, 0, -3).collect()
+        ([0, 1, 2, 3, 4], [10, 7, 4, 1])
+        """
         if stop is None:
             start, stop = 0, start
         if step == 0:
@@ -567,18 +700,29 @@ class Context:
         return Dataset(self, RangeSource(range(start, stop, step), self._num(num_partitions)), "range")
 
     def from_numpy(self, array: np.ndarray, num_partitions: int | None = None) -> Dataset:
-        """Rows of ``array`` in contiguous ndarray partitions (views, not copies)."""
+        """Rows of ``array`` in contiguous ndarray partitions (views, not copies).
+
+        >>> import numpy as np
+        >>> points = ctx.from_numpy(np.arange(8.0).reshape(4, 2), 2)
+        >>> points.count(), points.map_partitions(lambda block: block.sum(axis=0)).collect_partitions()[0]
+        (4, array([2., 4.]))
+        """
         return Dataset(self, numpy_source(np.asarray(array), self._num(num_partitions)), "from_numpy")
 
     def text_file(self, path: str | os.PathLike, min_partitions: int | None = None) -> Dataset:
-        """Lines of a text file, or of every visible file of a directory (UTF-8)."""
+        r"""Lines of a text file, or of every visible file of a directory (UTF-8).
+
+        >>> _ = open(tmp_dir + "/poem.txt", "w").write("to be\nor not\n")
+        >>> ctx.text_file(tmp_dir + "/poem.txt").collect()
+        ['to be', 'or not']
+        """
         n = self._num(min_partitions)
         return Dataset(self, TextSource(os.fspath(path), n), "text_file")
 
     def csv_file(self, path: str | os.PathLike, min_partitions: int | None = None, delimiter: str = ",",
                  column_names: list[str] | None = None, column_types: dict | None = None,
                  header: bool = False, infer_schema: bool = True) -> Dataset:
-        """Delimited text as pyarrow Table partitions that all have ONE schema (same
+        r"""Delimited text as pyarrow Table partitions that all have ONE schema (same
         line-aligned byte ranges as ``text_file``; see ``io/delimited.py``).
 
         ``header``: the first line of each file names the columns and is not data.
@@ -586,7 +730,13 @@ class Context:
         names to pyarrow types. The other columns' types are inferred from the whole
         input when ``infer_schema`` (one pass over the data now, as Spark's
         ``inferSchema``; mixed ints and floats give double, other mixes string), or are
-        strings. Naming every column's type skips the pass."""
+        strings. Naming every column's type skips the pass.
+
+        >>> _ = open(tmp_dir + "/people.csv", "w").write("name,age\nada,36\nalan,41\n")
+        >>> people = ctx.csv_file(tmp_dir + "/people.csv", header=True)
+        >>> people.collect(), people.to_arrow().schema.field("age").type
+        ([('ada', 36), ('alan', 41)], DataType(int64))
+        """
         n = self._num(min_partitions)
         source = CsvSource(os.fspath(path), n, delimiter, column_names, column_types, header)
         if source.untyped and infer_schema:
@@ -598,23 +748,43 @@ class Context:
     def parquet_file(self, path: str | os.PathLike, num_partitions: int | None = None,
                      columns: list[str] | None = None) -> Dataset:
         """A Parquet file, or a directory of them (``save_as_parquet``'s, read through its
-        manifest), as pyarrow Table partitions of whole row groups, all of one schema."""
+        manifest), as pyarrow Table partitions of whole row groups, all of one schema.
+
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> pq.write_table(pa.table({"x": [1, 2], "y": ["a", "b"]}), tmp_dir + "/t.parquet")
+        >>> ctx.parquet_file(tmp_dir + "/t.parquet", columns=["y"]).collect()
+        [('a',), ('b',)]
+        """
         return Dataset(self, ParquetSource(os.fspath(path), self._num(num_partitions), columns), "parquet_file")
 
     def npy_file(self, path: str | os.PathLike, num_partitions: int | None = None) -> Dataset:
         """Row ranges of a memory-mapped ``.npy`` file (read-only views), or of the parts
-        of a directory (``save_as_npy``'s, read through its manifest) as one array."""
+        of a directory (``save_as_npy``'s, read through its manifest) as one array.
+
+        >>> import numpy as np
+        >>> np.save(tmp_dir + "/points.npy", np.arange(6.0).reshape(3, 2))
+        >>> ctx.npy_file(tmp_dir + "/points.npy", 2).map(lambda row: float(row.sum())).collect()
+        [1.0, 5.0, 9.0]
+        """
         return Dataset(self, NpySource(os.fspath(path), self._num(num_partitions)), "npy_file")
 
     # -- more sources and settings (PySpark's SparkContext has them; issue 17) ------------------
     def union(self, *datasets: Dataset) -> Dataset:
-        """The partitions of every dataset, one after the other (an empty dataset for none)."""
+        """The partitions of every dataset, one after the other (an empty dataset for none).
+
+        >>> ctx.union(ctx.parallelize([1]), ctx.parallelize([2, 3])).collect()
+        [1, 2, 3]
+        """
         if not datasets:
             return self.empty_dataset()
         return datasets[0].union(*datasets[1:])
 
     def empty_dataset(self) -> Dataset:
-        """A dataset with no partitions and no records."""
+        """A dataset with no partitions and no records.
+
+        >>> ctx.empty_dataset().collect(), ctx.empty_dataset().num_partitions
+        ([], 0)
+        """
         from .lineage import ListSource
 
         return Dataset(self, ListSource([]), "empty_dataset")
@@ -622,33 +792,63 @@ class Context:
     def whole_text_files(self, path: str | os.PathLike | Sequence[str], min_partitions: int | None = None,
                          encoding: str = "utf-8") -> Dataset:
         """``(path, content)`` of every file of a directory (or of one file, or of a list of
-        them), a record each."""
+        them), a record each.
+
+        >>> import os
+        >>> os.makedirs(tmp_dir + "/docs"); _ = open(tmp_dir + "/docs/a.txt", "w").write("hello")
+        >>> [(os.path.basename(p), text) for p, text in ctx.whole_text_files(tmp_dir + "/docs").collect()]
+        [('a.txt', 'hello')]
+        """
         from .whole_files import whole_files
 
         return whole_files(self, path, min_partitions, encoding=encoding)
 
     def pickle_file(self, path: str | os.PathLike | Sequence[str]) -> Dataset:
         """The records ``Dataset.save_as_pickle_file`` wrote (to one directory or to each of
-        a list), a partition per part file."""
+        a list), a partition per part file.
+
+        >>> ctx.parallelize([(1, {"a"}), (2, None)]).save_as_pickle_file(tmp_dir + "/objs")
+        >>> ctx.pickle_file(tmp_dir + "/objs").collect()
+        [(1, {'a'}), (2, None)]
+        """
         from .pickle_files import open_pickle_file
 
         return open_pickle_file(self, path)
 
     def set_checkpoint_dir(self, path: str | os.PathLike) -> None:
         """Where ``Dataset.checkpoint()`` writes: a directory of this application's own
-        is made under ``path`` (files stay after ``stop()``, as Spark's)."""
+        is made under ``path`` (files stay after ``stop()``, as Spark's).
+
+        >>> ctx.set_checkpoint_dir(tmp_dir)
+        >>> ds = ctx.parallelize([1, 2])
+        >>> ds.checkpoint(); _ = ds.count()
+        >>> ds.get_checkpoint_file().startswith(ctx.checkpoint_dir)
+        True
+        """
         from .checkpoint import app_checkpoint_dir
 
         self._checkpoint_dir = app_checkpoint_dir(path, self.app_id)
 
     @property
     def checkpoint_dir(self) -> str | None:
-        """The directory ``set_checkpoint_dir`` made, or None."""
+        """The directory ``set_checkpoint_dir`` made, or None.
+
+        >>> ctx.set_checkpoint_dir(tmp_dir)
+        >>> ctx.checkpoint_dir.startswith(tmp_dir)
+        True
+        """
         return getattr(self, "_checkpoint_dir", None)
 
     def set_log_level(self, level: str | int) -> None:
         """The level of strataflow's loggers (``"DEBUG"``, ``"INFO"``, ``"WARN"``, ``"ERROR"``,
-        ``"OFF"``..., or a ``logging`` number)."""
+        ``"OFF"``..., or a ``logging`` number).
+
+        >>> import logging
+        >>> ctx.set_log_level("ERROR")
+        >>> logging.getLogger("strataflow").level == logging.ERROR
+        True
+        >>> ctx.set_log_level("WARN")
+        """
         import logging
 
         names = {"ALL": logging.NOTSET, "TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO,

@@ -105,14 +105,32 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
     # -- identity and lineage ------------------------------------------------------------
     @property
     def num_partitions(self) -> int:
+        """How many partitions (and so tasks per stage) the dataset has.
+
+        >>> ctx.parallelize(range(10), 4).num_partitions
+        4
+        """
         return self.node.num_partitions
 
     @property
     def partitioner(self):
+        """How the keys are placed in partitions (after ``partition_by``, a ``*_by_key`` aggregation or
+        ``sort_by_key``), or None; datasets that share one join without a shuffle.
+
+        >>> pairs = ctx.parallelize([(1, "a")])
+        >>> pairs.partitioner is None, pairs.partition_by(2).partitioner is None
+        (True, False)
+        """
         return self.node.partitioner
 
     @property
     def name(self) -> str | None:
+        """The name ``set_name`` gave (shown by ``explain``, the status page and the event log), or
+        None.
+
+        >>> ctx.parallelize([1]).set_name("points").name
+        'points'
+        """
         return self._name
 
     @name.setter
@@ -120,23 +138,43 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
         self._name = value
 
     def set_name(self, name: str) -> "Dataset":
+        """Names the dataset (for ``explain``, the status page, errors and the event log); returns it.
+
+        >>> ctx.parallelize([1]).set_name("points").name
+        'points'
+        """
         self._name = name
         return self
 
     @property
     def label(self) -> str:
-        """How errors and logs name this dataset: ``name#id`` or ``op#id``."""
+        """How errors and logs name this dataset: ``name#id`` or ``op#id``.
+
+        >>> ctx.parallelize([1]).set_name("points").label  # doctest: +ELLIPSIS
+        'points#...'
+        """
         return f"{self._name or self.op.split(' at ')[0]}#{self.id}"
 
     def __repr__(self) -> str:
         return f"Dataset[{self.id}] {self._name or ''} {self.op} ({self.num_partitions} partitions)".replace("  ", " ")
 
     def to_debug_string(self) -> str:
-        """The lineage as text (``explain()``; Spark's name)."""
+        """The lineage as text (``explain()``; Spark's name).
+
+        >>> print(ctx.parallelize([1]).set_name("one").to_debug_string())  # doctest: +ELLIPSIS
+        result stage: 2 tasks
+        (2) one ListSource[...] parallelize at ...
+        """
         return self.explain()
 
     def explain(self) -> str:
-        """The lineage as text, one dataset a line, shuffle boundaries marked as stages."""
+        """The lineage as text, one dataset a line, shuffle boundaries marked as stages.
+
+        >>> print(ctx.parallelize(range(4)).map(str).explain())  # doctest: +ELLIPSIS
+        result stage: 2 tasks
+        (2) MapPartitionsNode[...] map at ...
+        (2) RangeSource[...] parallelize at ... [range(0, 4)]
+        """
         lines: list[str] = []
         seen: set[int] = set()
 
@@ -170,7 +208,14 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
         instead of recomputing; ``StorageLevel.AUTO`` lets the engine choose, per dataset
         and from what it measures, whether blocks leaving memory are dropped, mapped or
         serialized to disk. ``serializer`` overrides the context's for this dataset. Like
-        Spark, the level cannot change once set (unpersist first)."""
+        Spark, the level cannot change once set (unpersist first).
+
+        >>> from strataflow import StorageLevel
+        >>> ds = ctx.parallelize(range(4)).persist(StorageLevel.MEMORY_AND_DISK)
+        >>> ds.get_storage_level(), ds.sum()
+        (StorageLevel.MEMORY_AND_DISK, 6)
+        >>> _ = ds.unpersist()
+        """
         level = StorageLevel.parse(self.ctx.config.default_level if level is None else level)
         if self.storage_level not in (StorageLevel.NONE, level):
             raise StorageLevelLocked(f"persist: dataset {self.label} is already persisted at {self.storage_level.name}; "
@@ -184,32 +229,64 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
         return self
 
     def cache(self) -> "Dataset":
-        """``persist()``: the Context's ``default_level`` (Spark's MEMORY_ONLY unless set)."""
+        """``persist()``: the Context's ``default_level`` (Spark's MEMORY_ONLY unless set).
+
+        >>> ds = ctx.parallelize(range(4)).cache()
+        >>> ds.sum(), ds.is_cached
+        (6, True)
+        >>> _ = ds.unpersist()
+        """
         return self.persist()
 
     def unpersist(self, blocking: bool = True) -> "Dataset":
         """Removes this dataset's blocks from every store (always synchronously here, so
-        ``blocking`` is accepted for PySpark compatibility)."""
+        ``blocking`` is accepted for PySpark compatibility).
+
+        >>> ds = ctx.parallelize([1]).cache()
+        >>> ds.unpersist().is_cached
+        False
+        """
         self.ctx._unpersist(self.id)
         self.storage_level = StorageLevel.NONE
         return self
 
     @property
     def is_cached(self) -> bool:
+        """True while the dataset is persisted at some level (``cache``/``persist`` until
+        ``unpersist``).
+
+        >>> ds = ctx.parallelize([1])
+        >>> ds.is_cached, ds.cache().is_cached, ds.unpersist().is_cached
+        (False, True, False)
+        """
         return self.storage_level.is_valid
 
     def get_storage_level(self) -> StorageLevel.Level:
-        """The level ``persist`` set (``StorageLevel.NONE`` when not persisted)."""
+        """The level ``persist`` set (``StorageLevel.NONE`` when not persisted).
+
+        >>> ctx.parallelize([1]).get_storage_level()
+        StorageLevel.NONE
+        """
         return self.storage_level
 
     # -- getting a partition ----------------------------------------------------------------
     def compute(self, split: int, tc: "TaskContext") -> Any:
+        """Partition ``split`` computed from its parents (the engine calls this inside a task; users
+        call ``collect`` and the other actions).
+
+        >>> ctx.parallelize(range(4), 2).map(lambda x: x + 1).collect_partitions()[1]
+        [3, 4]
+        """
         return self.node.compute(split, tc)
 
     def iterator(self, split: int, tc: "TaskContext") -> Any:
         """This dataset's partition ``split``: through the block manager, which serves it
         from the task's last read (``storage/task_reads.py``), from the cache (once there
-        is one) or computes it from lineage."""
+        is one) or computes it from lineage.
+
+        >>> ctx.parallelize(range(4), 2).cache().collect_partitions()  # each task reads through iterator()
+        [[0, 1], [2, 3]]
+        """
         if tc.cancelled is not None and tc.cancelled.is_set():
             raise TaskCancelled(f"stage {tc.stage_id} was cancelled")
         bid = BlockId(self.id, split)
@@ -231,21 +308,40 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
 
     # -- narrow transformations ---------------------------------------------------------------
     def map_partitions_with_index(self, f: Callable[[int, Any], Any], preserves_partitioning: bool = False) -> "Dataset":
-        """``f(index, value)`` -> a list, a batch or any iterable (made a list)."""
+        """``f(index, value)`` -> a list, a batch or any iterable (made a list).
+
+        >>> ds = ctx.parallelize(["a", "b", "c"], 3)
+        >>> ds.map_partitions_with_index(lambda i, part: [(i, r) for r in part]).collect()
+        [(0, 'a'), (1, 'b'), (2, 'c')]
+        """
         return self._derive(MapPartitionsNode(self, f, preserves_partitioning), "map_partitions_with_index")
 
     def map_partitions(self, f: Callable[[Any], Any], preserves_partitioning: bool = False) -> "Dataset":
         """``f(value)`` on each whole partition: a batch stays a batch (``lambda a: a @ w``)
-        and a PySpark-style generator over the records works too."""
+        and a PySpark-style generator over the records works too.
+
+        >>> ctx.parallelize(range(6), 2).map_partitions(lambda part: [sum(part)]).collect()
+        [3, 12]
+        """
         return self._derive(MapPartitionsNode(self, lambda _, v: f(v), preserves_partitioning), "map_partitions")
 
     def map(self, f: Callable[[Any], Any], preserves_partitioning: bool = False) -> "Dataset":
+        """``f(record)`` for every record (rows of a batch partition one at a time: ``map_partitions``
+        keeps a batch whole).
+
+        >>> ctx.parallelize([1, 2, 3]).map(lambda x: x * 10).collect()
+        [10, 20, 30]
+        """
         return self._derive(
             MapPartitionsNode(self, lambda _, v: [f(x) for x in iter_rows(v)], preserves_partitioning), "map"
         )
 
     def filter(self, f: Callable[[Any], bool]) -> "Dataset":
-        """Keeps the records for which ``f`` is true; a batch stays a batch of the kept rows."""
+        """Keeps the records for which ``f`` is true; a batch stays a batch of the kept rows.
+
+        >>> ctx.parallelize(range(6)).filter(lambda x: x % 2 == 0).collect()
+        [0, 2, 4]
+        """
 
         def keep(_, v):
             if is_batch(v):
@@ -256,19 +352,38 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
         return self._derive(MapPartitionsNode(self, keep, True), "filter")
 
     def flat_map(self, f: Callable[[Any], Iterable], preserves_partitioning: bool = False) -> "Dataset":
+        """``f(record)`` returns an iterable; its items are the new dataset's records.
+
+        >>> ctx.parallelize(["a b", "c"]).flat_map(str.split).collect()
+        ['a', 'b', 'c']
+        """
         return self._derive(
             MapPartitionsNode(self, lambda _, v: [y for x in iter_rows(v) for y in f(x)], preserves_partitioning),
             "flat_map",
         )
 
     def glom(self) -> "Dataset":
-        """Each partition becomes one record: its list of records, or its batch itself."""
+        """Each partition becomes one record: its list of records, or its batch itself.
+
+        >>> ctx.parallelize(range(5), 2).glom().collect()
+        [[0, 1], [2, 3, 4]]
+        """
         return self._derive(MapPartitionsNode(self, lambda _, v: [v if is_batch(v) else list(v)]), "glom")
 
     def key_by(self, f: Callable[[Any], Any]) -> "Dataset":
+        """``(f(record), record)`` pairs, making a pair dataset for the ``*_by_key`` operations.
+
+        >>> ctx.parallelize(["apple", "bee"]).key_by(len).collect()
+        [(5, 'apple'), (3, 'bee')]
+        """
         return self._derive(MapPartitionsNode(self, lambda _, v: [(f(x), x) for x in iter_rows(v)]), "key_by")
 
     def union(self, *others: "Dataset") -> "Dataset":
+        """The partitions of this dataset and then of each of ``others`` (no shuffle, duplicates kept).
+
+        >>> ctx.parallelize([1, 2]).union(ctx.parallelize([2, 3])).collect()
+        [1, 2, 2, 3]
+        """
         for o in others:
             if o.ctx is not self.ctx:
                 raise ValueError("union: datasets belong to different contexts")
@@ -282,16 +397,29 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
 
     def barrier(self) -> BarrierDataset:
         """The stage's transformations marked as a barrier stage (PySpark's RDDBarrier);
-        strataflow runs them as ordinary tasks (see ``barrier.py``)."""
+        strataflow runs them as ordinary tasks (see ``barrier.py``).
+
+        >>> ctx.parallelize([1, 2, 3], 3).barrier().map_partitions(lambda part: [sum(part)]).collect()
+        [1, 2, 3]
+        """
         return BarrierDataset(self)
 
     def zip_partitions(self, *others: "Dataset", f: Callable[..., Any]) -> "Dataset":
         """``f(value, other_value, ...)`` on partition i of this and every other dataset
-        (same partition counts); no shuffle. E.g. points with their cached norms."""
+        (same partition counts); no shuffle. E.g. points with their cached norms.
+
+        >>> a, b = ctx.parallelize([1, 2, 3, 4], 2), ctx.parallelize([10, 20, 30, 40], 2)
+        >>> a.zip_partitions(b, f=lambda x, y: [sum(x) + sum(y)]).collect()
+        [33, 77]
+        """
         return self._derive(ZippedPartitionsNode([self, *others], f), "zip_partitions")
 
     def zip(self, other: "Dataset") -> "Dataset":
-        """``(record, other_record)`` pairs; partitions must hold equal record counts."""
+        """``(record, other_record)`` pairs; partitions must hold equal record counts.
+
+        >>> ctx.parallelize([1, 2, 3], 2).zip(ctx.parallelize("abc", 2)).collect()
+        [(1, 'a'), (2, 'b'), (3, 'c')]
+        """
 
         def pair(a, b):
             ra, rb = list(iter_rows(a)), list(iter_rows(b))
@@ -303,7 +431,11 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
 
     def coalesce(self, num_partitions: int, shuffle: bool = False) -> "Dataset":
         """Fewer partitions: without ``shuffle``, by joining neighbours (no stage boundary);
-        with it, as ``repartition``."""
+        with it, as ``repartition``.
+
+        >>> ctx.parallelize(range(6), 3).coalesce(1).glom().collect()
+        [[0, 1, 2, 3, 4, 5]]
+        """
         check_num_partitions(num_partitions)
         if shuffle:
             return self.repartition(num_partitions)
@@ -312,7 +444,12 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
     def sample(self, with_replacement: bool, fraction: float, seed: int | None = None) -> "Dataset":
         """A random sample, reproducible for a seed (each partition seeds ``seed + index``).
         Without replacement each record is kept with probability ``fraction``; with it, a
-        record appears Poisson(``fraction``) times."""
+        record appears Poisson(``fraction``) times.
+
+        >>> sample = ctx.parallelize(range(1000)).sample(False, 0.1, seed=7)
+        >>> sample.collect() == sample.collect(), 50 < sample.count() < 150
+        (True, True)
+        """
         if fraction < 0:
             raise ValueError(f"sample: fraction must be >= 0, got {fraction}")
         base = random.randrange(1 << 30) if seed is None else seed
@@ -331,7 +468,11 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
 
     def zip_with_index(self) -> "Dataset":
         """``(record, index)`` with indices in partition order; like Spark, this runs a job
-        to count the partitions first when there is more than one."""
+        to count the partitions first when there is more than one.
+
+        >>> ctx.parallelize("abc", 2).zip_with_index().collect()
+        [('a', 0), ('b', 1), ('c', 2)]
+        """
         counts = self.map_partitions(lambda v: [num_rows(v)]).collect() if self.num_partitions > 1 else [0]
         starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
         return self._derive(
@@ -342,7 +483,11 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
 
     def zip_with_unique_id(self) -> "Dataset":
         """``(record, id)`` with unique ids and no job (unlike ``zip_with_index``): the
-        j-th record of partition i gets ``j * num_partitions + i``, so ids have gaps."""
+        j-th record of partition i gets ``j * num_partitions + i``, so ids have gaps.
+
+        >>> ctx.parallelize("abc", 2).zip_with_unique_id().collect()
+        [('a', 0), ('b', 1), ('c', 3)]
+        """
         n = self.num_partitions
         return self._derive(
             MapPartitionsNode(self, lambda i, v: [(x, j * n + i) for j, x in enumerate(iter_rows(v))]),

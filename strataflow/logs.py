@@ -17,6 +17,10 @@ __all__ = ["logger", "StageWarnings"]
 
 #: the root of strataflow's loggers (``strataflow.storage``, ``strataflow.ray``, ...)
 logger = logging.getLogger("strataflow")
+# A library configures no output: the application does (``logging.basicConfig``...). The
+# NullHandler keeps Python's last-resort handler from printing our warnings to stderr when
+# the application configured nothing, as the logging HOWTO asks of libraries.
+logger.addHandler(logging.NullHandler())
 
 
 class StageWarnings:

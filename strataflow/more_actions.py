@@ -26,7 +26,11 @@ class MoreActionOps:
     """A mixin of Dataset."""
 
     def top(self, num: int, key: Callable[[Any], Any] | None = None) -> list:
-        """The ``num`` largest records (by ``key(record)`` when given), largest first."""
+        """The ``num`` largest records (by ``key(record)`` when given), largest first.
+
+        >>> ctx.parallelize([5, 1, 4, 2]).top(2)
+        [5, 4]
+        """
         _check_num(num, "top")
         if num == 0:
             return []
@@ -34,7 +38,11 @@ class MoreActionOps:
         return heapq.nlargest(num, (x for p in parts for x in p), key=key)
 
     def take_ordered(self, num: int, key: Callable[[Any], Any] | None = None) -> list:
-        """The ``num`` smallest records (by ``key(record)`` when given), smallest first."""
+        """The ``num`` smallest records (by ``key(record)`` when given), smallest first.
+
+        >>> ctx.parallelize([5, 1, 4, 2]).take_ordered(2), ctx.parallelize([5, 1, 4]).take_ordered(1, key=lambda x: -x)
+        ([1, 2], [5])
+        """
         _check_num(num, "take_ordered")
         if num == 0:
             return []
@@ -43,13 +51,21 @@ class MoreActionOps:
         return heapq.nsmallest(num, (x for p in parts for x in p), key=key)
 
     def is_empty(self) -> bool:
-        """True when the dataset has no record (scans partitions only until it finds one)."""
+        """True when the dataset has no record (scans partitions only until it finds one).
+
+        >>> ctx.parallelize([], 2).is_empty(), ctx.parallelize([0]).is_empty()
+        (True, False)
+        """
         return self.num_partitions == 0 or not self.take(1)
 
     def to_local_iterator(self, prefetch_partitions: bool = False) -> Iterator[Any]:
         """The records, one partition's job at a time (the caller holds one partition,
         not the whole dataset). With ``prefetch_partitions`` the next partition's job runs
-        while the caller consumes the current one."""
+        while the caller consumes the current one.
+
+        >>> list(ctx.parallelize(range(5), 2).to_local_iterator())
+        [0, 1, 2, 3, 4]
+        """
         n = self.num_partitions
 
         def fetch(p: int) -> list:
@@ -72,7 +88,11 @@ class MoreActionOps:
 
     def tree_reduce(self, f: Callable[[Any, Any], Any], depth: int = 2) -> Any:
         """``reduce`` whose partial results are combined in ``depth`` levels of tasks
-        (``tree_aggregate``); ValueError when the dataset is empty."""
+        (``tree_aggregate``); ValueError when the dataset is empty.
+
+        >>> ctx.parallelize(range(10), 4).tree_reduce(lambda a, b: a + b)
+        45
+        """
 
         def op(a, b):
             if a is _EMPTY:

@@ -91,7 +91,12 @@ class PickleFileOps:
 
     def save_as_pickle_file(self, path: str | os.PathLike, batch_size: int = 10) -> None:
         """Writes the records as pickles (``Context.pickle_file`` reads them back), in
-        lists of ``batch_size`` records (0 or less: one list per partition)."""
+        lists of ``batch_size`` records (0 or less: one list per partition).
+
+        >>> ctx.parallelize([{"a": 1}, None]).save_as_pickle_file(tmp_dir + "/records")
+        >>> ctx.pickle_file(tmp_dir + "/records").collect()
+        [{'a': 1}, None]
+        """
         path = prepare_output_dir(path, "save_as_pickle_file")
 
         def write(i, v):

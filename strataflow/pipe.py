@@ -30,7 +30,11 @@ class PipeOps:
         """The output lines of ``command`` (a string split as a shell would, or an argv
         list; no shell runs) fed each partition's records. ``env`` replaces the
         environment (None: inherited). With ``check_code``, a non-zero exit fails the task
-        with an error naming the command and its status."""
+        with an error naming the command and its status.
+
+        >>> ctx.parallelize(["b", "a"], 1).pipe("sort").collect()
+        ['a', 'b']
+        """
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
             raise ValueError("pipe: the command is empty")

@@ -57,7 +57,12 @@ class SamplingOps:
     def take_sample(self, with_replacement: bool, num: int, seed: int | None = None) -> list:
         """``num`` records drawn at random (fewer only when sampling without replacement
         from a smaller dataset), in random order; reproducible for a seed. Counts the
-        dataset first, then samples with a fraction chosen to overshoot, as Spark does."""
+        dataset first, then samples with a fraction chosen to overshoot, as Spark does.
+
+        >>> picked = ctx.parallelize(range(10)).take_sample(False, 3, seed=1)
+        >>> len(picked), len(set(picked)), all(0 <= x < 10 for x in picked)
+        (3, 3, True)
+        """
         if not isinstance(num, int) or isinstance(num, bool):
             raise TypeError(f"take_sample: num must be an int, got {type(num).__name__}")
         if num < 0:
@@ -84,7 +89,12 @@ class SamplingOps:
 
     def random_split(self, weights: Sequence[float], seed: int | None = None) -> list["Dataset"]:
         """Datasets that split the records at random in proportion to ``weights``
-        (normalized to sum 1): disjoint, and together every record once."""
+        (normalized to sum 1): disjoint, and together every record once.
+
+        >>> parts = ctx.parallelize(range(100)).random_split([0.5, 0.5], seed=1)
+        >>> sorted(parts[0].collect() + parts[1].collect()) == list(range(100))
+        True
+        """
         if not weights or any(w < 0 for w in weights):
             raise ValueError(f"random_split: weights must be non-negative numbers, got {list(weights)!r}")
         s = float(sum(weights))
@@ -111,7 +121,12 @@ class SamplingOps:
         """A sample of pair records keeping each key's own fraction (stratified
         sampling): ``fractions[key]`` is the probability to keep a record without
         replacement, or the expected number of copies with it. Every key in the data
-        must be in ``fractions``."""
+        must be in ``fractions``.
+
+        >>> pairs = ctx.parallelize([("keep", i) for i in range(5)] + [("drop", i) for i in range(5)])
+        >>> pairs.sample_by_key(False, {"keep": 1.0, "drop": 0.0}, seed=1).count_by_key()
+        {'keep': 5}
+        """
         for k, f in fractions.items():
             if f < 0:
                 raise ValueError(f"sample_by_key: fraction of key {k!r} must be >= 0, got {f}")

@@ -46,16 +46,28 @@ class SetOps:
     """Set operations, a mixin of Dataset."""
 
     def subtract(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
-        """Records of this dataset not in ``other`` (duplicates kept, as Spark's)."""
+        """Records of this dataset not in ``other`` (duplicates kept, as Spark's).
+
+        >>> sorted(ctx.parallelize([1, 2, 2, 3]).subtract(ctx.parallelize([3])).collect())
+        [1, 2, 2]
+        """
         return self.map(_mark).subtract_by_key(other.map(_mark), num_partitions).keys()
 
     def intersection(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
-        """Distinct records found in both datasets."""
+        """Distinct records found in both datasets.
+
+        >>> sorted(ctx.parallelize([1, 2, 2, 3]).intersection(ctx.parallelize([2, 3, 4])).collect())
+        [2, 3]
+        """
         return (self.map(_mark).cogroup(other.map(_mark), num_partitions=num_partitions)
                 .filter(lambda kv: bool(kv[1][0]) and bool(kv[1][1])).keys())
 
     def cartesian(self, other: "Dataset") -> "Dataset":
-        """Every pair ``(a, b)`` of a record of this dataset and one of ``other``."""
+        """Every pair ``(a, b)`` of a record of this dataset and one of ``other``.
+
+        >>> sorted(ctx.parallelize([1, 2]).cartesian(ctx.parallelize(["x", "y"])).collect())
+        [(1, 'x'), (1, 'y'), (2, 'x'), (2, 'y')]
+        """
         if other.ctx is not self.ctx:
             raise ValueError("cartesian: datasets belong to different contexts")
         return self._derive(CartesianNode(self, other), "cartesian")

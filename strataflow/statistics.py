@@ -159,7 +159,12 @@ class StatisticsOps:
     """Numeric actions, a mixin of Dataset."""
 
     def stats(self) -> StatCounter:
-        """Count, mean, population stdev, max and min of the records, in one job."""
+        """Count, mean, population stdev, max and min of the records, in one job.
+
+        >>> s = ctx.parallelize([1, 2, 3, 4]).stats()
+        >>> s.count(), s.mean(), s.max(), s.min()
+        (4, 2.5, 4.0, 1.0)
+        """
         parts = self._run(_partition_stats, description=f"stats {self.label}")
         out = StatCounter()
         for p in parts:
@@ -167,26 +172,51 @@ class StatisticsOps:
         return out
 
     def variance(self) -> float:
-        """Population variance (divides by n)."""
+        """Population variance (divides by n).
+
+        >>> ctx.parallelize([1, 2, 3, 4]).variance()
+        1.25
+        """
         return self.stats().variance()
 
     def stdev(self) -> float:
-        """Population standard deviation."""
+        """Population standard deviation.
+
+        >>> ctx.parallelize([1, 2, 3, 4]).stdev()  # doctest: +ELLIPSIS
+        1.118033...
+        """
         return self.stats().stdev()
 
     def sample_variance(self) -> float:
-        """Unbiased variance (divides by n - 1)."""
+        """Unbiased variance (divides by n - 1).
+
+        >>> ctx.parallelize([1, 2, 3, 4]).sample_variance()  # doctest: +ELLIPSIS
+        1.666666...
+        """
         return self.stats().sample_variance()
 
     def sample_stdev(self) -> float:
+        """The sample standard deviation (divides by n - 1; ``stdev`` divides by n).
+
+        >>> ctx.parallelize([1, 2, 3, 4]).sample_stdev()  # doctest: +ELLIPSIS
+        1.290994...
+        """
         return self.stats().sample_stdev()
 
     def max(self, key: Callable[[Any], Any] | None = None) -> Any:
-        """The largest record (by ``key(record)`` when given); ValueError when empty."""
+        """The largest record (by ``key(record)`` when given); ValueError when empty.
+
+        >>> ctx.parallelize([3, 9, 4]).max(), ctx.parallelize(["bb", "a"]).max(key=len)
+        (9, 'bb')
+        """
         return self._extreme(max, key, "max")
 
     def min(self, key: Callable[[Any], Any] | None = None) -> Any:
-        """The smallest record (by ``key(record)`` when given); ValueError when empty."""
+        """The smallest record (by ``key(record)`` when given); ValueError when empty.
+
+        >>> ctx.parallelize([3, 9, 4]).min()
+        3
+        """
         return self._extreme(min, key, "min")
 
     def _extreme(self, pick: Callable, key: Callable | None, what: str) -> Any:
@@ -206,7 +236,11 @@ class StatisticsOps:
         the largest record, found by one more job) or the sorted bounds themselves, e.g.
         ``[1, 10, 20, 50]`` means ``[1, 10) [10, 20) [20, 50]``: every bucket is open on
         the right but the last, which is closed. Records outside the bounds, None and NaN
-        are not counted."""
+        are not counted.
+
+        >>> ctx.parallelize([1, 2, 3, 9, 10]).histogram([0, 5, 10])
+        ([0, 5, 10], [3, 2])
+        """
         if isinstance(buckets, bool) or not isinstance(buckets, (int, list, tuple)):
             raise TypeError(f"histogram: buckets must be a count or a list or tuple of bounds, "
                             f"got {type(buckets).__name__}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import operator
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -244,3 +245,15 @@ def test_a_value_that_is_not_rows_is_a_type_error_naming_dataset_and_type(ctx):
 
     with pytest.raises(RowsTypeError, match=r"parallelize's data.*Frame"):
         ctx.parallelize(Frame(), 2)
+
+
+def test_is_dataframe_while_pandas_is_half_imported(monkeypatch):
+    """A task thread that looks while another thread is importing pandas (``sys.modules``
+    holds the module before its ``DataFrame`` exists) sees no DataFrame, not an error:
+    two tasks writing Parquet once failed with "partially initialized module 'pandas'"."""
+    import types
+
+    from strataflow.batch import is_dataframe
+
+    monkeypatch.setitem(sys.modules, "pandas", types.ModuleType("pandas"))
+    assert is_dataframe([1, 2]) is False

@@ -36,3 +36,28 @@ def test_library_code_prints_nothing_a_failing_listener_is_logged(capsys, caplog
         bus.post("Again")  # removed after the first failure
     assert capsys.readouterr() == ("", "")
     assert len(caplog.records) == 1 and "ZeroDivisionError" in caplog.records[0].getMessage()
+
+
+def test_the_strataflow_logger_has_a_null_handler():
+    """A library adds only a NullHandler: an application that configures no logging gets
+    no output from Python's last-resort handler, and one that does decides everything."""
+    import strataflow  # noqa: F401  (the package's import installs it)
+
+    handlers = logging.getLogger("strataflow").handlers
+    assert any(isinstance(h, logging.NullHandler) for h in handlers)
+    assert all(isinstance(h, logging.NullHandler) for h in handlers)
+
+
+def test_an_unconfigured_application_sees_no_strataflow_warning(tmp_path):
+    """Without the NullHandler, Python's last resort prints a warning to stderr."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's strataflow, from any cwd
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    code = "import logging, strataflow; logging.getLogger('strataflow.storage').warning('disk full')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

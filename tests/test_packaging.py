@@ -49,3 +49,20 @@ def test_the_package_is_typed_and_licensed():
 def test_the_cli_says_its_version():
     out = subprocess.run([sys.executable, "-m", "strataflow.cli", "--version"], capture_output=True, text=True)
     assert out.stdout.strip() == f"strataflow {strataflow.__version__}"
+
+
+def test_metadata_names_authors_urls_and_classifiers():
+    """What an index page shows: who, where, and for which Pythons and systems. The
+    licence is the SPDX expression alone: setuptools >= 77 (the build requirement)
+    refuses a ``License ::`` classifier beside it (PEP 639)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["authors"] == [{"name": "strataflow developers"}]
+    assert set(project["urls"]) == {"Homepage", "Documentation", "Issues"}
+    assert all(url.startswith("https://") for url in project["urls"].values())
+    classifiers = project["classifiers"]
+    assert len(set(classifiers)) == len(classifiers)
+    least = int(project["requires-python"].removeprefix(">=3."))
+    versions = {int(c.rsplit(".", 1)[1]) for c in classifiers if c.startswith("Programming Language :: Python :: 3.")}
+    assert min(versions) == least and versions == set(range(least, max(versions) + 1))
+    assert "Operating System :: POSIX" in classifiers and any(c.startswith("Topic ::") for c in classifiers)
+    assert project["license"] == "Apache-2.0" and not any(c.startswith("License ::") for c in classifiers)

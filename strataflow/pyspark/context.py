@@ -112,7 +112,11 @@ class SparkContext:
 
     @classmethod
     def getOrCreate(cls, conf: SparkConf | None = None) -> "SparkContext":
-        """The active SparkContext, or a new one from ``conf``."""
+        """The active SparkContext, or a new one from ``conf``.
+
+        >>> SparkContext.getOrCreate() is sc
+        True
+        """
         with cls._lock:
             if cls._active_spark_context is None:
                 cls(conf=conf)
@@ -126,7 +130,16 @@ class SparkContext:
         self.stop()
 
     def stop(self) -> None:
-        """Stops the executors and removes the application's working directories."""
+        """Stops the executors and removes the application's working directories.
+
+        >>> conf = sc.getConf()
+        >>> sc.stop()
+        >>> sc.parallelize([1]).count()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: this Context has been stopped
+        >>> sc = SparkContext(conf=conf)  # a fresh one for the examples that follow
+        """
         self.ctx.events.unsubscribe(self._status)
         self.ctx.stop()
         with SparkContext._lock:
@@ -144,15 +157,32 @@ class SparkContext:
     # -- facts -------------------------------------------------------------------------------------
     @property
     def defaultParallelism(self) -> int:
+        """The partition count of ``parallelize`` when none is given (N of ``local[N]``, or
+        ``spark.default.parallelism``).
+
+        >>> sc.defaultParallelism, sc.parallelize(range(10)).getNumPartitions()
+        (2, 2)
+        """
         return self.ctx.default_parallelism
 
     @property
     def defaultMinPartitions(self) -> int:
+        """The partition count of file sources when none is given: ``min(defaultParallelism, 2)``, as
+        in Spark.
+
+        >>> sc.defaultMinPartitions
+        2
+        """
         return min(self.defaultParallelism, 2)
 
     @property
     def version(self) -> str:
-        """strataflow's version (there is no Spark underneath)."""
+        """strataflow's version (there is no Spark underneath).
+
+        >>> import strataflow
+        >>> sc.version == strataflow.__version__
+        True
+        """
         from .. import __version__
 
         return __version__
@@ -160,7 +190,11 @@ class SparkContext:
     @property
     def applicationId(self) -> str:
         """``local-<start ms>`` for a local master, as Spark names it (``sc.ctx.app_id`` is
-        strataflow's own id, the one in the event log and the directories)."""
+        strataflow's own id, the one in the event log and the directories).
+
+        >>> sc.applicationId  # doctest: +ELLIPSIS
+        'local-...'
+        """
         if self.master.startswith("local"):
             return f"local-{self.startTime}"
         return self.ctx.app_id
@@ -169,7 +203,11 @@ class SparkContext:
     def uiWebUrl(self) -> str | None:
         """The status page's URL (``Context.serve_status``: jobs, stages, storage and the
         cache's counters on 127.0.0.1), started on first use unless ``spark.ui.enabled``
-        is ``false`` (then None)."""
+        is ``false`` (then None).
+
+        >>> sc.uiWebUrl  # doctest: +ELLIPSIS
+        'http://127.0.0.1:...'
+        """
         if self._conf.get("spark.ui.enabled", "true").lower() == "false":
             return None
         return self.ctx.serve_status()
@@ -178,7 +216,11 @@ class SparkContext:
         """Spark's JVM system properties do not exist here: ``SPARK_SUBMIT`` is ``"true"``
         (an application started as by spark-submit), ``java.*`` and ``user.*`` are taken
         from the Python process (``java.home``: JAVA_HOME, else None), and any other key is
-        looked up in the SparkConf, then the environment."""
+        looked up in the SparkConf, then the environment.
+
+        >>> sc.getSystemProperty("SPARK_SUBMIT")
+        'true'
+        """
         if key == "SPARK_SUBMIT":
             return "true"
         known = {"java.home": os.environ.get("JAVA_HOME"), "user.name": getpass.getuser(),
@@ -189,13 +231,31 @@ class SparkContext:
         return self._conf.get(key) or os.environ.get(key)
 
     def sparkUser(self) -> str:
+        """The user running the application (the process's login name).
+
+        >>> import getpass
+        >>> sc.sparkUser() == getpass.getuser()
+        True
+        """
         return getpass.getuser()
 
     def getConf(self) -> SparkConf:
+        """A copy of the context's SparkConf (changing it changes nothing here).
+
+        >>> sc.getConf().get("spark.master")
+        'local[2]'
+        """
         return self._conf.copy()
 
     # -- local properties and job groups -----------------------------------------------------------
     def setLocalProperty(self, key: str, value: str | None) -> None:
+        """Sets (None: removes) a property of the jobs this thread starts; other threads do not see it.
+
+        >>> sc.setLocalProperty("team", "search")
+        >>> sc.getLocalProperty("team")
+        'search'
+        >>> sc.setLocalProperty("team", None)
+        """
         props = self._local.__dict__.setdefault("props", {})
         if value is None:
             props.pop(key, None)
@@ -203,26 +263,72 @@ class SparkContext:
             props[key] = value
 
     def getLocalProperty(self, key: str) -> str | None:
+        """The value ``setLocalProperty`` gave ``key`` in this thread, or None.
+
+        >>> sc.setLocalProperty("pool", "fast")
+        >>> sc.getLocalProperty("pool"), sc.getLocalProperty("unset")
+        ('fast', None)
+        >>> sc.setLocalProperty("pool", None)
+        """
         return self._local.__dict__.get("props", {}).get(key)
 
     def setJobGroup(self, groupId: str, description: str, interruptOnCancel: bool = False) -> None:
-        """Jobs this thread starts from now on belong to ``groupId`` (see ``statusTracker``)."""
+        """Jobs this thread starts from now on belong to ``groupId`` (see ``statusTracker``).
+
+        >>> sc.setJobGroup("etl", "load the tables")
+        >>> _ = sc.parallelize([1]).count()
+        >>> len(sc.statusTracker().getJobIdsForGroup("etl"))
+        1
+        """
         self.setLocalProperty("spark.jobGroup.id", groupId)
         self.setLocalProperty("spark.job.description", description)
 
     def setJobDescription(self, value: str) -> None:
+        """A description for the jobs this thread starts from now on (the ``spark.job.description``
+        local property).
+
+        >>> sc.setJobDescription("nightly totals")
+        >>> sc.getLocalProperty("spark.job.description")
+        'nightly totals'
+        """
         self.setLocalProperty("spark.job.description", value)
 
     def statusTracker(self) -> StatusTracker:
+        """A StatusTracker over this context's jobs and stages (ids by group, active ids, job and stage
+        info).
+
+        >>> _ = sc.parallelize([1, 2]).count()
+        >>> sc.statusTracker().getActiveJobsIds()
+        []
+        """
         return StatusTracker(self._status)
 
     def setLogLevel(self, logLevel: str) -> None:
+        """The level of strataflow's loggers (``Context.set_log_level``; Spark's names such as ``WARN``
+        work).
+
+        >>> sc.setLogLevel("WARN")
+        """
         self.ctx.set_log_level(logLevel)
 
     def setCheckpointDir(self, dirName: str) -> None:
+        """Where ``RDD.checkpoint()`` writes (a directory of this application's own is made under
+        ``dirName``).
+
+        >>> sc.setCheckpointDir(tmp_dir)
+        >>> rdd = sc.parallelize([1, 2]); rdd.checkpoint(); _ = rdd.count()
+        >>> rdd.isCheckpointed()
+        True
+        """
         self.ctx.set_checkpoint_dir(dirName)
 
     def getCheckpointDir(self) -> str | None:
+        """The directory ``setCheckpointDir`` made for this application, or None.
+
+        >>> sc.setCheckpointDir(tmp_dir)
+        >>> sc.getCheckpointDir().startswith(tmp_dir)
+        True
+        """
         return self.ctx.checkpoint_dir
 
     # -- sources -------------------------------------------------------------------------------------
@@ -230,11 +336,20 @@ class SparkContext:
         return RDD(dataset, self)
 
     def parallelize(self, c: Iterable[Any], numSlices: int | None = None) -> RDD[Any]:
+        """An RDD of the given records in ``numSlices`` contiguous slices (``Context.parallelize``).
+
+        >>> sc.parallelize(range(5), 2).glom().collect()
+        [[0, 1], [2, 3, 4]]
+        """
         return self._rdd(self.ctx.parallelize(c, numSlices))
 
     def range(self, start: int, end: int | None = None, step: int = 1, numSlices: int | None = None) -> RDD[int]:
         """Built as PySpark builds it: Python code that makes each slice's numbers from the
-        slice's index, over a collection of the indices (nothing held on the driver)."""
+        slice's index, over a collection of the indices (nothing held on the driver).
+
+        >>> sc.range(5).collect(), sc.range(2, 10, 3).collect()
+        ([0, 1, 2, 3, 4], [2, 5, 8])
+        """
         if end is None:
             start, end = 0, start
         numbers = range(start, end, step)  # range's own errors: a zero step
@@ -245,59 +360,144 @@ class SparkContext:
             lambda i, _, r=numbers, k=n: list(r[len(r) * i // k:len(r) * (i + 1) // k])))
 
     def emptyRDD(self) -> RDD[Any]:
+        """An RDD with no partitions and no records.
+
+        >>> sc.emptyRDD().collect(), sc.emptyRDD().isEmpty()
+        ([], True)
+        """
         return self._rdd(self.ctx.empty_dataset())
 
     def union(self, rdds: Sequence[RDD[Any]]) -> RDD[Any]:
+        """The partitions of every RDD in ``rdds``, one after the other (no shuffle).
+
+        >>> sc.union([sc.parallelize([1]), sc.parallelize([2, 3])]).collect()
+        [1, 2, 3]
+        """
         return self._rdd(self.ctx.union(*(r.dataset for r in rdds)))
 
     def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> RDD[str]:
-        """Lines of a file, of a directory's files, or of several paths joined by commas."""
+        r"""Lines of a file, of a directory's files, or of several paths joined by commas.
+
+        >>> _ = open(tmp_dir + "/a.txt", "w").write("x\ny\n"); _ = open(tmp_dir + "/b.txt", "w").write("z\n")
+        >>> sc.textFile(tmp_dir + "/a.txt," + tmp_dir + "/b.txt").collect()
+        ['x', 'y', 'z']
+        """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
         ds = self.ctx.union(*(self.ctx.text_file(p, n) for p in _paths(name)))
         return self._rdd(ds if use_unicode else ds.map(lambda s: s.encode("utf-8")))
 
     def wholeTextFiles(self, path: str, minPartitions: int | None = None,
                        use_unicode: bool = True) -> RDD[tuple[str, str]]:
+        """``(path, content)`` of every file of a directory (``Context.whole_text_files``), a record
+        each.
+
+        >>> import os
+        >>> os.makedirs(tmp_dir + "/docs"); _ = open(tmp_dir + "/docs/a.txt", "w").write("hi")
+        >>> [(os.path.basename(p), text) for p, text in sc.wholeTextFiles(tmp_dir + "/docs").collect()]
+        [('a.txt', 'hi')]
+        """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
         ds = self.ctx.whole_text_files(_paths(path), n)
         return self._rdd(ds if use_unicode else ds.map_values(lambda s: s.encode("utf-8")))
 
     def binaryFiles(self, path: str, minPartitions: int | None = None) -> RDD[tuple[str, bytes]]:
+        r"""``(path, bytes)`` of every file of a directory (or of one file), a record each.
+
+        >>> import os
+        >>> os.makedirs(tmp_dir + "/bin"); _ = open(tmp_dir + "/bin/a.dat", "wb").write(bytes([1, 2]))
+        >>> [(os.path.basename(p), data) for p, data in sc.binaryFiles(tmp_dir + "/bin").collect()]
+        [('a.dat', b'\x01\x02')]
+        """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
         return self._rdd(whole_files(self.ctx, _paths(path), n, binary=True))
 
     def pickleFile(self, name: str, minPartitions: int | None = None) -> RDD[Any]:
         """Records ``saveAsPickleFile`` wrote (a partition per part file; ``minPartitions``
-        is accepted and unused)."""
+        is accepted and unused).
+
+        >>> sc.parallelize([{"a": 1}, [2]]).saveAsPickleFile(tmp_dir + "/p")
+        >>> sorted(sc.pickleFile(tmp_dir + "/p").collect(), key=str)
+        [[2], {'a': 1}]
+        """
         return self._rdd(self.ctx.pickle_file(_paths(name)))
 
     def runJob(self, rdd: RDD[Any], partitionFunc: Callable[[Iterator[Any]], Iterable[Any]],
                partitions: Sequence[int] | None = None, allowLocal: bool = False) -> list[Any]:
         """``partitionFunc`` over the records of each of ``partitions`` (default all), its
-        results flattened in partition order."""
+        results flattened in partition order.
+
+        >>> rdd = sc.parallelize(range(6), 3)
+        >>> sc.runJob(rdd, lambda records: [sum(records)], partitions=[0, 2])
+        [1, 9]
+        """
         parts = rdd.dataset._run(lambda v: list(partitionFunc(iter_rows(v))), partitions,
                                  f"runJob {rdd.dataset.label}")
         return [x for p in parts for x in p]
 
     # -- not supported ---------------------------------------------------------------------------------
     def sequenceFile(self, path: str, *args: Any, **kwargs: Any) -> RDD[Any]:
+        """Not supported (UnsupportedOperation): sequence files are a Hadoop format; use
+        ``pickleFile``.
+
+        >>> sc.sequenceFile("data.seq")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: sequenceFile is not supported in strataflow ...
+        """
         raise unsupported("sequenceFile")
 
     def hadoopFile(self, path: str, *args: Any, **kwargs: Any) -> RDD[Any]:
+        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
+        ``pickleFile``.
+
+        >>> sc.hadoopFile("data.seq")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: hadoopFile is not supported in strataflow ...
+        """
         raise unsupported("hadoopFile")
 
     def newAPIHadoopFile(self, path: str, *args: Any, **kwargs: Any) -> RDD[Any]:
+        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
+        ``pickleFile``.
+
+        >>> sc.newAPIHadoopFile("data.seq")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: newAPIHadoopFile is not supported in strataflow ...
+        """
         raise unsupported("newAPIHadoopFile")
 
     def hadoopRDD(self, *args: Any, **kwargs: Any) -> RDD[Any]:
+        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
+        ``pickleFile``.
+
+        >>> sc.hadoopRDD("org.apache.hadoop.mapred.TextInputFormat")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: hadoopRDD is not supported in strataflow ...
+        """
         raise unsupported("hadoopRDD")
 
     def newAPIHadoopRDD(self, *args: Any, **kwargs: Any) -> RDD[Any]:
+        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
+        ``pickleFile``.
+
+        >>> sc.newAPIHadoopRDD("org.apache.hadoop.mapreduce.lib.input.TextInputFormat")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: newAPIHadoopRDD is not supported in strataflow ...
+        """
         raise unsupported("newAPIHadoopRDD")
 
     def binaryRecords(self, path: str, recordLength: int) -> RDD[bytes]:
         """Fixed-length records of ``recordLength`` bytes from each file (whose length must
-        be a multiple of it)."""
+        be a multiple of it).
+
+        >>> _ = open(tmp_dir + "/recs.dat", "wb").write(b"aabbcc")
+        >>> sc.binaryRecords(tmp_dir + "/recs.dat", 2).collect()
+        [b'aa', b'bb', b'cc']
+        """
         if recordLength < 1:
             raise ValueError(f"binaryRecords: recordLength must be >= 1, got {recordLength}")
 
@@ -311,39 +511,103 @@ class SparkContext:
         return self._rdd(whole_files(self.ctx, _paths(path), self.defaultParallelism, binary=True).flat_map(records))
 
     def cancelJobGroup(self, groupId: str) -> None:
+        """Not supported (UnsupportedOperation): jobs cannot be cancelled from another thread;
+        ``stop()`` ends them all.
+
+        >>> sc.cancelJobGroup("nightly")
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: cancelJobGroup is not supported in strataflow ...
+        """
         raise UnsupportedOperation("cancelJobGroup is not supported in strataflow (jobs cannot be cancelled "
                                    "from another thread; stop() ends them all)")
 
     def cancelAllJobs(self) -> None:
+        """Not supported (UnsupportedOperation): jobs cannot be cancelled from another thread;
+        ``stop()`` ends them all.
+
+        >>> sc.cancelAllJobs()
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: cancelAllJobs is not supported in strataflow; stop() ends every job
+        """
         raise UnsupportedOperation("cancelAllJobs is not supported in strataflow; stop() ends every job")
 
     def addFile(self, path: str, recursive: bool = False) -> None:
         """Ships a file (a directory with ``recursive=True``) to every executor; tasks open
-        ``SparkFiles.get(basename)``. A path added twice is ignored."""
+        ``SparkFiles.get(basename)``. A path added twice is ignored.
+
+        >>> from strataflow.pyspark import SparkFiles
+        >>> _ = open(tmp_dir + "/stop.txt", "w").write("a the")
+        >>> sc.addFile(tmp_dir + "/stop.txt")
+        >>> sc.parallelize([0], 1).map(lambda _: open(SparkFiles.get("stop.txt")).read()).collect()
+        ['a the']
+        """
         self.ctx.add_file(_local_path(path), recursive)
 
     def addArchive(self, path: str) -> None:
         """Ships an archive (zip, jar, tar, tar.gz, tgz...) unpacked; ``SparkFiles.get(name)``
-        is its directory (``path#alias`` names it ``alias``)."""
+        is its directory (``path#alias`` names it ``alias``).
+
+        >>> import os, shutil
+        >>> from strataflow.pyspark import SparkFiles
+        >>> os.makedirs(tmp_dir + "/conf"); _ = open(tmp_dir + "/conf/k.txt", "w").write("v")
+        >>> sc.addArchive(shutil.make_archive(tmp_dir + "/conf", "zip", tmp_dir + "/conf"))
+        >>> sc.parallelize([0], 1).map(lambda _: open(SparkFiles.get("conf.zip") + "/k.txt").read()).collect()
+        ['v']
+        """
         self.ctx.add_archive(_local_path(path))
 
     @property
     def listFiles(self) -> list[str]:
+        """The URIs of the files and directories added with ``addFile``.
+
+        >>> _ = open(tmp_dir + "/listed.txt", "w").write("x")
+        >>> sc.addFile(tmp_dir + "/listed.txt")
+        >>> any(uri.endswith("/listed.txt") for uri in sc.listFiles)
+        True
+        """
         return self.ctx.list_files
 
     @property
     def listArchives(self) -> list[str]:
+        """The URIs of the archives added with ``addArchive``.
+
+        >>> import shutil
+        >>> sc.addArchive(shutil.make_archive(tmp_dir + "/listed", "zip", tmp_dir))
+        >>> any(uri.endswith("/listed.zip") for uri in sc.listArchives)
+        True
+        """
         return self.ctx.list_archives
 
     def addPyFile(self, path: str) -> None:
+        """Not supported (UnsupportedOperation): executors import from the driver's environment, so
+        install the module there instead.
+
+        >>> sc.addPyFile("lib.zip")
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.rdd.UnsupportedOperation: addPyFile is not supported in strataflow: ...
+        """
         raise UnsupportedOperation("addPyFile is not supported in strataflow: executors import from the "
                                    "driver's environment")
 
     def broadcast(self, value: Any) -> "Broadcast":
-        """A read-only value shipped once to each executor (``strataflow.broadcast``)."""
+        """A read-only value shipped once to each executor (``strataflow.broadcast``).
+
+        >>> lookup = sc.broadcast({1: "one", 2: "two"})
+        >>> sc.parallelize([1, 2]).map(lambda k: lookup.value[k]).collect()
+        ['one', 'two']
+        """
         return self.ctx.broadcast(value)
 
     def accumulator(self, value: Any, accum_param: Any = None) -> "Accumulator":
         """A value tasks add to and the driver reads, counted once per successful task
-        (``strataflow.accumulators``); ``accum_param``: an :class:`AccumulatorParam`."""
+        (``strataflow.accumulators``); ``accum_param``: an :class:`AccumulatorParam`.
+
+        >>> acc = sc.accumulator(0)
+        >>> sc.parallelize([1, 2, 3]).foreach(lambda x: acc.add(x))
+        >>> acc.value
+        6
+        """
         return self.ctx.accumulator(value, accum_param)

@@ -40,9 +40,10 @@ class RowsTypeError(TypeError):
 
 def is_dataframe(value: object) -> bool:
     """True for a pandas DataFrame (without importing pandas: if it is not loaded, no
-    value can be one)."""
-    pd = sys.modules.get("pandas")
-    return pd is not None and isinstance(value, pd.DataFrame)
+    value can be one; nor while another thread is still importing it, when its module is
+    in ``sys.modules`` without its ``DataFrame`` yet)."""
+    frame = getattr(sys.modules.get("pandas"), "DataFrame", None)
+    return frame is not None and isinstance(value, frame)
 
 
 def is_batch(value: object) -> bool:

@@ -34,6 +34,7 @@ import numpy as np
 from .batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
 from .io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
 from .io.manifest import SUCCESS, new_output_dir
+from .io.output_files import touch_output
 from .io.compression import codec_name
 from .io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
 from .scheduler.dag import TaskFailedError
@@ -356,7 +357,7 @@ class ActionOps:
         codec = codec_name(compression) if compression is not None else None
         path = new_output_dir(path, "save_as_text_file")
         self._write_parts(path, lambda p, i, v: text_part(p, i, v, codec), "save_as_text_file")
-        open(os.path.join(path, SUCCESS), "w").close()
+        touch_output(os.path.join(path, SUCCESS))
 
     def save_as_parquet(self, path: str | os.PathLike) -> None:
         """A directory of ``part-NNNNN.parquet`` files (one per partition with rows, each

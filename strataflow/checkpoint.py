@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .io.sources import InputError
 from .lineage import SourceNode
 from .pickle_files import write_atomically
+from .storage.private_file import make_private_dirs
 
 if TYPE_CHECKING:
     from .dataset import Dataset
@@ -42,7 +43,7 @@ def app_checkpoint_dir(path: str | os.PathLike, app_id: str) -> str:
     """The application's own directory under ``path`` (made now), as Spark's
     ``setCheckpointDir`` makes ``path/<uuid>``: two applications never share files."""
     d = os.path.join(os.path.abspath(os.fspath(path)), f"{app_id}-{uuid.uuid4().hex[:8]}")
-    os.makedirs(d, exist_ok=True)
+    make_private_dirs(d)  # 0700, missing parents too: checkpoints are the engine's, unpickled by it
     return d
 
 
@@ -176,11 +177,11 @@ class CheckpointOps:
         base = ctx.checkpoint_dir if self._checkpoint_kind == "reliable" else os.path.join(ctx.local_dirs[0],
                                                                                              "checkpoints")
         directory = os.path.join(base, f"dataset-{self.id}")
-        os.makedirs(directory, exist_ok=True)
+        make_private_dirs(directory)
 
         def write(i, v):
             write_atomically(os.path.join(directory, f"part-{i:05d}"),
-                             lambda f: pickle.dump(v, f, protocol=pickle.HIGHEST_PROTOCOL))
+                             lambda f: pickle.dump(v, f, protocol=pickle.HIGHEST_PROTOCOL), private=True)
             return [1]
 
         self.map_partitions_with_index(write)._run(len, description=f"checkpoint {self.label}")

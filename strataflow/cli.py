@@ -274,7 +274,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                                 parse_bandwidth(args.bandwidth), watermarks=marks)
     Console().print(table(report))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
+        from .io.output_files import open_output
+
+        with os.fdopen(open_output(args.json), "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2)
     return 0
 

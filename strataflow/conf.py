@@ -63,7 +63,7 @@ _KINDS: dict[str, Callable[[str], Any]] = {
     "eviction_watermarks": _pair, "mmap_share": _pair, "tiers": _none_or(json.loads),
     "disk_capacity": _none_or(str), "mmap_memory": _none_or(str), "executor_memory": _none_or(str),
     "event_log": _none_or(str), "policy": _none_or(str), "serializer": _none_or(str),
-    "backend": _none_or(str), "address": _none_or(str),
+    "backend": _none_or(str), "address": _none_or(str), "max_partitions": int,
 }
 
 

@@ -15,13 +15,16 @@ the storage registries and storage must not import it back.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .options import (DEFAULT_WATERMARKS, ConfigError, check_dirs, check_num_partitions, check_watermarks,
-                      parse_size)
+from .options import (DEFAULT_WATERMARKS, MAX_PARTITIONS, ConfigError, ConfigWarning, check_dirs,
+                      check_num_partitions, check_watermarks, make_private_dir_tree, parse_size,
+                      physical_memory)
 from .storage.policies import Policy, make_policy
 from .storage.level import StorageLevel
 from .storage.serde import Serializer, get_serializer
@@ -73,6 +76,8 @@ class Config:
     mmap_share: tuple[float, float] = (0.0, 0.5)
     #: the live view on a terminal (``metrics/live.py``)
     live: bool = False
+    #: the most partitions a count given by the user may ask for (``options.MAX_PARTITIONS``)
+    max_partitions: int = MAX_PARTITIONS
 
     @property
     def memory_split(self) -> tuple[float, float] | None:
@@ -117,6 +122,7 @@ class Config:
         address: str | None = None,
         default_level: Any = "MEMORY_ONLY",
         live: bool = False,
+        max_partitions: int = MAX_PARTITIONS,
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -130,13 +136,11 @@ class Config:
             raise ConfigError(f"executor_memory: {exec_mem} bytes per executor is below the 64KB minimum "
                               f"(memory {memory!r} divided among {n_exec} executors)")
         slots = n_exec * per_exec
+        _warn_above_physical(mem, exec_mem, n_exec, kind)
         level = _check_default_level(default_level)
         return cls(
             memory=mem,
             parallelism=par,
-            local_dirs=check_dirs(local_dirs, "local_dirs"),
-            shuffle_dirs=check_dirs(shuffle_dirs, "shuffle_dirs"),
-            event_log=_check_event_log(event_log),
             shuffle_sync=bool(shuffle_sync),
             max_task_attempts=check_num_partitions(max_task_attempts, "max_task_attempts"),
             max_stage_attempts=check_num_partitions(max_stage_attempts, "max_stage_attempts"),
@@ -163,10 +167,43 @@ class Config:
             address=_check_address(address, kind),
             default_level=level,
             live=bool(live),
+            max_partitions=check_num_partitions(max_partitions, "max_partitions"),
+            # last, since they make what is missing: a bad option above leaves nothing made
+            local_dirs=check_dirs(local_dirs, "local_dirs", create=True),
+            shuffle_dirs=check_dirs(shuffle_dirs, "shuffle_dirs", create=True),
+            event_log=_check_event_log(event_log),
         )
 
 
 BACKENDS = ("threads", "processes", "ray")
+
+
+def local_slots_bound(cores: int | None = None) -> int:
+    """The most task slots (task threads of the threads backend; executor processes times
+    their threads) one machine may be asked for: 8 per core, at least 64. More only
+    oversubscribe the cores, and each executor process holds ~24 MB idle, so
+    ``parallelism=10**6`` must fail here, not fork until the machine runs out of pids or
+    memory. Ray's executors are placed on a cluster, whose own check names its CPUs."""
+    return max(64, 8 * (cores or os.cpu_count() or 1))
+
+
+def _warn_above_physical(memory: int, executor_memory: int, executors: int, kind: str) -> None:
+    """A warning, not an error, when the budget exceeds the machine's physical memory:
+    the budget is a ceiling the cache and execution may grow to, not memory taken at
+    start, and in a container psutil reads the host's memory, not the container's limit,
+    while swap and the mapped levels' reclaimable pages make some overcommit work. Ray's
+    executors run on other machines, so only the driver's machine is weighed for the
+    local backends."""
+    if kind == "ray":
+        return
+    have = physical_memory()
+    total = max(memory, executor_memory * executors)
+    if total > have:
+        what = (f"memory {memory:,} bytes" if total == memory else
+                f"executor_memory {executor_memory:,} bytes x {executors} executors = {total:,} bytes")
+        warnings.warn(f"{what} is more than this machine's physical memory ({have:,} bytes): the cache may "
+                      f"grow until the machine swaps or the kernel kills a process; give less memory",
+                      ConfigWarning, stacklevel=5)
 
 
 def _check_executors(backend: str | None, executors: int | None, cores_per_executor: int,
@@ -182,12 +219,20 @@ def _check_executors(backend: str | None, executors: int | None, cores_per_execu
     if kind == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError("backend: 'ray' needs Ray, which is not installed (pip install strataflow[ray])")
     per = check_num_partitions(cores_per_executor, "cores_per_executor")
+    bound = local_slots_bound()
     if kind == "threads":
         if executors not in (None, 1):
             raise ConfigError(f"executors: the threads backend runs one in-process executor, got executors={executors!r} "
                               f"(use backend='processes' for more)")
+        if parallelism > bound:
+            raise ConfigError(f"parallelism: {parallelism:,} task threads is above the bound of {bound:,} for this "
+                              f"machine (8 per core, at least 64)")
         return kind, 1, parallelism
     n = max(1, parallelism // per) if executors is None else check_num_partitions(executors, "executors")
+    if kind == "processes" and n * per > bound:
+        name = "parallelism" if executors is None else "executors"
+        raise ConfigError(f"{name}: {n:,} executors x {per} cores = {n * per:,} task slots is above the bound of "
+                          f"{bound:,} for this machine (8 per core, at least 64)")
     return kind, n, per
 
 
@@ -248,14 +293,23 @@ def _check_seconds(value: object, name: str) -> float:
 
 
 def _check_event_log(event_log: str | os.PathLike | None) -> str | None:
+    """The log's absolute path; its missing folders are made (0700, with parents). A path
+    that is a directory, or a folder that cannot be made or written, is a ConfigError
+    naming the option, the path and the errno."""
     if event_log is None:
         return None
     log = os.path.abspath(os.fspath(event_log))
+    if os.path.isdir(log):
+        raise ConfigError(f"event_log: {log!r} is a directory ({errno.errorcode[errno.EISDIR]}); "
+                          f"name a file, e.g. {os.path.join(log, 'events.jsonl')!r}")
     parent = os.path.dirname(log)
+    if not os.path.exists(parent):
+        make_private_dir_tree(parent, "event_log")
     if not os.path.isdir(parent):
-        raise ConfigError(f"event_log: directory {parent!r} of {log!r} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"event_log: directory {parent!r} is not writable")
+        raise ConfigError(f"event_log: {parent!r}, the folder of {log!r}, is not a directory "
+                          f"({errno.errorcode[errno.ENOTDIR]})")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"event_log: directory {parent!r} is not writable ({errno.errorcode[errno.EACCES]})")
     return log
 
 

@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 from .accumulators import Accumulator, Accumulators
 from .broadcast import Broadcast
 from .conf import with_layered_options
-from .config import Config, check_num_partitions, parse_size
+from .config import Config, parse_size
 from .dataset import Dataset
 from .batch import check_rows, is_dataframe
 from .io.delimited import CsvSource, CsvTypesSource, widen_types
@@ -37,8 +37,9 @@ from .io.sources import RangeSource, collection_source, numpy_source
 from .io.text import TextSource
 from .executor.fleet import Fleet
 from .executor.source_store import SourceStore
-from .metrics import EventBus, JsonLinesLog, gc_timer
-from .options import DEFAULT_WATERMARKS
+from .metrics import EventBus, gc_timer
+from .metrics.events import open_event_log
+from .options import DEFAULT_WATERMARKS, MAX_PARTITIONS, check_partition_count
 from .scheduler import DAGScheduler
 from .scheduler.block_master import BlockMaster
 from .shuffle import MapOutputTracker
@@ -69,10 +70,13 @@ class Context:
             evenly among the executors (each has its own memory manager).
         parallelism: the default partition count of sources, and the task slots: with
             ``processes``, ``parallelism // cores_per_executor`` executors by default.
-        local_dirs: base directories for cache files (default: the temp directory).
+        local_dirs: base directories for cache files (default: the temp directory); one
+            that does not exist is made (0700, with its parents), as Spark makes its local
+            directories.
         shuffle_dirs: base directories for shuffle and spill files, kept apart from the
-            cache (give another device here when there is one).
-        event_log: a path; every event is appended to it as a JSON line.
+            cache (give another device here when there is one); made as ``local_dirs``.
+        event_log: a path; every event is appended to it as a JSON line (the file is
+            0600, its missing folders are made 0700).
         shuffle_sync: fsync shuffle files before a map task reports success.
         max_task_attempts: attempts of a task before its job fails.
         max_stage_attempts: reruns of a stage whose shuffle input was lost.
@@ -137,6 +141,9 @@ class Context:
             ``executors * cores_per_executor`` CPUs (stopped with the Context), ``"auto"``
             joins the one ``ray start`` made, ``"ray://host:port"`` connects through Ray
             Client; a connection the caller already made (``ray.init``) is used as it is.
+        max_partitions: the most partitions a count given to a source or transformation
+            (``num_partitions``, ``min_partitions``, ``repartition(n)``...) may ask for
+            (default 100,000: each is a task of every job over the dataset).
         default_level: the level of ``persist()`` and ``cache()`` called without one:
             ``MEMORY_ONLY`` (Spark's), or ``"AUTO"`` to let the engine choose per dataset
             (see ``StorageLevel.AUTO``).
@@ -179,6 +186,7 @@ class Context:
         address: str | None = None,
         default_level: str | Any = "MEMORY_ONLY",
         live: bool = False,
+        max_partitions: int = MAX_PARTITIONS,
         conf: dict | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
@@ -191,7 +199,8 @@ class Context:
             gc_free_cache=gc_free_cache, tiers=tiers,
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
-            locality_wait=locality_wait, address=address, default_level=default_level, live=live)
+            locality_wait=locality_wait, address=address, default_level=default_level, live=live,
+            max_partitions=max_partitions)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
@@ -213,7 +222,7 @@ class Context:
                 tier_dirs.append(create_app_dirs(spec.dirs, self.app_id, f"cache-{spec.name}"))
                 self.tier_dirs.extend(tier_dirs[-1])
             self.events = EventBus()
-            self._log = JsonLinesLog(cfg.event_log) if cfg.event_log else None
+            self._log = open_event_log(cfg.event_log) if cfg.event_log else None
             if self._log:
                 self.events.subscribe(self._log)
             show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
@@ -558,7 +567,7 @@ class Context:
             return next(self._ids)
 
     def _num(self, n: int | None) -> int:
-        return self.default_parallelism if n is None else check_num_partitions(n)
+        return self.default_parallelism if n is None else check_partition_count(n, most=self.config.max_partitions)
 
     # -- the cache, seen from outside --------------------------------------------------------
     @property

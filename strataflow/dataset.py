@@ -23,7 +23,6 @@ from .actions import ActionOps
 from .approximate import ApproxOps
 from .barrier import BarrierDataset
 from .batch import is_batch, iter_rows, mask_rows, num_rows, take_rows
-from .config import check_num_partitions
 from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
 from .checkpoint import CheckpointOps
 from .more_actions import MoreActionOps
@@ -436,7 +435,7 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
         >>> ctx.parallelize(range(6), 3).coalesce(1).glom().collect()
         [[0, 1, 2, 3, 4, 5]]
         """
-        check_num_partitions(num_partitions)
+        self.ctx._num(num_partitions)  # an int in [1, max_partitions], or a ConfigError
         if shuffle:
             return self.repartition(num_partitions)
         return self._derive(CoalescedNode(self, num_partitions), "coalesce")

@@ -29,6 +29,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .storage.private_file import make_private_dirs
+
 if TYPE_CHECKING:  # pragma: no cover
     from .broadcast import Broadcast
 
@@ -117,13 +119,14 @@ class FileRegistry:
             if not self._take(name, uri):
                 return None
             local = os.path.join(self.root, name)
-            os.makedirs(self.root, exist_ok=True)
+            make_private_dirs(self.root)
             if is_dir:
                 shutil.copytree(path, local)
                 content = _tar_bytes(path) if self._broadcast else None
             else:
                 shutil.copyfile(path, local)
                 content = _read(path) if self._broadcast else None
+            _owner_only(local)
             entry = ShippedFile(name, uri, "dir" if is_dir else "file", local,
                                 self._broadcast(content) if content is not None else None,
                                 "tar" if is_dir else None)
@@ -142,11 +145,13 @@ class FileRegistry:
             if not self._take(name, uri):
                 return None
             local = os.path.join(self.root, name)
+            make_private_dirs(self.root)
             try:
                 shutil.unpack_archive(path, local, fmt)
             except Exception as exc:
                 shutil.rmtree(local, ignore_errors=True)
                 raise ValueError(f"add_archive: {path} could not be unpacked as {fmt}: {exc}") from exc
+            _owner_only(local)
             content = self._broadcast(_read(path)) if self._broadcast else None
             entry = ShippedFile(name, uri, "archive", local, content, fmt)
             self._entries[name] = entry
@@ -211,13 +216,23 @@ def get(name: str) -> str:
 _write_lock = threading.Lock()
 
 
+def _owner_only(path: str) -> None:
+    """Takes every group and other bit off ``path`` and what is under it (the owner's,
+    an executable bit included, are kept): a shipped file's copy is the engine's, 0600 or
+    0700 whatever the umask or the original's mode."""
+    for root, dirs, files in os.walk(path) if os.path.isdir(path) else [("", [], [path])]:
+        for name in [root] * bool(root) + [os.path.join(root, n) for n in dirs + files]:
+            if not os.path.islink(name):
+                os.chmod(name, os.lstat(name).st_mode & 0o700)
+
+
 def _materialize(entry: ShippedFile, root: str) -> str:
     """Writes (or unpacks) a shipped file under this executor's root, once."""
     dest = os.path.join(root, entry.name)
     with _write_lock:
         if os.path.exists(dest):
             return dest
-        os.makedirs(root, exist_ok=True)
+        make_private_dirs(root)
         data: Any = entry.content.value
         tmp = tempfile.mkdtemp(prefix=".shipping-", dir=root)
         try:
@@ -231,6 +246,7 @@ def _materialize(entry: ShippedFile, root: str) -> str:
                     f.write(data)
                 staged = os.path.join(tmp, "d")
                 shutil.unpack_archive(packed, staged, entry.archive_format)
+            _owner_only(staged)  # the file, or the unpacked tree (an archive's modes are its author's)
             os.rename(staged, dest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -11,7 +11,6 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from .batch import iter_rows
-from .config import check_num_partitions
 from .lineage import MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
 from .partitioner import HashPartitioner, RangePartitioner, portable_hash
 from .shuffle import Aggregator
@@ -32,7 +31,7 @@ def _pairs(f):
 class PairOps:
     # -- helpers ------------------------------------------------------------------------
     def _num_out(self, num_partitions: int | None) -> int:
-        return self.num_partitions if num_partitions is None else check_num_partitions(num_partitions)
+        return self.num_partitions if num_partitions is None else self.ctx._num(num_partitions)
 
     def _shuffle(self, partitioner, num_partitions: int, op: str, aggregator: Aggregator | None = None,
                  map_side_combine: bool = False, key_order=None) -> "Dataset":
@@ -85,7 +84,7 @@ class PairOps:
         >>> ctx.parallelize([(1, "a"), (2, "b"), (3, "c")]).partition_by(2).glom().collect()
         [[(2, 'b')], [(1, 'a'), (3, 'c')]]
         """
-        part = HashPartitioner(check_num_partitions(num_partitions),
+        part = HashPartitioner(self.ctx._num(num_partitions),
                                None if partition_func is portable_hash else partition_func)
         if self.partitioner == part:
             return self
@@ -98,7 +97,7 @@ class PairOps:
         >>> ctx.parallelize(range(6), 1).repartition(3).num_partitions
         3
         """
-        n = check_num_partitions(num_partitions)
+        n = self.ctx._num(num_partitions)
         return self._shuffle(None, n, "repartition")
 
     def combine_by_key(self, create_combiner: Callable, merge_value: Callable, merge_combiners: Callable,

@@ -14,9 +14,11 @@ import pickle
 from typing import TYPE_CHECKING, IO, Any, Callable, Sequence
 
 from .batch import iter_rows
+from .io.output_files import make_output_dirs, open_output, touch_output
 from .io.sources import InputError
 from .io.text import list_input_files
 from .lineage import SourceNode
+from .storage.private_file import atomic_write
 
 if TYPE_CHECKING:
     from .context import Context
@@ -25,11 +27,17 @@ if TYPE_CHECKING:
 __all__ = ["PickleFileOps", "PickleFileSource", "write_atomically", "prepare_output_dir"]
 
 
-def write_atomically(path: str, write: Callable[[IO[bytes]], None]) -> None:
-    """``write(file)`` to a temporary file beside ``path``, then renamed to ``path``."""
+def write_atomically(path: str, write: Callable[[IO[bytes]], None], private: bool = False) -> None:
+    """``write(file)`` to a temporary file beside ``path``, then renamed to ``path``: a
+    user's output (at most 0644, ``io/output_files.py``), or with ``private`` one of the
+    engine's own (0600: a checkpoint, which the engine unpickles)."""
+    if private:
+        with atomic_write(path) as f:
+            write(f)
+        return
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(open_output(tmp), "wb") as f:
             write(f)
         os.replace(tmp, path)
     except BaseException:
@@ -39,11 +47,11 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None]) -> None:
 
 
 def prepare_output_dir(path: str | os.PathLike, what: str) -> str:
-    """Creates the output directory; fails if it exists, as Spark's writers do."""
+    """Creates the output directory (at most 0755); fails if it exists, as Spark's writers do."""
     path = os.fspath(path)
-    if os.path.exists(path):
+    if os.path.lexists(path):
         raise FileExistsError(f"{what}: output path {path!r} already exists")
-    os.makedirs(path)
+    make_output_dirs(path)
     return path
 
 
@@ -114,4 +122,4 @@ class PickleFileOps:
             return [1]
 
         self.map_partitions_with_index(write)._run(len, description=f"save_as_pickle_file {self.label}")
-        open(os.path.join(path, "_SUCCESS"), "w").close()
+        touch_output(os.path.join(path, "_SUCCESS"))

@@ -18,6 +18,7 @@ import numpy as np
 
 from .batch import iter_rows, num_rows, take_rows
 from .lineage import MapPartitionsNode
+from .options import ConfigError, physical_memory
 
 if TYPE_CHECKING:
     from .dataset import Dataset
@@ -37,6 +38,11 @@ class MissingFractionError(KeyError):
     fail the same way, so the task is not retried."""
 
     retryable = False
+
+
+def _most_sample_rows() -> int:
+    """The largest sample with replacement the driver could hold: a list slot is 8 bytes."""
+    return physical_memory() // 8
 
 
 def fraction_for_sample_size(num: int, total: int, with_replacement: bool) -> float:
@@ -70,6 +76,10 @@ class SamplingOps:
         if num > sys.maxsize - int(10 * math.sqrt(sys.maxsize)):
             raise ValueError(f"take_sample: sample size cannot be greater than "
                              f"{sys.maxsize - int(10 * math.sqrt(sys.maxsize))}, got num={num}")
+        if with_replacement and num > _most_sample_rows():
+            raise ConfigError(f"take_sample: num={num:,} records drawn with replacement is above the bound of "
+                              f"{_most_sample_rows():,} (this machine's physical memory / 8 bytes, the least a "
+                              f"record of the result list holds): the driver could not hold the sample")
         if num == 0:
             return []
         total = self.count()

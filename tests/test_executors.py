@@ -333,3 +333,35 @@ def test_an_iteration_over_cached_data_is_one_message_each_way_per_executor(tmp_
         assert sorted(seen) == [("stage", 2), ("stage", 2), ("tasks_done", 2), ("tasks_done", 2)]
 
         fail_tasks_sent_together(pts, TaskFailedError)
+
+
+@pytest.mark.parametrize("mode", ["r", "rb", "w"])
+def test_a_closure_holding_an_open_file_fails_before_any_task_runs_naming_it(tmp_path, mode):
+    """cloudpickle would pickle a text file open for reading by its content (a silent
+    snapshot): refused like a binary or a write-mode file, naming the function and the
+    variable, before any task runs (issue 38)."""
+    path = tmp_path / "in.txt"
+    path.write_text("a\nb\n")
+    ran = tmp_path / "ran"
+    with open(path, mode) as handle, Context(backend="processes", parallelism=2, progress=False,
+                                             local_dirs=[str(tmp_path)], shuffle_dirs=[str(tmp_path)]) as c:
+        def uses_file(x):
+            ran.write_text("a task ran")
+            return (x, handle.name)
+
+        with pytest.raises(UnpicklableTaskError, match=r"uses_file .* uses 'handle', a _io\.\w+, which cannot be "
+                                                       r"pickled \(OpenFileInClosure.*Open the file inside the "
+                                                       r"function .* ctx\.add_file"):
+            c.parallelize(range(4), 2).map(uses_file).collect()
+        assert not ran.exists()
+        assert c.parallelize(range(4), 2).map(lambda x: x + 1).sum() == 10  # the context is fine after
+
+
+def test_the_threads_backend_shares_an_open_file_with_the_caller(tmp_path):
+    """Nothing is pickled on the threads backend: a closure's file is the caller's object."""
+    path = tmp_path / "in.txt"
+    path.write_text("a\nb\n")
+    with open(path) as handle, Context(backend="threads", parallelism=2, progress=False,
+                                       local_dirs=[str(tmp_path)], shuffle_dirs=[str(tmp_path)]) as c:
+        assert c.parallelize([0], 1).map(lambda _: handle.read()).collect() == ["a\nb\n"]
+        assert handle.read() == ""  # the same object, read to its end by the task

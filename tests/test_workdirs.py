@@ -86,8 +86,8 @@ def test_a_base_every_user_may_write_without_the_sticky_bit_is_refused(tmp_path)
 
 
 def test_a_constructor_that_fails_leaves_no_directories(tmp_path):
-    (tmp_path / "log-is-a-dir").mkdir()
-    with pytest.raises(OSError):
+    os.symlink("loop", tmp_path / "loop")  # passes the checks, fails to open (ELOOP) after the dirs are made
+    with pytest.raises(ConfigError, match=r"event_log: cannot open .*loop.* \(ELOOP"):
         Context(local_dirs=[str(tmp_path)], shuffle_dirs=[str(tmp_path)], progress=False, backend="threads",
-                event_log=str(tmp_path / "log-is-a-dir"))
+                event_log=str(tmp_path / "loop"))
     assert not [n for n in os.listdir(tmp_path) if n.startswith("strataflow-")]

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, BinaryIO, Iterator
 
 from ..config import ConfigError
+from .output_files import make_output_dirs, open_output, touch_output
 
 __all__ = ["MANIFEST", "SUCCESS", "new_output_dir", "part_name", "atomic_file", "write_manifest", "read_manifest",
            "input_files"]
@@ -34,9 +35,9 @@ def new_output_dir(path: str | os.PathLike, op: str) -> str:
     """Creates the output directory; fails if ``path`` exists at all, as Spark does, so a
     save never mixes its parts with another's."""
     path = os.fspath(path)
-    if os.path.exists(path):
+    if os.path.lexists(path):
         raise FileExistsError(f"{op}: output path {path!r} already exists")
-    os.makedirs(path)
+    make_output_dirs(path)  # at most 0755, whatever the umask (``output_files.py``)
     return path
 
 
@@ -47,11 +48,13 @@ def part_name(index: int, ext: str = "") -> str:
 @contextmanager
 def atomic_file(path: str, mode: str = "wb") -> Iterator[BinaryIO]:
     """A file object whose contents appear at ``path`` only when the block ends without
-    error (a hidden temporary name, unique per attempt, then a rename)."""
+    error (a hidden temporary name, unique per attempt, then a rename); the file is at
+    most 0644, whatever the umask (``output_files.py``)."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
     try:
-        with open(tmp, mode) as fh:
+        fd = open_output(tmp, os.O_WRONLY | os.O_EXCL)
+        with os.fdopen(fd, mode) as fh:
             yield fh
         os.replace(tmp, path)
     finally:
@@ -65,7 +68,7 @@ def write_manifest(path: str, fmt: str, parts: list[dict], **shared: Any) -> dic
                 "parts": parts, **shared}
     with atomic_file(os.path.join(path, MANIFEST), "w") as fh:
         json.dump(manifest, fh, indent=1)
-    open(os.path.join(path, SUCCESS), "w").close()
+    touch_output(os.path.join(path, SUCCESS))
     return manifest
 
 

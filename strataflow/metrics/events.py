@@ -7,13 +7,15 @@ simulator reads block accesses from it).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import logging
 import threading
 import time
 from typing import Any, Callable
 
-__all__ = ["EventBus", "JsonLinesLog"]
+__all__ = ["EventBus", "JsonLinesLog", "open_event_log"]
 
 Listener = Callable[[dict], None]
 _FLUSH_AFTER = frozenset({"JobEnd", "ApplicationEnd", "FetchFailed"})
@@ -53,11 +55,21 @@ class EventBus:
 
 
 class JsonLinesLog:
-    """Appends each event as one JSON line; values JSON cannot hold are written as str."""
+    """Appends each event as one JSON line; values JSON cannot hold are written as str.
+
+    The file is 0600 whatever the umask (made so, or made so again when it exists): it
+    holds the application's paths, dataset names and error messages, which are nobody
+    else's to read."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._file = open(path, "a", encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # the umask may take bits off, never add them; an old file may have more
+            self._file = open(fd, "a", encoding="utf-8")
+        except BaseException:
+            os.close(fd)
+            raise
         self._lock = threading.Lock()
 
     def __call__(self, record: dict) -> None:
@@ -73,3 +85,15 @@ class JsonLinesLog:
             if not self._file.closed:
                 self._file.flush()
                 self._file.close()
+
+
+def open_event_log(path: str) -> JsonLinesLog:
+    """The log of ``Context(event_log=path)``; a ConfigError naming the option, the path
+    and the errno when it cannot be opened (a directory, a read-only file system)."""
+    from ..options import ConfigError
+
+    try:
+        return JsonLinesLog(path)
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        raise ConfigError(f"event_log: cannot open {path!r} ({name}: {exc.strerror})") from exc

@@ -356,6 +356,7 @@ class SparkContext:
         n = self.defaultParallelism if numSlices is None else numSlices
         if n < 1:
             raise ValueError(f"range: numSlices must be >= 1, got {n}")
+        self.ctx._num(n)  # the bound (max_partitions) before the list of slice indices is made
         return self._rdd(self.ctx.parallelize(list(range(n)), n).map_partitions_with_index(
             lambda i, _, r=numbers, k=n: list(r[len(r) * i // k:len(r) * (i + 1) // k])))
 

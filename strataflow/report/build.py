@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..io.output_files import make_output_dirs, open_output
 from . import charts
 from ..simulate.trace import last_application
 from .events import by_time, read_events
@@ -34,7 +35,7 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     raw = last_application(raw)  # runs appended to one log: the last one
     events = by_time(raw)
     out = os.fspath(out_dir) if out_dir is not None else default_out_dir(log)
-    os.makedirs(out, exist_ok=True)
+    make_output_dirs(out, exist_ok=True)  # a user's output: at most 0755 / 0644 (``io/output_files.py``)
     paths = charts.chart_paths(out)
 
     app = next((e for e in events if e["event"] == "ApplicationStart"), {})
@@ -97,7 +98,7 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
                 + "".join(f"; {n}" for n in notes))
     text = render_page(f"strataflow report: {name}", subtitle, sections)
     html_path = os.path.join(out, "report.html")
-    with open(html_path, "w", encoding="utf-8") as fh:
+    with os.fdopen(open_output(html_path), "w", encoding="utf-8") as fh:
         fh.write(text)
     written = {k: p for k, p in paths.items() if os.path.exists(p) and any(s.png == p for s in sections)}
     return {"html": html_path, "charts": written, "summary": {r.key: r.value for r in summary}, "notes": notes}

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io.output_files import output_file_mode
 from .occupancy import MOVES, Occupancy, Series
 from .stages import StageRow
 from .timeline import Timeline
@@ -45,6 +46,7 @@ def _save(fig: Any, path: str) -> str:
     plt = pyplot()
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})  # no tool's web address in the file
+    os.chmod(path, output_file_mode())  # a user's output: at most 0644 whatever the umask
     plt.close(fig)
     return path
 

@@ -6,10 +6,19 @@ came from; a user needs the function and the variable. :func:`pickle_stage` rais
 :class:`UnpicklableTaskError` naming both, found by walking the lineage's functions and
 what they capture (closure cells, globals they name, defaults, attributes), depth first,
 to the first object that does not pickle on its own.
+
+A file object is refused even where cloudpickle could pickle it: cloudpickle pickles a
+text-mode file open for reading by its *content*, read whole at that moment, so a job
+would silently work on a snapshot of a file (of any size, sent in every stage) while its
+code looks as if it read the file on the executor. An open file in a closure is almost
+always a mistake; the message says what to do instead (open it inside the function, or
+``ctx.add_file`` / ``ctx.broadcast``). The threads backend pickles nothing, so there a
+closure shares the caller's file object, as it shares any other state.
 """
 
 from __future__ import annotations
 
+import io
 import types
 from typing import Any, Iterator
 
@@ -20,6 +29,32 @@ __all__ = ["UnpicklableTaskError", "pickle_stage", "find_unpicklable"]
 
 class UnpicklableTaskError(TypeError):
     """A stage's functions capture something that cannot be sent to an executor."""
+
+
+class OpenFileInClosure(TypeError):
+    """Raised while pickling a stage that captures a file object (see the module's doc)."""
+
+
+def _is_file(obj: Any) -> bool:
+    """A file object of the OS (open or closed), not an in-memory stream, which pickles by value."""
+    return isinstance(obj, io.IOBase) and not isinstance(obj, (io.BytesIO, io.StringIO))
+
+
+class _StagePickler(cloudpickle.Pickler):
+    """cloudpickle, refusing file objects."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if _is_file(obj):
+            raise OpenFileInClosure(f"a file object ({getattr(obj, 'name', '?')!r}) is not sent to executors: "
+                                    f"its content would be pickled as it is now, not read where the task runs")
+        return super().reducer_override(obj)
+
+
+def dumps(obj: Any) -> bytes:
+    """``cloudpickle.dumps(obj, protocol=5)``, refusing file objects."""
+    buf = io.BytesIO()
+    _StagePickler(buf, protocol=5).dump(obj)
+    return buf.getvalue()
 
 
 def _fn_name(f: types.FunctionType) -> str:
@@ -71,7 +106,7 @@ def _children(obj: Any) -> Iterator[tuple[str, Any]]:
 
 def _pickles(obj: Any) -> BaseException | None:
     try:
-        cloudpickle.dumps(obj, protocol=5)
+        dumps(obj)
         return None
     except Exception as exc:  # noqa: BLE001 - any failure is the answer
         return exc
@@ -105,7 +140,7 @@ def pickle_stage(work: Any) -> bytes:
     """The stage's work, cloudpickled once for every executor; raises
     :class:`UnpicklableTaskError` naming the function and the object that stop it."""
     try:
-        return cloudpickle.dumps(work, protocol=5)
+        return dumps(work)
     except Exception as exc:  # noqa: BLE001 - explain, whatever the pickler raised
         found = find_unpicklable(work)
         if found is None:
@@ -115,8 +150,11 @@ def pickle_stage(work: Any) -> bytes:
         funcs = [p for p in path if p.startswith("function ")]
         where = " -> ".join(p for p in path if not p.startswith("function ")) or "?"
         fn = funcs[-1][len("function "):] if funcs else "the stage's lineage"
+        advice = ("Open the file inside the function (on the executor), or ship it with ctx.add_file(path) "
+                  "and open strataflow.files.get(name) there, or send its content with ctx.broadcast"
+                  if isinstance(err, OpenFileInClosure) else
+                  "Create it inside the function, or use backend='threads'")
         raise UnpicklableTaskError(
             f"stage {work.stage_id} cannot be sent to executors: {fn} uses {where.split(' -> ')[-1]!r}, a "
             f"{type(obj).__module__}.{type(obj).__qualname__}, which cannot be pickled "
-            f"({type(err).__name__}: {err}); path: {where}. Create it inside the function, or "
-            f"use backend='threads'") from exc
+            f"({type(err).__name__}: {err}); path: {where}. {advice}") from exc

@@ -1,0 +1,91 @@
+"""Modes of the files the user asks for (``save_as_*``, reports, ``--json``).
+
+The engine's own files (cache blocks, shuffle files, spills, source slices, checkpoints,
+the event log) are 0600 in 0700 directories whatever the umask (``storage/private_file.py``).
+What the user saves is theirs to share, so it follows the umask as Spark's (Hadoop's)
+writers do, with one difference: it is never more than 0644 (files) and 0755
+(directories), whatever the umask. Hadoop applies its own ``fs.permissions.umask-mode``
+(022 by default) rather than the process's, so a Spark job run under ``umask 000`` still
+writes 0644 parts; we do the same by taking the union of the process's umask and 022: a
+stricter umask (077) is honoured (0600 / 0700), a looser one (000) never makes data that
+any user of the machine could change or replace.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["current_umask", "output_file_mode", "output_dir_mode", "make_output_dirs", "open_output",
+           "touch_output"]
+
+_FLOOR = 0o022  # at least Hadoop's default fs.permissions.umask-mode
+_umask_lock = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (``/proc``);
+    elsewhere set and restored under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _umask_lock:
+        old = os.umask(0o077)
+        os.umask(old)
+    return old
+
+
+def output_file_mode() -> int:
+    """0666 less the umask and 022: at most 0644."""
+    return 0o666 & ~(current_umask() | _FLOOR)
+
+
+def output_dir_mode() -> int:
+    """0777 less the umask and 022: at most 0755."""
+    return 0o777 & ~(current_umask() | _FLOOR)
+
+
+def make_output_dirs(path: str, exist_ok: bool = False) -> None:
+    """``os.makedirs`` with every directory it makes at ``output_dir_mode()``."""
+    path = os.path.abspath(path)
+    missing = []
+    p = path
+    while not os.path.lexists(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    if not missing and not exist_ok:
+        raise FileExistsError(f"{path!r} exists")
+    mode = output_dir_mode()
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if d == path and not exist_ok:
+                raise
+            continue
+        os.chmod(d, mode)  # mkdir's mode is filtered by the umask; a loose one is narrowed here
+
+
+def open_output(path: str, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
+    """A descriptor of ``path``, created (or truncated) at ``output_file_mode()``; the
+    mode is set before a byte is written, so no other user opens it in a looser one."""
+    mode = output_file_mode()
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, mode)
+    try:
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def touch_output(path: str) -> None:
+    """An empty file (``_SUCCESS``) at ``output_file_mode()``."""
+    os.close(open_output(path))

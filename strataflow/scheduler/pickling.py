@@ -6,16 +6,49 @@ came from; a user needs the function and the variable. :func:`pickle_stage` rais
 :class:`UnpicklableTaskError` naming both, found by walking the lineage's functions and
 what they capture (closure cells, globals they name, defaults, attributes), depth first,
 to the first object that does not pickle on its own.
+
+A function defined in the user's script (or inside a function) travels by value, and
+cloudpickle 3 renames its code's file ``<dynamic-code>``, which would leave a task's
+traceback without the user's file name or source line. The stage's pickler keeps each
+code object's own file name (:func:`stage_dumps`).
 """
 
 from __future__ import annotations
 
+import io
 import types
+from collections import ChainMap
 from typing import Any, Iterator
 
 import cloudpickle
 
-__all__ = ["UnpicklableTaskError", "pickle_stage", "find_unpicklable"]
+__all__ = ["UnpicklableTaskError", "pickle_stage", "find_unpicklable", "stage_dumps"]
+
+_code_reduce = cloudpickle.Pickler.dispatch_table.get(types.CodeType)
+
+
+def _code_keeping_file(code: types.CodeType) -> tuple:
+    """cloudpickle's reduction of a code object, then its file name put back."""
+    rebuild, args = _code_reduce(code)
+    return _named_code, (rebuild, args, code.co_filename)
+
+
+def _named_code(rebuild: Any, args: tuple, filename: str) -> types.CodeType:
+    code = rebuild(*args)
+    return code if code.co_filename == filename else code.replace(co_filename=filename)
+
+
+class _StagePickler(cloudpickle.Pickler):
+    dispatch_table = (ChainMap({types.CodeType: _code_keeping_file}, cloudpickle.Pickler.dispatch_table)
+                      if _code_reduce is not None else cloudpickle.Pickler.dispatch_table)
+
+
+def stage_dumps(obj: Any) -> bytes:
+    """``obj`` cloudpickled (protocol 5), each function's code keeping its file name, so
+    that a task's traceback names the user's file and shows its lines."""
+    buf = io.BytesIO()
+    _StagePickler(buf, protocol=5).dump(obj)
+    return buf.getvalue()
 
 
 class UnpicklableTaskError(TypeError):
@@ -105,7 +138,7 @@ def pickle_stage(work: Any) -> bytes:
     """The stage's work, cloudpickled once for every executor; raises
     :class:`UnpicklableTaskError` naming the function and the object that stop it."""
     try:
-        return cloudpickle.dumps(work, protocol=5)
+        return stage_dumps(work)
     except Exception as exc:  # noqa: BLE001 - explain, whatever the pickler raised
         found = find_unpicklable(work)
         if found is None:

@@ -258,3 +258,13 @@ def test_a_full_shuffle_device_is_still_retried(tmp_path, monkeypatch):
         assert _calls_of(calls, "map") == 3 * 4  # three attempts of the one map task, four records each
         assert sorted(c.parallelize(range(4), 1).map(key_of).group_by_key(1).map_values(sorted).collect()) == \
             [(0, [0, 2]), (1, [1, 3])]
+
+
+def test_a_rows_error_keeps_its_type_through_pickle(tmp_path):
+    from strataflow.actions import DatasetRowsError
+
+    with _context(tmp_path, "threads") as c:
+        with pytest.raises(DatasetRowsError) as info:
+            c.parallelize([5], 1).map_partitions(lambda it: 5).count()  # a partition that is not rows
+    again = pickle.loads(pickle.dumps(info.value))
+    assert type(again) is DatasetRowsError and str(again) == str(info.value) and again.dataset is None

@@ -58,15 +58,17 @@ class TaskFailedError(JobError):
     __repr__ = BaseException.__repr__
 
     def __reduce__(self):
+        # a combined class is made again from the cause's type (it has no importable name)
         cause = type(self).__dict__.get("_cause_type")
         state = {k: v for k, v in self.__dict__.items() if k != "dataset"}  # a dataset stays on its driver
-        return (_rebuild, (cause, self.args[0] if self.args else "", self.partition, self.attempts,
-                           self.executor), state)
+        return (_rebuild, (type(self) if cause is None else None, cause, self.args[0] if self.args else "",
+                           self.partition, self.attempts, self.executor), state)
 
 
-def _rebuild(cause_type: type | None, message: str, partition: int, attempts: int,
+def _rebuild(cls: type | None, cause_type: type | None, message: str, partition: int, attempts: int,
              executor: str | None) -> TaskFailedError:
-    cls = (_combined(cause_type) if cause_type is not None else None) or TaskFailedError
+    if cls is None:
+        cls = (_combined(cause_type) if cause_type is not None else None) or TaskFailedError
     return cls(message, None, partition, attempts, executor)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 from .options import (DEFAULT_WATERMARKS, MAX_PARTITIONS, ConfigError, ConfigWarning, check_dirs,
                       check_num_partitions, check_watermarks, make_private_dir_tree, parse_size,
                       physical_memory)
+from .retries import default_task_max_failures
 from .storage.policies import Policy, make_policy
 from .storage.level import StorageLevel
 from .storage.serde import Serializer, get_serializer
@@ -45,6 +46,9 @@ class Config:
     event_log: str | None
     shuffle_sync: bool
     max_task_attempts: int
+    #: attempts of a task whose user code raised (``retries.py``); resolved from the
+    #: backend when not given: 1 in local mode, ``max_task_attempts`` on a Ray cluster
+    task_max_failures: int
     max_stage_attempts: int
     progress: bool | None
     app_name: str
@@ -101,6 +105,7 @@ class Config:
         shuffle_sync: bool = False,
         max_task_attempts: int = 4,
         max_stage_attempts: int = 4,
+        task_max_failures: int | None = None,
         progress: bool | None = None,
         app_name: str = "strataflow",
         blas_threads: int | None = None,
@@ -143,6 +148,9 @@ class Config:
             parallelism=par,
             shuffle_sync=bool(shuffle_sync),
             max_task_attempts=check_num_partitions(max_task_attempts, "max_task_attempts"),
+            task_max_failures=(default_task_max_failures(kind, address, max_task_attempts)
+                               if task_max_failures is None
+                               else check_num_partitions(task_max_failures, "task_max_failures")),
             max_stage_attempts=check_num_partitions(max_stage_attempts, "max_stage_attempts"),
             progress=None if progress is None else bool(progress),
             app_name=str(app_name),

@@ -78,7 +78,14 @@ class Context:
         event_log: a path; every event is appended to it as a JSON line (the file is
             0600, its missing folders are made 0700).
         shuffle_sync: fsync shuffle files before a map task reports success.
-        max_task_attempts: attempts of a task before its job fails.
+        max_task_attempts: attempts of a task that failed for the infrastructure's sake (its
+            executor lost, a full or refused shuffle device, a damaged spill file) before
+            its job fails (default 4).
+        task_max_failures: attempts of a task whose own code raised (Spark's
+            ``spark.task.maxFailures``). Default: 1 in local mode (threads, processes, a
+            Ray instance of this machine), as PySpark's ``local[N]``: a deterministic
+            error is reported at once; ``max_task_attempts`` on a Ray cluster
+            (``address`` given). See ``strataflow/retries.py``.
         max_stage_attempts: reruns of a stage whose shuffle input was lost.
         progress: show stage progress bars (default: when stderr is a terminal).
         live: a live view of the job instead of the bars, on stderr while it runs (stages
@@ -165,6 +172,7 @@ class Context:
         shuffle_sync: bool = False,
         max_task_attempts: int = 4,
         max_stage_attempts: int = 4,
+        task_max_failures: int | None = None,
         progress: bool | None = None,
         app_name: str = "strataflow",
         blas_threads: int | None = None,
@@ -193,7 +201,8 @@ class Context:
         self.config = cfg = Config.build(
             memory=memory, parallelism=parallelism, local_dirs=local_dirs, shuffle_dirs=shuffle_dirs,
             event_log=event_log, shuffle_sync=shuffle_sync, max_task_attempts=max_task_attempts,
-            max_stage_attempts=max_stage_attempts, progress=progress, app_name=app_name,
+            max_stage_attempts=max_stage_attempts, task_max_failures=task_max_failures,
+            progress=progress, app_name=app_name,
             blas_threads=blas_threads, storage_fraction=storage_fraction, policy=policy, serializer=serializer,
             disk_capacity=disk_capacity, mmap_memory=mmap_memory, mmap_share=mmap_share,
             gc_free_cache=gc_free_cache, tiers=tiers,

@@ -35,7 +35,8 @@ class Handle:
 
 
 def _runner(preferred: dict[int, list[str]], wait: float = WAIT) -> TaskSetRunner:
-    dag = SimpleNamespace(fleet=None, config=SimpleNamespace(max_task_attempts=2, locality_wait=wait),
+    dag = SimpleNamespace(fleet=None, config=SimpleNamespace(max_task_attempts=2, task_max_failures=2,
+                                                             locality_wait=wait),
                           map_outputs_for=lambda ds: {}, shipped_files=dict)
     stage = SimpleNamespace(id=0, attempts=1, dataset=None, shuffle_dep=None)
     return TaskSetRunner(dag, stage, 0, list(preferred), None, preferred, None, lambda *a: None)

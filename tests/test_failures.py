@@ -16,7 +16,7 @@ def _context(tmp_path, backend):
     (tmp_path / "cache").mkdir()
     (tmp_path / "shuffle").mkdir()
     return Context(memory="64MB", parallelism=2, local_dirs=[str(tmp_path / "cache")],
-                   shuffle_dirs=[str(tmp_path / "shuffle")], max_task_attempts=3, progress=False,
+                   shuffle_dirs=[str(tmp_path / "shuffle")], task_max_failures=3, progress=False,
                    event_log=str(tmp_path / "events.jsonl"), backend=backend)
 
 

@@ -32,7 +32,7 @@ def test_master_sets_parallelism(master, parallelism):
 
 
 def test_master_with_max_failures_and_ray():
-    assert parse_master("local[2, 5]") == {"parallelism": 2, "max_task_attempts": 5}
+    assert parse_master("local[2, 5]") == {"parallelism": 2, "task_max_failures": 5}
     assert parse_master("ray://head:10001") == {"backend": "ray", "address": "ray://head:10001"}
 
 
@@ -67,7 +67,7 @@ def test_no_master_means_every_core():
 def test_spark_keys_with_a_meaning_and_unknown_strataflow_keys():
     with SparkContext("local[2]", conf=conf().set("spark.default.parallelism", "5")
                       .set("spark.task.maxFailures", "2")) as sc:
-        assert sc.defaultParallelism == 5 and sc.ctx.config.max_task_attempts == 2
+        assert sc.defaultParallelism == 5 and sc.ctx.config.task_max_failures == 2
     with pytest.raises(ValueError, match="strataflow.bogus"):
         SparkContext("local", conf=conf().set("strataflow.bogus", "1"))
     assert SparkContext._active_spark_context is None

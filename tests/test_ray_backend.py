@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 import numpy as np
 import psutil
@@ -41,7 +42,7 @@ import pytest
 import netns
 from faults_util import fail_tasks_sent_together
 
-from strataflow import Context, StorageLevel
+from strataflow import Context, StorageLevel, TaskFailedError
 from strataflow.cli import main as cli_main
 from strataflow.config import ConfigError
 from strataflow.workloads import kmeans_job
@@ -362,15 +363,30 @@ def test_memory_and_disk_under_pressure(cluster, tmp_path):
         assert m["misses"] == 16  # each block computed once: nothing lost to the pressure
 
 
-def test_a_task_error_comes_back_as_itself(rctx):
+def test_a_task_error_comes_back_as_itself(rctx, tmp_path):
+    """Caught as its own type, with the user's file, function and line from the actor's
+    traceback, and run once (a user error is not retried in local mode: issue 39)."""
+    calls = tmp_path / "calls"
+
     def bad(x):
         if x == 7:
-            raise KeyError("seven")
+            with open(calls, "a") as f:
+                f.write("7\n")
+            raise KeyError("seven")  # RAY-USER-RAISE
         return x
 
-    with pytest.raises(Exception) as info:
+    with pytest.raises(KeyError) as info:
         rctx.parallelize(range(10), 2).map(bad).collect()
-    assert "seven" in str(info.value) and "KeyError" in repr(info.value) + str(info.value.__cause__)
+    err = info.value
+    assert isinstance(err, TaskFailedError) and "seven" in str(err) and err.attempts == 1
+    assert isinstance(err.__cause__, KeyError) and err.executor in {h.executor_id for h in rctx.fleet.live()}
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    here = os.path.abspath(__file__)
+    with open(here) as f:
+        line = next(n for n, src in enumerate(f, 1) if src.rstrip().endswith("# RAY-USER-RAISE"))
+    assert f'File "{here}", line {line}, in bad' in text, text
+    assert 'raise KeyError("seven")  # RAY-USER-RAISE' in text
+    assert calls.read_text() == "7\n"  # once
     assert rctx.parallelize(range(10), 2).sum() == 45  # the executors go on
 
 

@@ -18,8 +18,9 @@ from strataflow.executor.source_store import SourceStore, spilling_sources
 
 @pytest.fixture(params=["threads", "processes"])
 def ctx(request, tmp_path):
+    # task_max_failures=2: a task whose code fails once is retried (accumulators of retried tasks)
     with Context(memory="64MB", parallelism=2, backend=request.param, local_dirs=str(tmp_path),
-                 progress=False) as c:
+                 progress=False, task_max_failures=2) as c:
         yield c
 
 

@@ -75,6 +75,7 @@ from . import wire
 from .backend import ExecutorHandle, LostCallback, Peers, fail_waiting
 from .runtime import ExecutorSpec, app_dirs
 from .work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec, portable_error
+from ..retries import infrastructure_fault
 
 __all__ = ["RaySession", "RayExecutor", "ExecutorActor"]
 
@@ -634,7 +635,9 @@ class RayExecutor(ExecutorHandle):
             except BaseException as exc:  # noqa: BLE001 - another Ray error (an object lost, Ray stopping)
                 if kind in ("events", "ready") and not self._stopped:
                     self._lost(f"its Ray actor does not answer ({_short(exc)})")
-                self._settle(fut, exc)
+                # Ray's machinery failed, not the task's code (that comes back as a reply):
+                # retried as an infrastructure fault (retries.py)
+                self._settle(fut, infrastructure_fault(exc) if isinstance(exc, Exception) else exc)
                 continue
             try:
                 self._handle(kind, result, fut)

@@ -4,9 +4,10 @@ the errors that say an executor or a task went wrong."""
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
+
+from .remote_errors import RemoteTaskError, portable_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..dataset import Dataset
@@ -69,7 +70,11 @@ class TaskOutcome:
 
 
 class ExecutorLost(RuntimeError):
-    """An executor went away (killed, crashed, exited) while it had work."""
+    """An executor went away (killed, crashed, exited) while it had work. Its tasks are
+    retried up to ``max_task_attempts`` times (``retries.py``), since a user function that
+    kills its process (``os._exit``) must not retry forever."""
+
+    retryable = True
 
     def __init__(self, executor_id: str, reason: str) -> None:
         super().__init__(f"executor {executor_id} lost: {reason}")
@@ -82,27 +87,3 @@ class ExecutorLost(RuntimeError):
 
 class TaskCancelled(RuntimeError):
     """The driver cancelled the task's stage (the job failed or was interrupted)."""
-
-
-class RemoteTaskError(RuntimeError):
-    """A task's exception that could not be sent back as itself (it does not pickle):
-    its type name, message and the executor's traceback."""
-
-
-def portable_error(exc: BaseException, dumps: Callable[[Any], bytes]) -> BaseException:
-    """``exc`` with the executor's traceback attached (``remote_traceback``), or a
-    :class:`RemoteTaskError` carrying the same when ``exc`` itself does not pickle."""
-    import pickle
-
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    try:
-        exc.remote_traceback = text  # type: ignore[attr-defined]
-        pickle.loads(dumps(exc))  # both ways: an exception whose __init__ needs other args fails here
-        return exc
-    except Exception:  # noqa: BLE001 - anything that stops the exception from travelling
-        err = RemoteTaskError(f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}")
-        err.remote_traceback = text  # type: ignore[attr-defined]
-        origin = getattr(exc, "_strataflow_origin", None)
-        if origin is not None:
-            err._strataflow_origin = origin  # type: ignore[attr-defined]
-        return err

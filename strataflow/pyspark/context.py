@@ -47,7 +47,7 @@ def parse_master(master: str | None) -> dict[str, Any]:
             raise ValueError(f"SparkContext: master {master!r} asks for {n} threads; at least 1 is needed")
         out: dict[str, Any] = {"parallelism": n}
         if m.group(2) is not None:
-            out["max_task_attempts"] = int(m.group(2))
+            out["task_max_failures"] = int(m.group(2))  # Spark's maxFailures: see retries.py
         return out
     if master == "ray" or master.startswith("ray://"):
         return {"backend": "ray", "address": None if master == "ray" else master}

@@ -8,9 +8,11 @@ dataset is the result stage. Parent stages run before their children.
 Each stage attempt's tasks run on the executors (``task_set.py``: locality, retries,
 lost executors); their outcomes feed the driver's block-location master, the map-output
 tracker and the cache totals of every executor, from which stage and job figures are
-taken. Failures: an exception in user code is retried up to ``max_task_attempts`` times, then
-fails the job with :class:`TaskFailedError` naming the dataset, the partition and the
-original exception (kept as ``__cause__``). A shuffle file that cannot be read raises
+taken. Failures: a task is retried as ``retries.py`` says (an exception in user code up to
+``task_max_failures`` times, once by default in local mode), then fails the job with
+:class:`TaskFailedError` naming the dataset, the partition and the original exception
+(kept as ``__cause__``, with the executor's traceback, and whose type the job's error also
+has: ``errors.py``). A shuffle file that cannot be read raises
 FetchFailed: the map output is forgotten, the map stage reruns the missing tasks, and the
 reading stage runs again, up to ``max_stage_attempts`` times.
 """
@@ -30,6 +32,8 @@ from ..shuffle import FetchFailed
 from ..storage.block import BlockId
 from ..storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from ..storage.task_reads import HeldBlock
+from ..retries import is_user_error
+from .errors import ContextStopped, JobError, TaskFailedError, add_note, task_failed_error
 from .task import TaskContext
 from .task_set import TaskFailure, TaskSetRunner
 
@@ -40,25 +44,6 @@ if TYPE_CHECKING:
     from ..lineage import ShuffleDependency
 
 __all__ = ["DAGScheduler", "JobError", "TaskFailedError", "ContextStopped", "Stage", "planned_reads", "CacheTotals"]
-
-
-class JobError(RuntimeError):
-    """A job could not finish."""
-
-
-class ContextStopped(JobError):
-    """The Context was stopped (``stop()`` from another thread) while the job ran."""
-
-
-class TaskFailedError(JobError):
-    """A task failed on every attempt. ``dataset``, ``partition`` and ``__cause__`` say
-    where and why."""
-
-    def __init__(self, message: str, dataset: "Dataset", partition: int, attempts: int):
-        super().__init__(message)
-        self.dataset = dataset
-        self.partition = partition
-        self.attempts = attempts
 
 
 @dataclass(eq=False)
@@ -394,20 +379,31 @@ class DAGScheduler:
 
     def task_failed(self, stage: Stage, failure: TaskFailure) -> TaskFailedError:
         """The job's error for a task that failed on every attempt, naming the innermost
-        dataset that failed and keeping the task's exception as the cause."""
+        dataset that failed and keeping the task's exception (with the executor's
+        traceback) as the cause, whose type the error also has (``errors.py``)."""
         error = failure.error
         ds_id, label, split = getattr(error, "_strataflow_origin", (stage.dataset.id, stage.dataset.label,
                                                                      failure.partition))
         origin = next((d for d in narrow_ancestors(stage.dataset)[0] if d.id == ds_id), stage.dataset)
         remote = getattr(error, "remote_traceback", None)
         kind = "shuffle-map" if stage.is_shuffle_map else "result"
-        err = TaskFailedError(
-            f"task for partition {split} of dataset {label} failed {failure.attempts} "
-            f"time(s) (stage {stage.id}, {kind} task {failure.partition}); last error: "
-            f"{type(error).__name__}: {error}",
-            origin, split, failure.attempts,
+        where = (f"stage {stage.id}, {kind} task {failure.partition}, "
+                 f"executor {failure.executor if failure.executor is not None else '?'}")
+        not_retried = ("; not retried: task_max_failures=1 (an error of the task's own code)"
+                       if failure.attempts == 1 and self.config.task_max_failures == 1 and is_user_error(error)
+                       else "")
+        try:
+            what = f"{type(error).__name__}: {error}"
+        except Exception:  # noqa: BLE001 - an exception whose __str__ fails
+            what = type(error).__name__
+        add_note(error, f"strataflow: raised by the task for partition {split} of dataset {label} ({where}, "
+                        f"attempt {failure.attempts})" + ("" if remote is None else
+                                                          "; the traceback above is the executor's"))
+        err = task_failed_error(
+            f"task for partition {split} of dataset {label} failed {failure.attempts} time(s) ({where}"
+            f"{not_retried}); last error: {what}",
+            origin, split, failure.attempts, error, failure.executor,
         )
-        err.__cause__ = error
         if remote and self.config.backend != "threads":
             err.remote_traceback = remote
         return err

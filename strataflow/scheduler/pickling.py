@@ -14,17 +14,36 @@ code looks as if it read the file on the executor. An open file in a closure is 
 always a mistake; the message says what to do instead (open it inside the function, or
 ``ctx.add_file`` / ``ctx.broadcast``). The threads backend pickles nothing, so there a
 closure shares the caller's file object, as it shares any other state.
+
+A function defined in the user's script (or inside a function) travels by value, and
+cloudpickle 3 renames its code's file ``<dynamic-code>``, which would leave a task's
+traceback without the user's file name or source line. The stage's pickler keeps each
+code object's own file name (:func:`stage_dumps`).
 """
 
 from __future__ import annotations
 
 import io
 import types
+from collections import ChainMap
 from typing import Any, Iterator
 
 import cloudpickle
 
-__all__ = ["UnpicklableTaskError", "pickle_stage", "find_unpicklable"]
+__all__ = ["UnpicklableTaskError", "pickle_stage", "find_unpicklable", "stage_dumps"]
+
+_code_reduce = cloudpickle.Pickler.dispatch_table.get(types.CodeType)
+
+
+def _code_keeping_file(code: types.CodeType) -> tuple:
+    """cloudpickle's reduction of a code object, then its file name put back."""
+    rebuild, args = _code_reduce(code)
+    return _named_code, (rebuild, args, code.co_filename)
+
+
+def _named_code(rebuild: Any, args: tuple, filename: str) -> types.CodeType:
+    code = rebuild(*args)
+    return code if code.co_filename == filename else code.replace(co_filename=filename)
 
 
 class UnpicklableTaskError(TypeError):
@@ -41,7 +60,10 @@ def _is_file(obj: Any) -> bool:
 
 
 class _StagePickler(cloudpickle.Pickler):
-    """cloudpickle, refusing file objects."""
+    """cloudpickle, refusing file objects and keeping each code object's file name."""
+
+    dispatch_table = (ChainMap({types.CodeType: _code_keeping_file}, cloudpickle.Pickler.dispatch_table)
+                      if _code_reduce is not None else cloudpickle.Pickler.dispatch_table)
 
     def reducer_override(self, obj: Any) -> Any:
         if _is_file(obj):
@@ -50,8 +72,10 @@ class _StagePickler(cloudpickle.Pickler):
         return super().reducer_override(obj)
 
 
-def dumps(obj: Any) -> bytes:
-    """``cloudpickle.dumps(obj, protocol=5)``, refusing file objects."""
+def stage_dumps(obj: Any) -> bytes:
+    """``obj`` cloudpickled (protocol 5), refusing file objects, each function's code
+    keeping its file name, so that a task's traceback names the user's file and shows its
+    lines."""
     buf = io.BytesIO()
     _StagePickler(buf, protocol=5).dump(obj)
     return buf.getvalue()
@@ -106,7 +130,7 @@ def _children(obj: Any) -> Iterator[tuple[str, Any]]:
 
 def _pickles(obj: Any) -> BaseException | None:
     try:
-        dumps(obj)
+        stage_dumps(obj)
         return None
     except Exception as exc:  # noqa: BLE001 - any failure is the answer
         return exc
@@ -140,7 +164,7 @@ def pickle_stage(work: Any) -> bytes:
     """The stage's work, cloudpickled once for every executor; raises
     :class:`UnpicklableTaskError` naming the function and the object that stop it."""
     try:
-        return dumps(work)
+        return stage_dumps(work)
     except Exception as exc:  # noqa: BLE001 - explain, whatever the pickler raised
         found = find_unpicklable(work)
         if found is None:

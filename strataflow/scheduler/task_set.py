@@ -22,10 +22,11 @@ as many cores as executors). The price: a holder so slow that its tasks would ha
 after the wait keeps that share (the rest still moves); with ``locality_wait=0`` every
 task is placed as a slot frees.
 
-A task whose user code fails is retried (on any executor) up to ``max_task_attempts``
-times; so is a task whose executor was lost, since a user function that kills its
-process (``os._exit``) must not retry forever. The first failure that ends the stage
-cancels its other tasks on every executor and waits for those already running to stop.
+A task that failed for the infrastructure's sake (its executor lost, a full shuffle
+device) is retried (on any executor) up to ``max_task_attempts`` times; one whose user
+code raised, up to ``task_max_failures`` times (once, by default, in local mode);
+``retries.py`` says which is which. The first failure that ends the stage cancels its
+other tasks on every executor and waits for those already running to stop.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Callable
 from ..executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
 from ..shuffle import FetchFailed
 from ..executor.source_store import spilling_sources
+from ..retries import attempts_allowed
 from .pickling import pickle_stage
 
 if TYPE_CHECKING:
@@ -60,6 +62,8 @@ class TaskFailure:
     partition: int
     attempts: int
     error: BaseException
+    #: the executor the last attempt ran on
+    executor: str | None = None
 
 
 class TaskSetRunner:
@@ -73,6 +77,7 @@ class TaskSetRunner:
         self.fleet = dag.fleet
         cfg = dag.config
         self.max_attempts = cfg.max_task_attempts
+        self.max_user_attempts = cfg.task_max_failures
         self.locality_wait = cfg.locality_wait
         self.stage = stage
         self.job_id = job_id
@@ -152,18 +157,14 @@ class TaskSetRunner:
                         continue
                     if isinstance(exc, FetchFailed):
                         stop_error = exc
-                    elif isinstance(exc, ExecutorLost):
-                        self.dag.task_lost(self.stage, p, attempt, exc)
-                        if attempt < self.max_attempts:
+                    else:
+                        if isinstance(exc, ExecutorLost):
+                            self.dag.task_lost(self.stage, p, attempt, exc)
+                        if attempt < attempts_allowed(exc, self.max_attempts, self.max_user_attempts):
                             queue.append((p, attempt + 1))
                         else:
-                            failure = TaskFailure(p, attempt, exc)
+                            failure = TaskFailure(p, attempt, exc, eid)
                             stop_error = exc
-                    elif attempt < self.max_attempts and getattr(exc, "retryable", True):
-                        queue.append((p, attempt + 1))
-                    else:
-                        failure = TaskFailure(p, attempt, exc)
-                        stop_error = exc
                     if stop_error is not None:
                         self._cancel()
                         running = self._drain(running)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..partitioner import portable_hash
+from ..retries import infrastructure_fault
 from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
 from ..storage.private_file import mkstemp_private
 from ..storage.sizing import estimate_size
@@ -47,7 +48,10 @@ _FRAME = struct.Struct(f"<QQ{TAG_BYTES}s")  # the same, then the tag
 
 class SpillCorrupt(RuntimeError):
     """A spill file fails its authentication or is truncated: it was not (or not wholly)
-    written by this aggregator, and nothing of the failing chunk was unpickled."""
+    written by this aggregator, and nothing of the failing chunk was unpickled. The
+    infrastructure's fault: the task is retried and writes its spills afresh."""
+
+    retryable = True
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,10 @@ class ExternalAggregator:
 
     def _spill(self) -> None:
         items = sorted(self.data.items(), key=lambda kv: portable_hash(kv[0]))
-        fd, path = mkstemp_private(self.spill_dir, "spill-", ".pkl")
+        try:
+            fd, path = mkstemp_private(self.spill_dir, "spill-", ".pkl")
+        except OSError as exc:  # a full or refusing device: the task is retried (retries.py)
+            raise infrastructure_fault(exc)
         try:
             with os.fdopen(fd, "wb") as f:
                 chunks = 0
@@ -154,8 +161,10 @@ class ExternalAggregator:
                     f.write(data)
                     chunks += 1
                 size = f.tell()
-        except BaseException:
+        except BaseException as exc:
             os.remove(path)
+            if isinstance(exc, OSError):
+                raise infrastructure_fault(exc)
             raise
         self._chunks[path] = chunks
         self.spills.append(path)

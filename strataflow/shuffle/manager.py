@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..batch import is_batch, iter_rows, num_rows, take_rows
+from ..retries import infrastructure_fault
 from ..storage.frame_auth import FrameAuth
 from .codec import decode, encode
 from .files import FetchFailed, MapOutput, read_bucket, write_map_output
@@ -113,7 +114,11 @@ class ShuffleWriter:
 
     def write(self, shuffle_id: int, map_id: int, buckets: list) -> MapOutput:
         encoded = [encode(b) for b in buckets]
-        return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.auth, self.sync, self.executor_id)
+        try:
+            return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.auth, self.sync,
+                                    self.executor_id)
+        except OSError as exc:  # a full or refusing device: the task is retried (retries.py)
+            raise infrastructure_fault(exc)
 
 
 #: ``read(output, reduce_id, shuffle_id, map_id) -> bytes``: one bucket, verified, or

@@ -107,11 +107,17 @@ def file_size(payload_size: int, serializer: str) -> int:
 
 
 class DiskFull(OSError):
-    """No room for a block (device full or the store's capacity reached)."""
+    """No room for a block (device full or the store's capacity reached). Should one end a
+    task, it is the infrastructure's fault: the task is retried (``retries.py``)."""
+
+    retryable = True
 
 
 class BlockUnavailable(Exception):
-    """A block file is missing, short, or fails its checksum or its authentication."""
+    """A block file is missing, short, or fails its checksum or its authentication. Should
+    one end a task, it is the infrastructure's fault: the task is retried (``retries.py``)."""
+
+    retryable = True
 
 
 @dataclass(frozen=True)

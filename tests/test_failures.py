@@ -174,9 +174,9 @@ def test_shuffle_loss_that_never_heals_fails_loudly(local_ctx, monkeypatch):
     ({"memory": -5}, "memory"),
     ({"memory": "10KB"}, "memory"),
     ({"parallelism": 0}, "parallelism"),
-    ({"local_dirs": ["/nonexistent/strataflow-test"]}, "local_dirs"),
-    ({"shuffle_dirs": ["/nonexistent/strataflow-test"]}, "shuffle_dirs"),
-    ({"event_log": "/nonexistent/dir/events.jsonl"}, "event_log"),
+    ({"local_dirs": ["/dev/null/strataflow-test"]}, "local_dirs"),
+    ({"shuffle_dirs": ["/dev/null/strataflow-test"]}, "shuffle_dirs"),
+    ({"event_log": "/dev/null/dir/events.jsonl"}, "event_log"),
     ({"max_task_attempts": 0}, "max_task_attempts"),
 ])
 def test_bad_configuration_fails_before_any_work(kwargs, fragment, tmp_path):

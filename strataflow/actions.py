@@ -34,6 +34,7 @@ import numpy as np
 from .batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
 from .io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
 from .io.manifest import SUCCESS, new_output_dir
+from .io.paths import OutputDir
 from .io.compression import codec_name
 from .io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
 from .scheduler.dag import TaskFailedError
@@ -249,8 +250,8 @@ class ActionOps:
         return combine_pandas(frames, keep_index=all(is_dataframe(p) for p in parts))
 
     # -- output ---------------------------------------------------------------------------------
-    def _write_parts(self, path: str, write: Callable[[str, int, Any], dict], op: str) -> list[dict]:
-        return self.map_partitions_with_index(lambda i, v: [write(path, i, v)])._run(
+    def _write_parts(self, out: OutputDir, write: Callable[[OutputDir, int, Any], dict], op: str) -> list[dict]:
+        return self.map_partitions_with_index(lambda i, v: [write(out, i, v)])._run(
             lambda v: v[0], description=f"{op} {self.label}")
 
     def save_as_text_file(self, path: str | os.PathLike, compression: str | None = None) -> None:
@@ -260,22 +261,22 @@ class ActionOps:
         ``bzip2``, ``deflate`` or ``xz`` (or Hadoop's codec class name): ``part-NNNNN.gz``...,
         which ``text_file`` reads back (``io/compression.py``)."""
         codec = codec_name(compression) if compression is not None else None
-        path = new_output_dir(path, "save_as_text_file")
-        self._write_parts(path, lambda p, i, v: text_part(p, i, v, codec), "save_as_text_file")
-        open(os.path.join(path, SUCCESS), "w").close()
+        out = new_output_dir(path, "save_as_text_file")
+        self._write_parts(out, lambda o, i, v: text_part(o, i, v, codec), "save_as_text_file")
+        out.touch(SUCCESS)
 
     def save_as_parquet(self, path: str | os.PathLike) -> None:
         """A directory of ``part-NNNNN.parquet`` files (one per partition with rows, each
         partition as ``to_arrow`` makes it), a ``_manifest.json`` and ``_SUCCESS``;
         ``Context.parquet_file(path)`` reads it back in order. Fails if ``path`` exists,
         or (before the manifest) if the partitions' schemas cannot be made one."""
-        path = new_output_dir(path, "save_as_parquet")
-        finish_parquet(path, self._write_parts(path, parquet_part, "save_as_parquet"), self.label)
+        out = new_output_dir(path, "save_as_parquet")
+        finish_parquet(out, self._write_parts(out, parquet_part, "save_as_parquet"), self.label)
 
     def save_as_npy(self, path: str | os.PathLike) -> None:
         """A directory of ``part-NNNNN.npy`` files (one per partition with rows: an
         ndarray as it is, a table's columns side by side, records as ``np.asarray``), a
         ``_manifest.json`` and ``_SUCCESS``; ``Context.npy_file(path)`` reads them back
         as one array. Every part must hold numbers of one dtype and row shape."""
-        path = new_output_dir(path, "save_as_npy")
-        finish_npy(path, self._write_parts(path, npy_part, "save_as_npy"), self.label)
+        out = new_output_dir(path, "save_as_npy")
+        finish_npy(out, self._write_parts(out, npy_part, "save_as_npy"), self.label)

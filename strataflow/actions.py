@@ -259,7 +259,9 @@ class ActionOps:
         ndarray row on one line and never shortened) and ``_SUCCESS`` when all are
         written; fails if ``path`` exists, as Spark does. ``compression``: ``gzip``,
         ``bzip2``, ``deflate`` or ``xz`` (or Hadoop's codec class name): ``part-NNNNN.gz``...,
-        which ``text_file`` reads back (``io/compression.py``)."""
+        which ``text_file`` reads back (``io/compression.py``). ``path``: a local path, a
+        ``file://`` URI or any fsspec URL (``s3://bucket/out``; ``io/paths.py``), as for
+        every ``save_as_*``."""
         codec = codec_name(compression) if compression is not None else None
         out = new_output_dir(path, "save_as_text_file")
         self._write_parts(out, lambda o, i, v: text_part(o, i, v, codec), "save_as_text_file")

@@ -34,7 +34,7 @@ import numpy as np
 from .batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
 from .io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
 from .io.manifest import SUCCESS, new_output_dir
-from .io.output_files import touch_output
+from .io.paths import OutputDir
 from .io.compression import codec_name
 from .io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
 from .scheduler.dag import TaskFailedError
@@ -339,8 +339,8 @@ class ActionOps:
         return combine_pandas(frames, keep_index=all(is_dataframe(p) for p in parts))
 
     # -- output ---------------------------------------------------------------------------------
-    def _write_parts(self, path: str, write: Callable[[str, int, Any], dict], op: str) -> list[dict]:
-        return self.map_partitions_with_index(lambda i, v: [write(path, i, v)])._run(
+    def _write_parts(self, out: OutputDir, write: Callable[[OutputDir, int, Any], dict], op: str) -> list[dict]:
+        return self.map_partitions_with_index(lambda i, v: [write(out, i, v)])._run(
             lambda v: v[0], description=f"{op} {self.label}")
 
     def save_as_text_file(self, path: str | os.PathLike, compression: str | None = None) -> None:
@@ -348,16 +348,18 @@ class ActionOps:
         ndarray row on one line and never shortened) and ``_SUCCESS`` when all are
         written; fails if ``path`` exists, as Spark does. ``compression``: ``gzip``,
         ``bzip2``, ``deflate`` or ``xz`` (or Hadoop's codec class name): ``part-NNNNN.gz``...,
-        which ``text_file`` reads back (``io/compression.py``).
+        which ``text_file`` reads back (``io/compression.py``). ``path``: a local path, a
+        ``file://`` URI or any fsspec URL (``s3://bucket/out``; ``io/paths.py``), as for
+        every ``save_as_*``.
 
         >>> ctx.parallelize(["one", "two"]).save_as_text_file(tmp_dir + "/lines", compression="gzip")
         >>> ctx.text_file(tmp_dir + "/lines").collect()
         ['one', 'two']
         """
         codec = codec_name(compression) if compression is not None else None
-        path = new_output_dir(path, "save_as_text_file")
-        self._write_parts(path, lambda p, i, v: text_part(p, i, v, codec), "save_as_text_file")
-        touch_output(os.path.join(path, SUCCESS))
+        out = new_output_dir(path, "save_as_text_file")
+        self._write_parts(out, lambda o, i, v: text_part(o, i, v, codec), "save_as_text_file")
+        out.touch(SUCCESS)
 
     def save_as_parquet(self, path: str | os.PathLike) -> None:
         """A directory of ``part-NNNNN.parquet`` files (one per partition with rows, each
@@ -369,8 +371,8 @@ class ActionOps:
         >>> ctx.parquet_file(tmp_dir + "/table").collect()
         [(1, 'a'), (2, 'b')]
         """
-        path = new_output_dir(path, "save_as_parquet")
-        finish_parquet(path, self._write_parts(path, parquet_part, "save_as_parquet"), self.label)
+        out = new_output_dir(path, "save_as_parquet")
+        finish_parquet(out, self._write_parts(out, parquet_part, "save_as_parquet"), self.label)
 
     def save_as_npy(self, path: str | os.PathLike) -> None:
         """A directory of ``part-NNNNN.npy`` files (one per partition with rows: an
@@ -383,5 +385,5 @@ class ActionOps:
         >>> ctx.npy_file(tmp_dir + "/points").count()
         3
         """
-        path = new_output_dir(path, "save_as_npy")
-        finish_npy(path, self._write_parts(path, npy_part, "save_as_npy"), self.label)
+        out = new_output_dir(path, "save_as_npy")
+        finish_npy(out, self._write_parts(out, npy_part, "save_as_npy"), self.label)

@@ -14,9 +14,9 @@ import pickle
 from typing import TYPE_CHECKING, IO, Any, Callable, Sequence
 
 from .batch import iter_rows
-from .io.output_files import make_output_dirs, open_output, touch_output
+from .io.output_files import open_output
+from .io.paths import OutputDir, resolve_files, split_paths
 from .io.sources import InputError
-from .io.text import list_input_files
 from .lineage import SourceNode
 from .storage.private_file import atomic_write
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .context import Context
     from .scheduler.task import TaskContext
 
-__all__ = ["PickleFileOps", "PickleFileSource", "write_atomically", "prepare_output_dir"]
+__all__ = ["PickleFileOps", "PickleFileSource", "write_atomically"]
 
 
 def write_atomically(path: str, write: Callable[[IO[bytes]], None], private: bool = False) -> None:
@@ -46,52 +46,37 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None], private: boo
         raise
 
 
-def prepare_output_dir(path: str | os.PathLike, what: str) -> str:
-    """Creates the output directory (at most 0755); fails if it exists, as Spark's writers do."""
-    path = os.fspath(path)
-    if os.path.lexists(path):
-        raise FileExistsError(f"{what}: output path {path!r} already exists")
-    make_output_dirs(path)
-    return path
-
-
 class PickleFileSource(SourceNode):
     """The records of a directory written by ``save_as_pickle_file`` (or of one part
     file), one partition per part file."""
 
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.path = ",".join(paths)
-        self.files = [f for p in paths for f in list_input_files(p)]
+    def __init__(self, paths: Any, recursive: bool = False) -> None:
+        self.path = ",".join(split_paths(paths))
+        self.files = resolve_files(paths, "pickle_file", recursive)
         self.num_partitions = len(self.files)
 
     def compute(self, split: int, tc: "TaskContext") -> list:
-        name = self.files[split]
+        ref = self.files[split]
         out: list = []
         try:
-            with open(name, "rb") as f:
+            with ref.open() as f:
                 while True:
                     try:
                         out.extend(pickle.load(f))
                     except EOFError:
                         return out
         except (OSError, pickle.UnpicklingError, ValueError) as exc:
-            raise InputError(f"pickle_file: cannot read {name!r}: {exc}") from exc
+            raise InputError(f"pickle_file: cannot read {ref.name!r}: {exc}") from exc
 
     def describe(self) -> str:
         return self.path
 
 
-def input_paths(path: "str | os.PathLike | Sequence[str | os.PathLike]") -> list[str]:
-    """One path or several, as a list of strings."""
-    if isinstance(path, (str, os.PathLike)):
-        return [os.fspath(path)]
-    return [os.fspath(p) for p in path]
-
-
-def open_pickle_file(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]") -> Any:
+def open_pickle_file(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]",
+                     recursive: bool = False) -> Any:
     from .dataset import Dataset
 
-    return Dataset(ctx, PickleFileSource(input_paths(path)), "pickle_file")
+    return Dataset(ctx, PickleFileSource(path, recursive), "pickle_file")
 
 
 class PickleFileOps:
@@ -105,7 +90,7 @@ class PickleFileOps:
         >>> ctx.pickle_file(tmp_dir + "/records").collect()
         [{'a': 1}, None]
         """
-        path = prepare_output_dir(path, "save_as_pickle_file")
+        out = OutputDir.create(path, "save_as_pickle_file")
 
         def write(i, v):
             def dump(f):
@@ -118,8 +103,9 @@ class PickleFileOps:
                 if batch:
                     pickle.dump(batch, f, protocol=pickle.HIGHEST_PROTOCOL)
 
-            write_atomically(os.path.join(path, f"part-{i:05d}"), dump)
+            with out.atomic_file(f"part-{i:05d}") as f:
+                dump(f)
             return [1]
 
         self.map_partitions_with_index(write)._run(len, description=f"save_as_pickle_file {self.label}")
-        touch_output(os.path.join(path, "_SUCCESS"))
+        out.touch("_SUCCESS")

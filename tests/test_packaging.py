@@ -12,7 +12,7 @@ from pathlib import Path
 import strataflow
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS_ONLY = ["matplotlib", "pandas", "pyspark", "ray", "hypothesis", "pytest"]
+EXTRAS_ONLY = ["matplotlib", "pandas", "pyspark", "ray", "hypothesis", "pytest", "s3fs", "moto", "boto3"]
 
 _BLOCK = """
 import sys
@@ -37,7 +37,7 @@ def test_core_dependencies_leave_the_extras_out():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = " ".join(project["dependencies"])
     assert not any(name in core for name in EXTRAS_ONLY)
-    assert {"dev", "plots", "pandas", "peers", "ray"} <= set(project["optional-dependencies"])
+    assert {"dev", "plots", "pandas", "peers", "ray", "s3"} <= set(project["optional-dependencies"])
 
 
 def test_the_package_is_typed_and_licensed():

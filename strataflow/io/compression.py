@@ -15,7 +15,11 @@ import gzip
 import io
 import lzma
 import zlib
-from typing import IO
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from .paths import FileRef
 
 __all__ = ["CODECS", "codec_name", "codec_of_path", "compressing", "decompress", "open_read", "CodecError"]
 
@@ -60,23 +64,36 @@ def compressing(raw: IO[bytes], name: str) -> IO[bytes]:
     return _ZlibWriter(raw)
 
 
-def open_read(path: str) -> IO[bytes]:
-    """A binary file object over a file's decompressed contents (plain files as they are)."""
-    name = codec_of_path(path)
-    if name == "gzip":
-        return gzip.open(path, "rb")
-    if name == "bzip2":
-        return bz2.open(path, "rb")
-    if name == "xz":
-        return lzma.open(path, "rb")
+def _raw(source: "str | FileRef") -> IO[bytes]:
+    return open(source, "rb") if isinstance(source, str) else source.open()
+
+
+def _path(source: "str | FileRef") -> str:
+    return source if isinstance(source, str) else source.path
+
+
+@contextmanager
+def open_read(source: "str | FileRef") -> Iterator[IO[bytes]]:
+    """A binary file object over a file's decompressed contents (plain files as they
+    are); ``source`` is a local path or a :class:`~strataflow.io.paths.FileRef` on any
+    filesystem. Leaving the block closes the file and the codec's stream both."""
+    name = codec_of_path(_path(source))
     if name == "deflate":
-        return io.BytesIO(decompress(path, name))
-    return open(path, "rb")
+        yield io.BytesIO(decompress(source, name))
+        return
+    with _raw(source) as raw:
+        if name is None:
+            yield raw
+            return
+        codec = {"gzip": lambda: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": lambda: bz2.BZ2File(raw, "rb"),
+                 "xz": lambda: lzma.LZMAFile(raw, "rb")}[name]
+        with codec() as fh:
+            yield fh
 
 
-def decompress(path: str, name: str) -> bytes:
-    """The whole decompressed contents of a file."""
-    with open(path, "rb") as fh:
+def decompress(source: "str | FileRef", name: str) -> bytes:
+    """The whole decompressed contents of a file (a remote one fetched whole, with one request)."""
+    with (_raw(source) if isinstance(source, str) else io.BytesIO(source.read_all())) as fh:
         if name == "gzip":
             return gzip.GzipFile(fileobj=fh).read()
         if name == "bzip2":

@@ -24,7 +24,6 @@ ranges are cut at newlines).
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -32,6 +31,7 @@ import pyarrow as pa
 from ..config import ConfigError
 from ..lineage import SourceNode
 from .compression import open_read
+from .paths import FileRef
 from .sources import InputError
 from .text import TextSource, _find_newline
 
@@ -40,8 +40,8 @@ __all__ = ["CsvSource", "CsvTypesSource", "widen_types"]
 _MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
 
 
-def _first_line(path: str) -> bytes:
-    with open_read(path) as fh:
+def _first_line(ref: FileRef) -> bytes:
+    with open_read(ref) as fh:
         return fh.readline()
 
 
@@ -69,13 +69,15 @@ class CsvSource(TextSource):
     """Each partition a Table of ``schema`` (settled before any partition is read:
     ``untyped`` lists the columns whose types ``set_types`` must still give)."""
 
+    op = "csv_file"
+
     def __init__(self, path: str, min_partitions: int, delimiter: str = ",",
                  column_names: list[str] | None = None, column_types: dict | None = None,
-                 header: bool = False) -> None:
-        super().__init__(path, min_partitions)
+                 header: bool = False, recursive: bool = False) -> None:
+        super().__init__(path, min_partitions, recursive=recursive)
         self.delimiter = delimiter
         self.header = header
-        files = [f for f in dict.fromkeys(f for f, _, _ in self.splits) if os.path.isfile(f)]
+        files = self.files
         names = list(column_names) if column_names is not None else None
         if header or names is None:
             found = self._first_line_names(files, autogenerate=not header)
@@ -86,10 +88,10 @@ class CsvSource(TextSource):
         self.column_types = dict(column_types or {})
         unknown = [n for n in self.column_types if n not in self.column_names]
         if unknown:
-            raise ConfigError(f"csv_file: column_types names {unknown}, which are not columns of {path!r} "
+            raise ConfigError(f"csv_file: column_types names {unknown}, which are not columns of {self.path!r} "
                               f"(columns: {self.column_names})")
 
-    def _first_line_names(self, files: list[str], autogenerate: bool) -> list[str] | None:
+    def _first_line_names(self, files: list[FileRef], autogenerate: bool) -> list[str] | None:
         """The header's names (the same in every file), or ``f0``... for the first line's
         fields; None for input with no lines."""
         import pyarrow.csv as pacsv
@@ -104,11 +106,11 @@ class CsvSource(TextSource):
                     use_threads=False, autogenerate_column_names=autogenerate),
                     parse_options=pacsv.ParseOptions(delimiter=self.delimiter)).column_names
             except pa.ArrowInvalid as exc:
-                raise ConfigError(f"csv_file: the first line of {f!r} cannot be parsed: {exc}") from None
+                raise ConfigError(f"csv_file: the first line of {f.name!r} cannot be parsed: {exc}") from None
             if names is None:
                 names, first = got, f
             elif got != names:
-                raise ConfigError(f"csv_file: the header of {f!r} is {got}, that of {first!r} {names}; "
+                raise ConfigError(f"csv_file: the header of {f.name!r} is {got}, that of {first.name!r} {names}; "
                                   "the files of one input must have the same columns")
             if autogenerate:
                 break
@@ -146,8 +148,8 @@ class CsvSource(TextSource):
                                   parse_options=pacsv.ParseOptions(delimiter=self.delimiter),
                                   convert_options=pacsv.ConvertOptions(column_types=types))
         except pa.ArrowInvalid as exc:
-            path, start, _ = self.splits[split]
-            raise InputError(f"csv_file: {path!r} cannot be parsed in the lines from byte {start} on: {exc}") \
+            ref, start, _ = self.splits[split]
+            raise InputError(f"csv_file: {ref.name!r} cannot be parsed in the lines from byte {start} on: {exc}") \
                 from None
 
     def compute(self, split: int, tc: Any) -> pa.Table:

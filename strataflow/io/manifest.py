@@ -6,10 +6,11 @@ again); the driver then writes the manifest (format, total rows, each part's fil
 rows, and what every part shares: a dtype and row shape, or a schema) and ``_SUCCESS``
 last, as Spark does, so a directory without ``_SUCCESS`` is known to be incomplete.
 
-The readers (``npy_file``, ``parquet_file``) take a file, or a directory: with a manifest
-they read its parts in partition order and check each file's rows against it (a replaced
-or truncated part fails naming the file); without one, its visible ``*.<ext>`` files in
-name order (directories written by other tools).
+The readers (``npy_file``, ``parquet_file``) take files, or directories (any path
+``paths.py`` takes): with a manifest they read its parts in partition order and check
+each file's rows against it (a replaced or truncated part fails naming the file);
+without one, its visible ``*.<ext>`` files in name order (directories written by other
+tools). Remote directories (fsspec URLs) are written and read the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from contextlib import contextmanager
 from typing import Any, BinaryIO, Iterator
 
 from ..config import ConfigError
-from .output_files import make_output_dirs, open_output, touch_output
+from .output_files import open_output
+from .paths import FileRef, Match, OutputDir, listing, matches
 
 __all__ = ["MANIFEST", "SUCCESS", "new_output_dir", "part_name", "atomic_file", "write_manifest", "read_manifest",
            "input_files"]
@@ -31,14 +33,10 @@ SUCCESS = "_SUCCESS"
 VERSION = 1
 
 
-def new_output_dir(path: str | os.PathLike, op: str) -> str:
-    """Creates the output directory; fails if ``path`` exists at all, as Spark does, so a
-    save never mixes its parts with another's."""
-    path = os.fspath(path)
-    if os.path.lexists(path):
-        raise FileExistsError(f"{op}: output path {path!r} already exists")
-    make_output_dirs(path)  # at most 0755, whatever the umask (``output_files.py``)
-    return path
+def new_output_dir(path: str | os.PathLike, op: str) -> OutputDir:
+    """Creates the output directory (local, ``file://`` or any fsspec URL); fails if
+    ``path`` exists at all, as Spark does, so a save never mixes its parts with another's."""
+    return OutputDir.create(path, op)
 
 
 def part_name(index: int, ext: str = "") -> str:
@@ -62,49 +60,75 @@ def atomic_file(path: str, mode: str = "wb") -> Iterator[BinaryIO]:
             os.remove(tmp)
 
 
-def write_manifest(path: str, fmt: str, parts: list[dict], **shared: Any) -> dict:
+def write_manifest(out: OutputDir, fmt: str, parts: list[dict], **shared: Any) -> dict:
     """Writes ``_manifest.json`` and then ``_SUCCESS``; returns the manifest."""
     manifest = {"format": fmt, "version": VERSION, "rows": sum(p["rows"] for p in parts),
                 "parts": parts, **shared}
-    with atomic_file(os.path.join(path, MANIFEST), "w") as fh:
+    with out.atomic_file(MANIFEST, "w") as fh:
         json.dump(manifest, fh, indent=1)
-    touch_output(os.path.join(path, SUCCESS))
+    out.touch(SUCCESS)
     return manifest
 
 
-def read_manifest(path: str, reader: str) -> dict | None:
+def read_manifest(directory: Match, reader: str) -> dict | None:
     """The manifest of a directory, or None if it has none."""
-    name = os.path.join(path, MANIFEST)
-    if not os.path.isfile(name):
+    name = directory.join(MANIFEST)
+    if directory.fs is None:
+        if not os.path.isfile(name):
+            return None
+    elif not directory.fs.isfile(name):
         return None
+    shown = name if directory.fs is None else directory.fs.unstrip_protocol(name)
     try:
-        with open(name, encoding="utf-8") as fh:
-            manifest = json.load(fh)
+        if directory.fs is None:
+            with open(name, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = directory.fs.cat_file(name)
+        manifest = json.loads(raw.decode("utf-8"))
         manifest["parts"]  # noqa: B018 - the one key every reader needs
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{reader}: {name!r} is not a readable manifest: {exc}") from None
+        raise ConfigError(f"{reader}: {shown!r} is not a readable manifest: {exc}") from None
     return manifest
 
 
-def input_files(path: str | os.PathLike, fmt: str, ext: str, reader: str) -> list[tuple[str, int | None]]:
-    """``(file, rows)`` to read for ``path``, in order (rows from the manifest, else None).
+def input_files(path: Any, fmt: str, ext: str, reader: str,
+                recursive: bool = False) -> list[tuple[FileRef, int | None]]:
+    """``(file, rows)`` to read for ``path`` (any path ``paths.py`` takes), in order (rows
+    from the manifest, else None).
 
-    A manifest's parts without rows are left out (an empty partition's file only keeps
-    the dtype or schema) unless every part is empty, then the first is kept."""
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        return [(path, None)]
-    if not os.path.isdir(path):
-        raise ConfigError(f"{reader}: file {path!r} does not exist")
-    manifest = read_manifest(path, reader)
-    if manifest is not None:
-        if manifest.get("format") != fmt:
-            raise ConfigError(f"{reader}: {path!r} holds {manifest.get('format')!r} parts, not {fmt}")
-        parts = [(os.path.join(path, p["file"]), int(p["rows"])) for p in manifest["parts"] if p.get("file")]
-        if not parts:
-            raise ConfigError(f"{reader}: the manifest of {path!r} lists no part files")
-        return [p for p in parts if p[1] > 0] or parts[:1]
-    files = sorted(n for n in os.listdir(path) if n.endswith(ext) and not n.startswith(("_", ".")))
-    if not files:
-        raise ConfigError(f"{reader}: directory {path!r} has neither a {MANIFEST} nor any *{ext} file")
-    return [(os.path.join(path, n), None) for n in files]
+    A directory is read through its manifest when it has one; a manifest's parts without
+    rows are left out (an empty partition's file only keeps the dtype or schema) unless
+    every part is empty, then the first is kept. A directory without one gives its
+    visible ``*<ext>`` files in name order (its tree's, with ``recursive``)."""
+    out: list[tuple[FileRef, int | None]] = []
+    for m in matches(path, reader):
+        if not m.is_dir:
+            out.append((FileRef(m.path, m.size, m.fs), None))
+            continue
+        manifest = read_manifest(m, reader)
+        if manifest is not None:
+            out.extend(_manifest_parts(m, manifest, fmt, ext, reader))
+            continue
+        files = listing(m, reader, recursive, ext)
+        if not files:
+            raise ConfigError(f"{reader}: directory {m.name!r} has neither a {MANIFEST} nor any *{ext} file")
+        out.extend((f, None) for f in files)
+    return out
+
+
+def _manifest_parts(m: Match, manifest: dict, fmt: str, ext: str, reader: str) -> list[tuple[FileRef, int]]:
+    if manifest.get("format") != fmt:
+        raise ConfigError(f"{reader}: {m.name!r} holds {manifest.get('format')!r} parts, not {fmt}")
+    listed = {os.path.basename(f.path.rstrip("/")): f for f in listing(m, reader)}
+    parts = []
+    for p in manifest["parts"]:
+        if not p.get("file"):
+            continue
+        ref = listed.get(p["file"])
+        if ref is None:
+            raise ConfigError(f"{reader}: the manifest of {m.name!r} lists {p['file']!r}, which is not there")
+        parts.append((ref, int(p["rows"])))
+    if not parts:
+        raise ConfigError(f"{reader}: the manifest of {m.name!r} lists no part files")
+    return [p for p in parts if p[1] > 0] or parts[:1]

@@ -4,9 +4,9 @@ A partition reads a contiguous run of row groups (never splitting one, as Spark'
 splits on row-group boundaries), so partition counts are at most the number of row
 groups; columnar, typed and already binary, Parquet needs no parsing.
 
-The input is one file, or a directory of part files (``save_as_parquet``'s, with its
-manifest, or any ``*.parquet`` files in name order): their row groups, in order, are the
-units. The files' schemas are made one when the source is built (numeric types widen:
+The input is files (any path ``paths.py`` takes: globs, lists, URLs) or directories of
+part files (``save_as_parquet``'s, with its manifest, or any ``*.parquet`` files in name
+order): their row groups, in order, are the units. The files' schemas are made one when the source is built (numeric types widen:
 int64 and double give double) and every partition is cast to it, so no two partitions
 of one dataset differ in schema; files whose schemas cannot be made one fail there,
 naming them.
@@ -14,63 +14,78 @@ naming them.
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import pyarrow as pa
 
 from ..config import ConfigError
 from ..lineage import SourceNode
 from .manifest import input_files
+from .paths import FileRef, split_paths
 from .sources import slice_bounds
 
 __all__ = ["ParquetSource"]
 
 
-class ParquetSource(SourceNode):
-    def __init__(self, path: str, num_partitions: int, columns: list[str] | None = None) -> None:
-        import pyarrow.parquet as pq
+@contextmanager
+def _open(ref: FileRef) -> Iterator[Any]:
+    """The file as a ``pq.ParquetFile``: a local one by its path (pyarrow maps it); a
+    remote one through its fsspec file object, which pyarrow reads by seeks and ranged
+    reads (the footer, then only the row groups and columns asked for)."""
+    import pyarrow.parquet as pq
 
-        self.path = path
+    if ref.local:
+        with pq.ParquetFile(ref.path) as pf:
+            yield pf
+        return
+    with ref.open() as fh, pq.ParquetFile(fh) as pf:
+        yield pf
+
+
+class ParquetSource(SourceNode):
+    def __init__(self, path: Any, num_partitions: int, columns: list[str] | None = None,
+                 recursive: bool = False) -> None:
+        self.path = ",".join(split_paths(path))
         self.columns = columns
-        self.files: list[str] = []
+        self.files: list[FileRef] = []
         #: (file index, row group) of every row group, in order
         self.units: list[tuple[int, int]] = []
         schemas = []
-        for name, rows in input_files(path, "parquet", ".parquet", "parquet_file"):
+        for ref, rows in input_files(path, "parquet", ".parquet", "parquet_file", recursive):
             try:
-                meta = pq.ParquetFile(name).metadata
+                with _open(ref) as pf:
+                    meta = pf.metadata
                 schema = meta.schema.to_arrow_schema()
             except (OSError, pa.ArrowInvalid) as exc:
-                raise ConfigError(f"parquet_file: {name!r} is not a readable Parquet file: {exc}") from None
+                raise ConfigError(f"parquet_file: {ref.name!r} is not a readable Parquet file: {exc}") from None
             if rows is not None and meta.num_rows != rows:
-                raise ConfigError(f"parquet_file: {name!r} holds {meta.num_rows} rows, its manifest says {rows}")
+                raise ConfigError(f"parquet_file: {ref.name!r} holds {meta.num_rows} rows, its manifest says {rows}")
             self.units.extend((len(self.files), g) for g in range(meta.num_row_groups))
-            self.files.append(name)
+            self.files.append(ref)
             schemas.append(schema)
         try:
             schema = pa.unify_schemas(schemas, promote_options="permissive") if len(schemas) > 1 else schemas[0]
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise ConfigError(f"parquet_file: the files of {path!r} have schemas that cannot be made one: {exc}") \
+            raise ConfigError(f"parquet_file: the files of {self.path!r} have schemas that cannot be made one: {exc}") \
                 from None
         if columns is not None:
             missing = [c for c in columns if c not in schema.names]
             if missing:
-                raise ConfigError(f"parquet_file: {path!r} has no column(s) {missing}; it has {schema.names}")
+                raise ConfigError(f"parquet_file: {self.path!r} has no column(s) {missing}; it has {schema.names}")
             schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
         self.schema = schema
         self.bounds = slice_bounds(len(self.units), min(num_partitions, max(1, len(self.units))))
         self.num_partitions = len(self.bounds)
 
     def compute(self, split: int, tc: Any) -> pa.Table:
-        import pyarrow.parquet as pq
-
         a, b = self.bounds[split]
         tables = []
         by_file: dict[int, list[int]] = {}
         for f, g in self.units[a:b]:
             by_file.setdefault(f, []).append(g)
         for f, groups in by_file.items():
-            with pq.ParquetFile(self.files[f]) as pf:
+            with _open(self.files[f]) as pf:
                 tables.append(pf.read_row_groups(groups, columns=self.columns, use_threads=False))
         if not tables:
             return self.schema.empty_table()

@@ -11,19 +11,18 @@ Lines come without their ``\\n`` (and without a ``\\r`` before it).
 from __future__ import annotations
 
 import lzma
-import os
 import zlib
 from typing import Any, Iterator
 
-from ..config import ConfigError
 from ..lineage import SourceNode
 from .compression import codec_of_path, decompress
+from .paths import FileRef, resolve_files, split_paths
 from .sources import InputError
 
 #: a split's end for a compressed file: the whole file, decompressed
 WHOLE = -1
 
-__all__ = ["TextSource", "list_input_files"]  # CSV: delimited.py
+__all__ = ["TextSource"]  # CSV: delimited.py
 
 _READ_AHEAD = 1 << 16
 _CHUNK = 1 << 20  # bytes of text decoded at a time
@@ -50,35 +49,64 @@ def _find_newline(view: memoryview, pos: int, stop: int) -> int:
     return -1
 
 
-def list_input_files(path: str) -> list[str]:
-    """The files a path names: itself, or a directory's visible files (not ``_``/``.``)."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        files = sorted(
-            os.path.join(path, n) for n in os.listdir(path)
-            if not n.startswith(("_", ".")) and os.path.isfile(os.path.join(path, n))
-        )
-        return files
-    if os.path.isfile(path):
-        return [path]
-    raise ConfigError(f"text_file: path {path!r} does not exist")
+def _line_span(view: memoryview, base: int, start: int, end: int, size: int) -> memoryview:
+    """The lines that start in file bytes ``[start, end)``, out of ``view``: file bytes
+    ``[base, base + len(view))``, from the byte before ``start`` (the whole file when
+    ``start`` is 0) to past the first newline at or after ``end - 1`` (or the file's end)."""
+    end = min(end, size)
+    first = start - base
+    if start > 0:  # a line starts at `start` only if the byte before it is a newline
+        nl = _find_newline(view, start - 1 - base, end - base)
+        if nl == -1:  # no line starts in this range: the previous range's line covers it
+            return memoryview(b"")
+        first = nl + 1
+    if first >= end - base:  # a line starting exactly at `end` belongs to the next range
+        return memoryview(b"")
+    nl = _find_newline(view, end - 1 - base, len(view))  # the last line ends at the first newline from end-1 on
+    last = nl + 1 if nl != -1 else len(view)
+    return view[first:last]
+
+
+def _remote_lines(ref: FileRef, start: int, end: int) -> memoryview:
+    """``_line_span`` of a file on another filesystem: its range (from the byte before
+    it) with one ranged request, then windows past its end until its last line ends (4 kB
+    first, doubling: a line is short, but may be long); never the whole file."""
+    base = max(0, start - 1)
+    stop = min(end, ref.size)
+    buf = bytearray(ref.read_range(base, stop))
+    at = stop - 1 - base  # the last line ends at the first newline from end-1 on
+    window = 1 << 12
+    while at >= 0 and buf.find(b"\n", at) == -1 and base + len(buf) < ref.size:
+        at = len(buf)
+        more = ref.read_range(base + len(buf), base + len(buf) + window)
+        if not more:
+            break
+        buf += more
+        window = min(window * 2, _CHUNK)
+    return _line_span(memoryview(buf), base, start, end, ref.size)
 
 
 class TextSource(SourceNode):
-    def __init__(self, path: str, min_partitions: int, encoding: str = "utf-8") -> None:
-        self.path = path
+    """Lines of the files a path names (``paths.py``: globs, lists, directories, URLs),
+    cut into line-aligned byte ranges."""
+
+    op = "text_file"
+
+    def __init__(self, path: Any, min_partitions: int, encoding: str = "utf-8", recursive: bool = False) -> None:
+        self.path = ",".join(split_paths(path))
         self.encoding = encoding
-        files = list_input_files(path)
-        total = sum(os.path.getsize(f) for f in files)
+        files = resolve_files(path, self.op, recursive)
+        self.files = files
+        total = sum(f.size for f in files)
         # Floor, as Hadoop's goal size: a ceiling would give fewer than min_partitions
         # ranges (10 bytes, 9 wanted: 2-byte ranges, only 5 of them).
         goal = max(1, total // max(1, min_partitions))
-        self.splits: list[tuple[str, int, int]] = []
+        self.splits: list[tuple[FileRef, int, int]] = []
         for f in files:
-            if codec_of_path(f) is not None:  # compressed: not splittable, read whole
+            if codec_of_path(f.path) is not None:  # compressed: not splittable, read whole
                 self.splits.append((f, 0, WHOLE))
                 continue
-            size = os.path.getsize(f)
+            size = f.size
             start = 0
             while start < size:
                 length = min(goal, size - start)
@@ -87,45 +115,39 @@ class TextSource(SourceNode):
                 self.splits.append((f, start, start + length))
                 start += length
         if not self.splits:
-            self.splits.append((files[0] if files else path, 0, 0))
+            self.splits.append((files[0] if files else FileRef(self.path, 0), 0, 0))
         self.num_partitions = len(self.splits)
 
     def read_lines_bytes(self, split: int) -> memoryview:
-        """The bytes of the whole lines that start in this split (newlines included), as a
-        view of the file's memory map: no buffer is allocated, zero-filled or copied into
-        (a ``readinto`` of the range cost a quarter of the CSV parse); the pages come from
-        the page cache. The map goes with the last view of it."""
-        path, start, end = self.splits[split]
+        """The bytes of the whole lines that start in this split (newlines included). A
+        local file's are a view of its memory map: no buffer is allocated, zero-filled or
+        copied into (a ``readinto`` of the range cost a quarter of the CSV parse); the
+        pages come from the page cache, and the map goes with the last view of it. A
+        remote file's are its range, read through its filesystem."""
+        ref, start, end = self.splits[split]
         if end == WHOLE:
             try:
-                return memoryview(decompress(path, codec_of_path(path)))
+                return memoryview(decompress(ref, codec_of_path(ref.path)))
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:
-                raise InputError(f"cannot read compressed input file {path!r}: {exc}") from exc
+                raise InputError(f"cannot read compressed input file {ref.name!r}: {exc}") from exc
         if end <= start:
             return memoryview(b"")
+        if not ref.local:
+            try:
+                return _remote_lines(ref, start, end)
+            except OSError as exc:
+                raise InputError(f"cannot read input file {ref.name!r}: {exc}") from exc
         import pyarrow as pa
 
         try:
-            mapped = pa.memory_map(path, "r")
+            mapped = pa.memory_map(ref.path, "r")
         except OSError as exc:
-            raise InputError(f"cannot read input file {path!r}: {exc}") from exc
+            raise InputError(f"cannot read input file {ref.name!r}: {exc}") from exc
         try:
             view = memoryview(mapped.read_buffer())  # no descriptor stays open (see region_store)
         finally:
             mapped.close()
-        size = len(view)
-        end = min(end, size)
-        first = 0
-        if start > 0:  # a line starts at `start` only if the byte before it is a newline
-            nl = _find_newline(view, start - 1, end)
-            if nl == -1:  # no line starts in this range: the previous range's line covers it
-                return memoryview(b"")
-            first = nl + 1
-        if first >= end:  # a line starting exactly at `end` belongs to the next range
-            return memoryview(b"")
-        nl = _find_newline(view, end - 1, size)  # the last line ends at the first newline from end-1 on
-        last = nl + 1 if nl != -1 else size
-        return view[first:last]
+        return _line_span(view, 0, start, end, len(view))
 
     def compute(self, split: int, tc: Any) -> list[str]:
         """The split's lines, decoded a chunk (about 1 MB, cut at a newline) at a time, so
@@ -144,8 +166,8 @@ class TextSource(SourceNode):
             try:
                 text = str(data[at:end], self.encoding)
             except UnicodeDecodeError as exc:
-                path, start, _ = self.splits[split]
-                raise InputError(f"text_file: {path!r} is not {self.encoding} text: {exc.reason} in the lines "
+                ref, start, _ = self.splits[split]
+                raise InputError(f"text_file: {ref.name!r} is not {self.encoding} text: {exc.reason} in the lines "
                                  f"from byte {start} on (byte {at + exc.start} of them)") from None
             lines = text.split("\n")
             if lines and lines[-1] == "":

@@ -1,6 +1,7 @@
 """Writers: one part file per partition, written in the task that computed it.
 
-Each ``*_part`` function runs on an executor, writes its partition atomically and
+Each ``*_part`` function runs on an executor, writes its partition atomically into its
+output directory (``paths.OutputDir``: local, or any fsspec URL) and
 returns a small description for the driver (rows, and what must be the same in every
 part: dtype and row shape, or schema); ``finish_*`` runs on the driver, checks that the
 parts agree, and writes the manifest and ``_SUCCESS`` (``manifest.py``), so the readers
@@ -13,7 +14,6 @@ dataset still records its dtype or schema.
 from __future__ import annotations
 
 import io
-import os
 import sys
 from typing import Any
 
@@ -23,7 +23,8 @@ import pyarrow as pa
 from ..batch import RowsTypeError, iter_rows, num_rows, rows_list
 from .compression import CODECS, compressing
 from .frames import value_to_arrow
-from .manifest import atomic_file, part_name, write_manifest
+from .manifest import part_name, write_manifest
+from .paths import OutputDir
 
 __all__ = ["text_part", "parquet_part", "npy_part", "finish_parquet", "finish_npy", "format_record"]
 
@@ -36,11 +37,11 @@ def format_record(x: Any) -> str:
     return str(x)
 
 
-def text_part(path: str, index: int, value: Any, codec: str | None = None) -> dict:
+def text_part(out: OutputDir, index: int, value: Any, codec: str | None = None) -> dict:
     """``part-NNNNN``: one line per record (``format_record``), UTF-8; through ``codec``
     (``compression.py``) it is ``part-NNNNN.gz`` and so on."""
     name = part_name(index, CODECS[codec] if codec else "")
-    with atomic_file(os.path.join(path, name), "wb") as raw:
+    with out.atomic_file(name, "wb") as raw:
         sink = compressing(raw, codec) if codec else raw
         with io.TextIOWrapper(sink, encoding="utf-8", newline="\n") as fh:
             for x in iter_rows(value):
@@ -49,7 +50,7 @@ def text_part(path: str, index: int, value: Any, codec: str | None = None) -> di
     return {"file": name, "rows": num_rows(value)}
 
 
-def parquet_part(path: str, index: int, value: Any) -> dict:
+def parquet_part(out: OutputDir, index: int, value: Any) -> dict:
     """``part-NNNNN.parquet``: the partition as a Table (``frames.value_to_arrow``)."""
     import pyarrow.parquet as pq
 
@@ -57,7 +58,7 @@ def parquet_part(path: str, index: int, value: Any) -> dict:
     if table.num_rows == 0 and index != 0:
         return {"file": None, "rows": 0, "schema": None}
     name = part_name(index, ".parquet")
-    with atomic_file(os.path.join(path, name)) as fh:
+    with out.atomic_file(name) as fh:
         pq.write_table(table, fh)
     return {"file": name, "rows": table.num_rows, "schema": table.schema}
 
@@ -80,13 +81,13 @@ def _as_array(value: Any, index: int) -> np.ndarray:
     return a
 
 
-def npy_part(path: str, index: int, value: Any) -> dict:
+def npy_part(out: OutputDir, index: int, value: Any) -> dict:
     """``part-NNNNN.npy``: the partition as an ndarray (a table's columns side by side)."""
     a = _as_array(value, index)
     if len(a) == 0 and index != 0:
         return {"file": None, "rows": 0, "dtype": None, "shape": None}
     name = part_name(index, ".npy")
-    with atomic_file(os.path.join(path, name)) as fh:
+    with out.atomic_file(name) as fh:
         np.lib.format.write_array(fh, np.ascontiguousarray(a), allow_pickle=False)
     return {"file": name, "rows": int(a.shape[0]), "dtype": a.dtype.str, "shape": list(a.shape[1:])}
 
@@ -95,7 +96,7 @@ def _with_rows(parts: list[dict]) -> list[dict]:
     return [p for p in parts if p["rows"] > 0] or parts[:1]
 
 
-def finish_parquet(path: str, parts: list[dict], label: str) -> dict:
+def finish_parquet(out: OutputDir, parts: list[dict], label: str) -> dict:
     """The manifest of a Parquet output, once the parts' schemas are known to make one
     (numeric types may widen: int64 and double give double)."""
     schemas = [p["schema"] for p in _with_rows(parts)]
@@ -103,17 +104,17 @@ def finish_parquet(path: str, parts: list[dict], label: str) -> dict:
         schema = pa.unify_schemas(schemas, promote_options="permissive") if schemas else pa.schema([])
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise TypeError(f"save_as_parquet: the partitions of dataset {label} have schemas that cannot be made one "
-                        f"({exc}); the files are in {path!r}, without a manifest") from None
+                        f"({exc}); the files are in {out.name!r}, without a manifest") from None
     listed = [{"file": p["file"], "rows": p["rows"]} for p in parts]
-    return write_manifest(path, "parquet", listed, schema=str(schema.remove_metadata()))
+    return write_manifest(out, "parquet", listed, schema=str(schema.remove_metadata()))
 
 
-def finish_npy(path: str, parts: list[dict], label: str) -> dict:
+def finish_npy(out: OutputDir, parts: list[dict], label: str) -> dict:
     """The manifest of a ``.npy`` output, once every part holds one dtype and row shape."""
     kinds = {(p["dtype"], tuple(p["shape"])) for p in _with_rows(parts)}
     if len(kinds) > 1:
         raise TypeError(f"save_as_npy: the partitions of dataset {label} hold different dtypes or row shapes "
-                        f"{sorted(kinds)}; one array needs one; the files are in {path!r}, without a manifest")
+                        f"{sorted(kinds)}; one array needs one; the files are in {out.name!r}, without a manifest")
     dtype, shape = kinds.pop()
     listed = [{"file": p["file"], "rows": p["rows"]} for p in parts]
-    return write_manifest(path, "npy", listed, dtype=dtype, shape=list(shape))
+    return write_manifest(out, "npy", listed, dtype=dtype, shape=list(shape))

@@ -55,9 +55,7 @@ def parse_master(master: str | None) -> dict[str, Any]:
                      "local[*], local[N, maxFailures], ray or ray://host:port")
 
 
-def _paths(name: str) -> list[str]:
-    """Hadoop's path lists: several paths joined by commas."""
-    return [p for p in str(name).split(",") if p] if isinstance(name, str) else [str(name)]
+_RECURSIVE_KEY = "spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive"
 
 
 def _local_path(path: str) -> str:
@@ -376,15 +374,21 @@ class SparkContext:
         """
         return self._rdd(self.ctx.union(*(r.dataset for r in rdds)))
 
+    def _recursive(self) -> bool:
+        """Hadoop's switch for reading directories' subdirectories, set as Spark sets it
+        (``spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive=true``)."""
+        return self._conf.get(_RECURSIVE_KEY, "false").strip().lower() == "true"
+
     def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> RDD[str]:
-        r"""Lines of a file, of a directory's files, or of several paths joined by commas.
+        r"""Lines of a file, of a directory's files, of a glob's matches, or of several
+        paths joined by commas; local (also ``file://``) or at any fsspec URL (``s3://``...).
 
         >>> _ = open(tmp_dir + "/a.txt", "w").write("x\ny\n"); _ = open(tmp_dir + "/b.txt", "w").write("z\n")
         >>> sc.textFile(tmp_dir + "/a.txt," + tmp_dir + "/b.txt").collect()
         ['x', 'y', 'z']
         """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        ds = self.ctx.union(*(self.ctx.text_file(p, n) for p in _paths(name)))
+        ds = self.ctx.text_file(name, n, recursive=self._recursive())
         return self._rdd(ds if use_unicode else ds.map(lambda s: s.encode("utf-8")))
 
     def wholeTextFiles(self, path: str, minPartitions: int | None = None,
@@ -398,7 +402,7 @@ class SparkContext:
         [('a.txt', 'hi')]
         """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        ds = self.ctx.whole_text_files(_paths(path), n)
+        ds = self.ctx.whole_text_files(path, n, recursive=self._recursive())
         return self._rdd(ds if use_unicode else ds.map_values(lambda s: s.encode("utf-8")))
 
     def binaryFiles(self, path: str, minPartitions: int | None = None) -> RDD[tuple[str, bytes]]:
@@ -410,7 +414,7 @@ class SparkContext:
         [('a.dat', b'\x01\x02')]
         """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        return self._rdd(whole_files(self.ctx, _paths(path), n, binary=True))
+        return self._rdd(whole_files(self.ctx, path, n, binary=True, recursive=self._recursive()))
 
     def pickleFile(self, name: str, minPartitions: int | None = None) -> RDD[Any]:
         """Records ``saveAsPickleFile`` wrote (a partition per part file; ``minPartitions``
@@ -420,7 +424,7 @@ class SparkContext:
         >>> sorted(sc.pickleFile(tmp_dir + "/p").collect(), key=str)
         [[2], {'a': 1}]
         """
-        return self._rdd(self.ctx.pickle_file(_paths(name)))
+        return self._rdd(self.ctx.pickle_file(name, recursive=self._recursive()))
 
     def runJob(self, rdd: RDD[Any], partitionFunc: Callable[[Iterator[Any]], Iterable[Any]],
                partitions: Sequence[int] | None = None, allowLocal: bool = False) -> list[Any]:
@@ -509,7 +513,8 @@ class SparkContext:
                                  f"recordLength={recordLength}")
             return [data[i:i + recordLength] for i in range(0, len(data), recordLength)]
 
-        return self._rdd(whole_files(self.ctx, _paths(path), self.defaultParallelism, binary=True).flat_map(records))
+        return self._rdd(whole_files(self.ctx, path, self.defaultParallelism, binary=True,
+                                     recursive=self._recursive()).flat_map(records))
 
     def cancelJobGroup(self, groupId: str) -> None:
         """Not supported (UnsupportedOperation): jobs cannot be cancelled from another thread;

@@ -834,9 +834,9 @@ class Context:
         """``(path, bytes)`` of every file ``path`` names (as ``text_file``'s), a record each.
 
         >>> import os
-        >>> os.makedirs(tmp_dir + "/blobs"); _ = open(tmp_dir + "/blobs/b.bin", "wb").write(b"\x00\x01")
+        >>> os.makedirs(tmp_dir + "/blobs"); _ = open(tmp_dir + "/blobs/b.bin", "wb").write(b"ab")
         >>> [(os.path.basename(p), data) for p, data in ctx.binary_files(tmp_dir + "/blobs").collect()]
-        [('b.bin', b'\x00\x01')]
+        [('b.bin', b'ab')]
         """
         from .whole_files import whole_files
 

@@ -136,6 +136,27 @@ def dirs(tmp_path):
     return out
 
 
+#: the disk costs tests declare (MB/s of [write, read] per form): a slow SSD's figures, so
+#: that a round trip of a few MB costs tens of milliseconds against the tasks' declared compute
+DECLARED_DISK = {"serialized": [100, 200], "mapped": [200, 800]}
+
+
+@pytest.fixture
+def declared_costs(monkeypatch):
+    """AUTO and the memory split weigh declared seconds, not measured ones
+    (``strataflow/storage/cost_clock.py``): tasks declare their compute with
+    ``cost_clock.spend``, disk transfers cost bytes at ``DECLARED_DISK``. Set in the
+    environment before the test's Context starts, so its executor processes see it too.
+    A test whose assertions rest on AUTO's choices or the split's moves takes this fixture:
+    its outcome is then the same on an idle machine and a busy one."""
+    import json
+
+    from strataflow.storage.cost_clock import ENV
+
+    monkeypatch.setenv(ENV, json.dumps(DECLARED_DISK))
+    return DECLARED_DISK
+
+
 @pytest.fixture(autouse=True)
 def _fresh_references():
     """Each test computes its workloads' reference results itself (they are kept per

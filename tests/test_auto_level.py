@@ -2,16 +2,17 @@
 dropped, mapped or serialized to disk, from what it measures (``storage/auto_level.py``).
 
 The choice itself is tested with known costs (``choose``, ``DiskCosts``, ``AutoLevels``);
-then whole jobs under memory pressure, on datasets whose costs are known by construction:
-a cheap one (a view of its parent's partition: recomputing beats any disk round trip), dear numeric batches and
-dear Python records (a sleep in the task: a round trip wins), and one whose cost changes
-phase while the job runs (the choice follows it)."""
+then whole jobs under memory pressure, on datasets whose costs are declared (the
+``declared_costs`` fixture: tasks ``spend`` their compute seconds and disk transfers cost
+bytes at declared bandwidths, so a busy machine cannot flip a choice): a cheap one
+(nothing declared: recomputing beats any disk round trip), dear numeric batches and dear
+Python records (150 ms declared: a round trip wins), and one whose cost changes phase
+while the job runs (the choice follows it)."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ from strataflow.config import ConfigError
 from strataflow.storage.auto_level import (DROP, LOOP_READS, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
                                            DiskCosts, choose)
 from strataflow.storage.block import DatasetInfo
+from strataflow.storage.cost_clock import spend
 from strataflow.storage.layout import zero_copy_layout
 from strataflow.storage.serde import get_serializer
 
@@ -116,17 +118,17 @@ def events(path: str, name: str) -> list[dict]:
 
 
 def _dear(a):
-    time.sleep(0.15)
+    spend(0.15)
     return a * 3.0
 
 
 def _dear_records(it):
-    time.sleep(0.15)
+    spend(0.15)
     return [(i, str(i) * 3) for i in it]
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
-def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
+def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend, declared_costs):
     """8 MB of memory per executor against ~25 MB of each numeric dataset: the cheap one
     is dropped (recomputed, nothing written), the dear numeric one goes to the mapped
     layout, the dear records to the tiers, serialized; every answer is right and the dear
@@ -171,7 +173,7 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
     assert first["level"] == "MEMORY_AND_DISK_MMAP" and first["reason"].startswith("exploring")
 
 
-def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path):
+def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path, declared_costs):
     """Cheap at first (dropped, once exploring has timed a mapped write), then dear (the phase flag in a file): the executor
     revises its choice to spill, with an event saying so, and the answer stays right."""
     flag = tmp_path / "dear"
@@ -180,7 +182,7 @@ def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path):
 
     def phase(a, flag=str(flag)):
         if os.path.exists(flag):
-            time.sleep(0.2)
+            spend(0.2)
         return a[:]  # a view: no work, so dropped (once a mapped write is timed)
 
     with Context(memory="4MB", parallelism=1, progress=False, local_dirs=[str(tmp_path)], event_log=log) as ctx:

@@ -129,10 +129,11 @@ def _dear_records(it):
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
 def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend, declared_costs):
-    """8 MB of memory per executor against ~25 MB of each numeric dataset: the cheap one
-    is dropped (recomputed, nothing written), the dear numeric one goes to the mapped
-    layout, the dear records to the tiers, serialized; every answer is right and the dear
-    ones are not recomputed on the second read."""
+    """8 MB of memory per executor against ~25 MB of each dataset (each larger than both
+    executors' memory, so each must leave memory however the tasks were spread over the
+    executors): the cheap one is dropped (recomputed, nothing written), the dear numeric
+    one goes to the mapped layout, the dear records to the tiers, serialized; every answer
+    is right and the dear ones are not recomputed on the second read."""
     log = str(tmp_path / "events.jsonl")
     (tmp_path / "local").mkdir()
     data = np.random.default_rng(0).standard_normal((400_000, 8))
@@ -144,7 +145,7 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend, declared_cos
         cheap = ctx.parallelize(range(8), 8).map_partitions(lambda it: np.zeros((50_000, 8))).persist(
             StorageLevel.AUTO)
         dear = base.map_partitions(_dear).persist("auto")
-        recs = ctx.parallelize(range(40_000), 8).map_partitions(_dear_records).persist(StorageLevel.AUTO)
+        recs = ctx.parallelize(range(160_000), 8).map_partitions(_dear_records).persist(StorageLevel.AUTO)  # ~25 MB
         assert cheap.storage_level is StorageLevel.AUTO
         sums = {}
         for name, ds in (("cheap", cheap), ("dear", dear), ("recs", recs)):
@@ -152,7 +153,7 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend, declared_cos
             before = ctx.metrics()["misses"]
             assert ds.map_partitions(lambda v: [len(v)]).sum() == first
             sums[name] = (first, ctx.metrics()["misses"] - before)
-        assert sums["cheap"][0] == sums["dear"][0] == 400_000 and sums["recs"][0] == 40_000
+        assert sums["cheap"][0] == sums["dear"][0] == 400_000 and sums["recs"][0] == 160_000
         assert sums["dear"][1] == 0 and sums["recs"][1] == 0  # read back, not recomputed
         assert sums["cheap"][1] > 0  # dropped: recomputed
         np.testing.assert_array_equal(np.concatenate(dear.collect_partitions()), data * 3.0)

@@ -2,16 +2,17 @@
 dropped, mapped or serialized to disk, from what it measures (``storage/auto_level.py``).
 
 The choice itself is tested with known costs (``choose``, ``DiskCosts``, ``AutoLevels``);
-then whole jobs under memory pressure, on datasets whose costs are known by construction:
-a cheap one (a view of its parent's partition: recomputing beats any disk round trip), dear numeric batches and
-dear Python records (a sleep in the task: a round trip wins), and one whose cost changes
-phase while the job runs (the choice follows it)."""
+then whole jobs under memory pressure, on datasets whose costs are declared (the
+``declared_costs`` fixture: tasks ``spend`` their compute seconds and disk transfers cost
+bytes at declared bandwidths, so a busy machine cannot flip a choice): a cheap one
+(nothing declared: recomputing beats any disk round trip), dear numeric batches and dear
+Python records (150 ms declared: a round trip wins), and one whose cost changes phase
+while the job runs (the choice follows it)."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ from strataflow.config import ConfigError
 from strataflow.storage.auto_level import (DROP, LOOP_READS, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
                                            DiskCosts, choose)
 from strataflow.storage.block import DatasetInfo
+from strataflow.storage.cost_clock import spend
 from strataflow.storage.layout import zero_copy_layout
 from strataflow.storage.serde import get_serializer
 
@@ -116,21 +118,22 @@ def events(path: str, name: str) -> list[dict]:
 
 
 def _dear(a):
-    time.sleep(0.15)
+    spend(0.15)
     return a * 3.0
 
 
 def _dear_records(it):
-    time.sleep(0.15)
+    spend(0.15)
     return [(i, str(i) * 3) for i in it]
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
-def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
-    """8 MB of memory per executor against ~25 MB of each numeric dataset: the cheap one
-    is dropped (recomputed, nothing written), the dear numeric one goes to the mapped
-    layout, the dear records to the tiers, serialized; every answer is right and the dear
-    ones are not recomputed on the second read."""
+def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend, declared_costs):
+    """8 MB of memory per executor against ~25 MB of each dataset (each larger than both
+    executors' memory, so each must leave memory however the tasks were spread over the
+    executors): the cheap one is dropped (recomputed, nothing written), the dear numeric
+    one goes to the mapped layout, the dear records to the tiers, serialized; every answer
+    is right and the dear ones are not recomputed on the second read."""
     log = str(tmp_path / "events.jsonl")
     (tmp_path / "local").mkdir()
     data = np.random.default_rng(0).standard_normal((400_000, 8))
@@ -142,7 +145,7 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
         cheap = ctx.parallelize(range(8), 8).map_partitions(lambda it: np.zeros((50_000, 8))).persist(
             StorageLevel.AUTO)
         dear = base.map_partitions(_dear).persist("auto")
-        recs = ctx.parallelize(range(40_000), 8).map_partitions(_dear_records).persist(StorageLevel.AUTO)
+        recs = ctx.parallelize(range(160_000), 8).map_partitions(_dear_records).persist(StorageLevel.AUTO)  # ~25 MB
         assert cheap.storage_level is StorageLevel.AUTO
         sums = {}
         for name, ds in (("cheap", cheap), ("dear", dear), ("recs", recs)):
@@ -150,7 +153,7 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
             before = ctx.metrics()["misses"]
             assert ds.map_partitions(lambda v: [len(v)]).sum() == first
             sums[name] = (first, ctx.metrics()["misses"] - before)
-        assert sums["cheap"][0] == sums["dear"][0] == 400_000 and sums["recs"][0] == 40_000
+        assert sums["cheap"][0] == sums["dear"][0] == 400_000 and sums["recs"][0] == 160_000
         assert sums["dear"][1] == 0 and sums["recs"][1] == 0  # read back, not recomputed
         assert sums["cheap"][1] > 0  # dropped: recomputed
         np.testing.assert_array_equal(np.concatenate(dear.collect_partitions()), data * 3.0)
@@ -171,7 +174,7 @@ def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend):
     assert first["level"] == "MEMORY_AND_DISK_MMAP" and first["reason"].startswith("exploring")
 
 
-def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path):
+def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path, declared_costs):
     """Cheap at first (dropped, once exploring has timed a mapped write), then dear (the phase flag in a file): the executor
     revises its choice to spill, with an event saying so, and the answer stays right."""
     flag = tmp_path / "dear"
@@ -180,7 +183,7 @@ def test_the_choice_follows_a_dataset_whose_cost_changes_phase(tmp_path):
 
     def phase(a, flag=str(flag)):
         if os.path.exists(flag):
-            time.sleep(0.2)
+            spend(0.2)
         return a[:]  # a view: no work, so dropped (once a mapped write is timed)
 
     with Context(memory="4MB", parallelism=1, progress=False, local_dirs=[str(tmp_path)], event_log=log) as ctx:

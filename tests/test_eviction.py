@@ -20,10 +20,11 @@ from strataflow.storage.disk_store import DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy
+from waits import HANG_S
 
 KB, MB = 1 << 10, 1 << 20
 MD = StorageLevel.MEMORY_AND_DISK
-BOUND_S = 10  # every wait's bound; a correct run waits microseconds
+BOUND_S = HANG_S  # every wait's bound, against a hang; a correct run waits microseconds
 
 
 def value(did: int, split: int) -> np.ndarray:

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -28,6 +27,7 @@ from strataflow.storage.manager import BlockId
 from strataflow.storage.policies import Promotion, make_policy
 from strataflow.storage.policies.adaptive import AdaptivePolicy
 from strataflow.storage.policies.lineage import LineagePolicy
+from waits import wait_for
 
 MD = StorageLevel.MEMORY_AND_DISK
 KB = 1024
@@ -399,10 +399,9 @@ def test_memory_given_back_is_refilled_by_prefetch(tmp_path):
         c.memory.task_finished(task)
         before = c.metrics()
         assert data.map_partitions(lambda a: [a.sum()]).sum() == want
-        deadline = time.monotonic() + 5
-        while c.metrics().get("blocks_prefetched", 0) == before.get("blocks_prefetched", 0) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert c.metrics().get("blocks_prefetched", 0) > before.get("blocks_prefetched", 0)
+        # the prefetch runs in the background: wait for it (the bound only guards a hang)
+        wait_for(lambda: c.metrics().get("blocks_prefetched", 0) > before.get("blocks_prefetched", 0),
+                 what="a block to be prefetched")
         assert data.map_partitions(lambda a: [a.sum()]).sum() == want
 
 

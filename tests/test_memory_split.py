@@ -198,7 +198,7 @@ def _phases(ctx, rounds=5):
         records.count()
 
 
-def test_the_split_moves_both_ways_as_the_job_changes_phase_and_the_budget_always_holds(tmp_path):
+def test_the_split_moves_both_ways_as_the_job_changes_phase_and_the_budget_always_holds(tmp_path, declared_costs):
     budget = 24 * MB
     with Context(memory=budget, parallelism=2, backend="threads", local_dirs=str(tmp_path), mmap_memory="auto",
                  event_log=str(tmp_path / "events.jsonl")) as ctx:
@@ -247,7 +247,7 @@ def test_the_split_moves_both_ways_as_the_job_changes_phase_and_the_budget_alway
     assert "memory split: heap" in status
 
 
-def test_each_executor_splits_its_own_share_and_the_driver_sums_them(tmp_path):
+def test_each_executor_splits_its_own_share_and_the_driver_sums_them(tmp_path, declared_costs):
     with Context(memory="48MB", parallelism=2, backend="processes", local_dirs=str(tmp_path),
                  default_level="AUTO") as ctx:
         _phases(ctx, rounds=3)

@@ -47,12 +47,13 @@ from strataflow.workdirs import create_app_dirs
 d = create_app_dirs([sys.argv[1]], "other-app", "cache")[0]
 open(d + "/owner", "w").write("999999999 elsewhere\\n")  # a pid from another namespace: means nothing here
 print(d, flush=True)
-time.sleep(60)
+sys.stdin.read()  # alive, its lock held, until the test kills it
 """
 
 
 def test_a_live_owner_is_proven_by_its_lock_not_its_pid_and_a_dead_ones_directory_goes(tmp_path):
-    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path)], stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                         text=True)
     try:
         held = p.stdout.readline().strip()
         assert os.path.isdir(held)

@@ -20,6 +20,7 @@ from ..metrics import EventBus
 from .block import BlockId, BlockStoreError, DatasetInfo
 from .block_codec import BlockCodec
 from .cache_metrics import CacheMetrics
+from .cost_clock import CostClock, MeasuredClock
 from .memory_store import MemoryEntry
 from .region_store import RegionStore
 from .serde import SerializationError
@@ -37,6 +38,7 @@ class DiskWriter:
         self.metrics, self.events = metrics, events
         self.on_write = on_write  # a block landed on disk (the prefetch scan may look again)
         self.costs: Any = None  # the block manager's DiskCosts: every timed write is counted
+        self.clock: CostClock = MeasuredClock()  # the block manager's (declared costs in tests)
         #: blocks not cached are logged once per cause per stage (the manager starts stages)
         self.warnings = StageWarnings(_log)
 
@@ -77,7 +79,7 @@ class DiskWriter:
         seconds = time.perf_counter() - t0
         self.metrics.add(disk_bytes_written=entry.length, serialize_s=seconds)
         if self.costs is not None:
-            self.costs.observe("mapped", "write", entry.length, seconds)
+            self.costs.observe("mapped", "write", entry.length, self.clock.io("mapped", "write", entry.length, seconds))
         return True
 
     def write_entry(self, bid: BlockId, entry: MemoryEntry, info: DatasetInfo, strict: bool = False) -> str:
@@ -108,5 +110,6 @@ class DiskWriter:
         if not self.write_disk(bid, frames, size, ser_name, strict=strict):
             return "discarded"
         if self.costs is not None and entry.deserialized:  # serializing included: what a spill costs
-            self.costs.observe("serialized", "write", size, time.perf_counter() - t0)
+            self.costs.observe("serialized", "write", size,
+                               self.clock.io("serialized", "write", size, time.perf_counter() - t0))
         return "disk"

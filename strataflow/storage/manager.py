@@ -49,6 +49,7 @@ from .auto_level import AutoLevels, DiskCosts
 from .block import MISS, BlockId, BlockStoreError, DatasetInfo
 from .block_codec import BlockCodec
 from .cache_metrics import METRIC_KEYS, CacheMetrics
+from .cost_clock import from_environment
 from .disk_store import BlockUnavailable, DiskStore
 from .disk_writes import DiskWriter
 from .eviction import Eviction, Victim
@@ -98,6 +99,10 @@ class BlockManager:
         self.disk.post = self.events.post
         self.disk.count = self.metrics.add
         self.writes = DiskWriter(self.disk, regions, self.codec, self.metrics, self.events, on_write=self._disk_grew)
+        #: where the seconds AUTO and the split weigh come from: the wall clock, or the
+        #: costs a test declared (``cost_clock.py``)
+        self.clock = from_environment()
+        self.writes.clock = self.clock
         #: AUTO datasets' facts and choices; the disk costs are timed on every write and read
         self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add)
         self.writes.costs = self.auto.costs
@@ -242,9 +247,9 @@ class BlockManager:
             self.metrics.add(misses=1)
             self.events.post("BlockAccess", block=str(block_id), dataset_id=block_id.dataset_id,
                              split=block_id.split, result="miss")
-            t0 = time.perf_counter()
+            t0 = self.clock.now()
             value = compute()
-            compute_s = time.perf_counter() - t0
+            compute_s = self.clock.now() - t0
             nbytes = None
             if info.auto is not None:  # the choice, from this block's cost and size
                 nbytes = estimate_size(value)
@@ -286,7 +291,7 @@ class BlockManager:
             t0 = time.perf_counter()
             payload, ser_name, tier = self.disk.read(bid)
             value = self.codec.decode(payload, ser_name, bid)
-            read_s = time.perf_counter() - t0
+            read_s = self.clock.io("serialized", "read", payload.nbytes, time.perf_counter() - t0)
             self.auto.costs.observe("serialized", "read", payload.nbytes, read_s)
         except (BlockUnavailable, SerializationError) as exc:
             self.disk.remove(bid)
@@ -321,9 +326,11 @@ class BlockManager:
         except BlockUnavailable as exc:
             self._lost(bid, exc)
             return MISS
-        read_s = time.perf_counter() - t0
         entry = regions.entry(bid)
         size = entry.length if entry is not None else 0
+        read_s = time.perf_counter() - t0
+        if pages == "released":  # read from the device again: what the cost model weighs
+            read_s = self.clock.io("mapped", "read", size, read_s)
         if pages != "new":
             if pages == "held":
                 self.split.hit("mapped", size)

@@ -108,23 +108,14 @@ def make_private_dir_tree(path: str, option: str) -> None:
     """Makes ``path`` and its missing parents, each 0700 whatever the umask (as Spark
     makes its local directories); a ConfigError naming ``option``, the path and the errno
     when it cannot (a parent that is a file, a read-only or full file system)."""
-    missing = []
-    p = path
-    while not os.path.lexists(p):
-        missing.append(p)
-        parent = os.path.dirname(p)
-        if parent == p:
-            break
-        p = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            continue  # made meanwhile
-        except OSError as exc:
-            name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
-            raise ConfigError(f"{option}: cannot create directory {path!r} ({name}: {exc.strerror} at {d!r})") from exc
-        os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
+    from .storage.private_file import PRIVATE_DIR, make_dirs
+
+    try:
+        make_dirs(path, PRIVATE_DIR)
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        raise ConfigError(f"{option}: cannot create directory {path!r} ({name}: {exc.strerror} at "
+                          f"{exc.filename!r})") from exc
 
 
 def check_dirs(dirs: Sequence[str | os.PathLike] | str | os.PathLike | None, option: str,

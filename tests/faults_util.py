@@ -30,6 +30,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+from contextlib import contextmanager
 
 import pytest
 
@@ -377,3 +378,22 @@ class creation_refused:
     def off(self) -> None:
         self.mp.setattr(os, "open", self._open)
         self.mp.setattr(os, "mkdir", self._mkdir)
+
+
+@contextmanager
+def application(tmp_path, backend: str, memory: str = "2MB", **kwargs):
+    """A Context on ``tmp_path/local`` and ``tmp_path/shuffle``; after ``stop()`` both must
+    be empty (the application's directories removed, whatever happened to their files)."""
+    from strataflow import Context
+
+    local, shuffle = tmp_path / "local", tmp_path / "shuffle"
+    local.mkdir()
+    shuffle.mkdir()
+    c = Context(backend=backend, parallelism=2, memory=memory, progress=False, local_dirs=[str(local)],
+                shuffle_dirs=[str(shuffle)], **kwargs)
+    try:
+        yield c
+    finally:
+        c.stop()
+    assert os.listdir(local) == [] and os.listdir(shuffle) == [], (
+        f"stop() left files behind: {app_files([str(local), str(shuffle)])}")

@@ -36,7 +36,6 @@ import errno
 import os
 import pickle
 import signal
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -66,21 +65,7 @@ RECORDS, REPEAT = 16_000, 28  # records: (x, 196 chars), 3.1 MB pickled
 
 
 # -- the application and its targets -----------------------------------------------------------
-@contextmanager
-def application(tmp_path, backend: str, **kwargs):
-    """A Context on ``tmp_path/local`` and ``tmp_path/shuffle``; after ``stop()`` both must
-    be empty (the application's directories removed, whatever happened to their files)."""
-    local, shuffle = tmp_path / "local", tmp_path / "shuffle"
-    local.mkdir()
-    shuffle.mkdir()
-    c = Context(backend=backend, parallelism=2, memory=MEMORY, progress=False, local_dirs=[str(local)],
-                shuffle_dirs=[str(shuffle)], **kwargs)
-    try:
-        yield c
-    finally:
-        c.stop()
-    assert os.listdir(local) == [] and os.listdir(shuffle) == [], (
-        f"stop() left files behind: {fu.app_files([str(local), str(shuffle)])}")
+application = fu.application
 
 
 def _record(x: int) -> tuple:

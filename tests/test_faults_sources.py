@@ -33,7 +33,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -61,21 +60,7 @@ REASONS = {
 }
 
 
-@contextmanager
-def application(tmp_path, backend: str, **kwargs):
-    """A Context on ``tmp_path/local`` and ``tmp_path/shuffle``; after ``stop()`` both must
-    be empty (the application's directories removed, whatever happened to their files)."""
-    local, shuffle = tmp_path / "local", tmp_path / "shuffle"
-    local.mkdir()
-    shuffle.mkdir()
-    c = Context(backend=backend, parallelism=2, memory="2MB", progress=False, local_dirs=[str(local)],
-                shuffle_dirs=[str(shuffle)], **kwargs)
-    try:
-        yield c
-    finally:
-        c.stop()
-    assert os.listdir(local) == [] and os.listdir(shuffle) == [], (
-        f"stop() left files behind: {fu.app_files([str(local), str(shuffle)])}")
+application = fu.application
 
 
 class Source:

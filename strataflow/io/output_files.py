@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import threading
 
+from ..storage.private_file import make_dirs
+
 __all__ = ["current_umask", "output_file_mode", "output_dir_mode", "make_output_dirs", "open_output",
            "touch_output"]
 
@@ -51,26 +53,7 @@ def output_dir_mode() -> int:
 
 def make_output_dirs(path: str, exist_ok: bool = False) -> None:
     """``os.makedirs`` with every directory it makes at ``output_dir_mode()``."""
-    path = os.path.abspath(path)
-    missing = []
-    p = path
-    while not os.path.lexists(p):
-        missing.append(p)
-        parent = os.path.dirname(p)
-        if parent == p:
-            break
-        p = parent
-    if not missing and not exist_ok:
-        raise FileExistsError(f"{path!r} exists")
-    mode = output_dir_mode()
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, mode)
-        except FileExistsError:
-            if d == path and not exist_ok:
-                raise
-            continue
-        os.chmod(d, mode)  # mkdir's mode is filtered by the umask; a loose one is narrowed here
+    make_dirs(path, output_dir_mode(), exist_ok=exist_ok)
 
 
 def open_output(path: str, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:

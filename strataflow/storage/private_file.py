@@ -12,15 +12,46 @@ temporary file and raises. A directory removed under the writer is made again (0
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
-__all__ = ["atomic_write", "make_private_dirs", "mkstemp_private", "open_private", "PRIVATE"]
+__all__ = ["atomic_write", "make_dirs", "make_private_dirs", "mkstemp_private", "open_private", "PRIVATE"]
 
 PRIVATE = 0o600
 PRIVATE_DIR = 0o700
+
+
+def make_dirs(path: str, mode: int, exist_ok: bool = True) -> list[str]:
+    """Makes ``path`` and its missing parents, each at ``mode`` whatever the umask (mkdir's
+    mode is filtered by it; each one made is chmod-ed to ``mode``); returns those made.
+    One walk for the engine's private directories (0700), the user's outputs (at most
+    0755, ``io/output_files.py``) and the configured bases (``options.py``). Without
+    ``exist_ok`` an existing ``path`` is a FileExistsError. An OSError names the directory
+    that could not be made (``exc.filename``)."""
+    missing = []
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    if not missing and not exist_ok:
+        raise FileExistsError(errno.EEXIST, "exists", path)
+    made = []
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if d == missing[0] and not exist_ok:
+                raise
+            continue  # made meanwhile by another writer
+        os.chmod(d, mode)
+        made.append(d)
+    return made
 
 
 def make_private_dirs(path: str) -> None:
@@ -28,20 +59,7 @@ def make_private_dirs(path: str) -> None:
     exists). Writers call it when their directory was removed under them (a user deleting
     the application's cache directory mid-job): the cache then heals instead of refusing
     every block from then on."""
-    missing = []
-    p = os.path.abspath(path)
-    while not os.path.isdir(p):
-        missing.append(p)
-        parent = os.path.dirname(p)
-        if parent == p:
-            break
-        p = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, PRIVATE_DIR)
-        except FileExistsError:
-            continue  # made meanwhile by another writer
-        os.chmod(d, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+    make_dirs(path, PRIVATE_DIR)
 
 
 def mkstemp_private(directory: str, prefix: str, suffix: str) -> tuple[int, str]:

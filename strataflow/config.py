@@ -73,6 +73,9 @@ class Config:
     mmap_share: tuple[float, float] = (0.0, 0.5)
     #: the live view on a terminal (``metrics/live.py``)
     live: bool = False
+    #: the partition count of a shuffle given none (Spark's ``spark.default.parallelism``);
+    #: None: the largest input's count, as Spark when that key is not set
+    default_parallelism: int | None = None
 
     @property
     def memory_split(self) -> tuple[float, float] | None:
@@ -117,6 +120,7 @@ class Config:
         address: str | None = None,
         default_level: Any = "MEMORY_ONLY",
         live: bool = False,
+        default_parallelism: int | None = None,
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -163,6 +167,8 @@ class Config:
             address=_check_address(address, kind),
             default_level=level,
             live=bool(live),
+            default_parallelism=(None if default_parallelism is None
+                                 else check_num_partitions(default_parallelism, "default_parallelism")),
         )
 
 

@@ -69,6 +69,13 @@ class Context:
             evenly among the executors (each has its own memory manager).
         parallelism: the default partition count of sources, and the task slots: with
             ``processes``, ``parallelism // cores_per_executor`` executors by default.
+            Like Spark's ``local[N]``, it does not set the partition count of shuffles.
+        default_parallelism: the partition count of a shuffle (``reduce_by_key``,
+            ``distinct``, ``join``...) called without ``num_partitions``, and of sources
+            (Spark's ``spark.default.parallelism``). Unset (the default), a shuffle of one
+            dataset keeps its partition count and a join or cogroup takes its largest
+            input's, as in Spark; set it to stop an iterative job whose every round joins
+            and unions from multiplying its partitions (``partitioner.py``).
         local_dirs: base directories for cache files (default: the temp directory).
         shuffle_dirs: base directories for shuffle and spill files, kept apart from the
             cache (give another device here when there is one).
@@ -179,6 +186,7 @@ class Context:
         address: str | None = None,
         default_level: str | Any = "MEMORY_ONLY",
         live: bool = False,
+        default_parallelism: int | None = None,
         conf: dict | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
@@ -191,7 +199,8 @@ class Context:
             gc_free_cache=gc_free_cache, tiers=tiers,
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
-            locality_wait=locality_wait, address=address, default_level=default_level, live=live)
+            locality_wait=locality_wait, address=address, default_level=default_level, live=live,
+            default_parallelism=default_parallelism)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
@@ -403,7 +412,11 @@ class Context:
 
     @property
     def default_parallelism(self) -> int:
-        return self.config.parallelism
+        """Partitions of a source made without a count: ``default_parallelism`` when set,
+        else ``parallelism`` (Spark's ``sc.defaultParallelism``: ``spark.default.parallelism``,
+        else the cores of ``local[N]``)."""
+        cfg = self.config
+        return cfg.parallelism if cfg.default_parallelism is None else cfg.default_parallelism
 
     # -- shared variables ------------------------------------------------------------------
     def broadcast(self, value: Any) -> Broadcast:

@@ -23,7 +23,7 @@ from ..partitioner import portable_hash
 from .debug_string import debug_string, rdd_name
 from .resultiterable import ResultIterable
 from .statcounter import StatCounter
-from .storagelevel import StorageLevel, from_native, to_native
+from .storagelevel import StorageLevel, as_pyspark, from_native, to_native
 
 from ..dataset import StorageLevelLocked
 from ..io.compression import CodecError
@@ -70,6 +70,28 @@ def _on_index_iterator(f: Callable[[int, Iterator[Any]], Iterable[Any]]) -> Call
 
 def _groups(lists: tuple) -> tuple:
     return tuple(ResultIterable(x) for x in lists)
+
+
+def _cogroup_partitions(rdds: Sequence["RDD[Any]"], numPartitions: int | None, partitioned: bool = True) -> int:
+    """The partition count PySpark gives a cogroup or join of ``rdds``: its Python side
+    unions the inputs and groups by key (``pyspark/join.py``), so without
+    ``numPartitions`` it is ``spark.default.parallelism`` when set, else the union's
+    partition count: the inputs' own when all are partitioned alike (then nothing is
+    shuffled), else their sum. ``partitioned=False``: inputs keyed by a ``map`` first
+    (``intersection``, ``subtract``), which PySpark's partitioners do not survive.
+    (Scala Spark and strataflow's native API take the largest input's count instead:
+    ``partitioner.default_partitioner``.)"""
+    if numPartitions is not None:
+        return numPartitions
+    default = rdds[0].ctx.ctx.config.default_parallelism
+    if default is not None:
+        return default
+    first = rdds[0].dataset
+    if partitioned and first.partitioner is not None and all(
+            r.dataset.partitioner == first.partitioner and r.dataset.num_partitions == first.num_partitions
+            for r in rdds):
+        return first.num_partitions
+    return sum(r.dataset.num_partitions for r in rdds)
 
 
 class RDD(Generic[T]):
@@ -137,7 +159,7 @@ class RDD(Generic[T]):
         except StorageLevelLocked as exc:
             raise Py4JJavaError(f"Cannot change storage level of an RDD after it was already assigned a level "
                                 f"({exc})") from exc
-        self._level = storageLevel
+        self._level = as_pyspark(storageLevel)
         return self
 
     def unpersist(self, blocking: bool = False) -> "RDD[T]":
@@ -247,10 +269,12 @@ class RDD(Generic[T]):
         return self._wrap(self.dataset.distinct(numPartitions))
 
     def intersection(self, other: "RDD[T]") -> "RDD[T]":
-        return self._wrap(self.dataset.intersection(other.dataset))
+        n = _cogroup_partitions((self, other), None, partitioned=False)
+        return self._wrap(self.dataset.intersection(other.dataset, n))
 
     def subtract(self, other: "RDD[T]", numPartitions: int | None = None) -> "RDD[T]":
-        return self._wrap(self.dataset.subtract(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions, partitioned=False)
+        return self._wrap(self.dataset.subtract(other.dataset, n))
 
     def groupBy(self, f: Callable[[T], Any], numPartitions: int | None = None,
                 partitionFunc: Callable[[Any], int] = portable_hash) -> "RDD[tuple[Any, ResultIterable[T]]]":
@@ -264,7 +288,7 @@ class RDD(Generic[T]):
                   keyfunc: Callable[[Any], Any] = lambda x: x) -> "RDD[tuple]":
         return self._wrap(self.dataset.sort_by_key(ascending, numPartitions, keyfunc))
 
-    def partitionBy(self, numPartitions: int, partitionFunc: Callable[[Any], int] = portable_hash) -> "RDD[tuple]":
+    def partitionBy(self, numPartitions: int | None = None, partitionFunc: Callable[[Any], int] = portable_hash) -> "RDD[tuple]":
         return self._wrap(self.dataset.partition_by(numPartitions, partitionFunc))
 
     def repartitionAndSortWithinPartitions(self, numPartitions: int | None = None,
@@ -311,25 +335,32 @@ class RDD(Generic[T]):
         return self._wrap(self.dataset.group_by_key(numPartitions, partitionFunc).map_values(ResultIterable))
 
     def cogroup(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
-        return self._wrap(self.dataset.cogroup(other.dataset, num_partitions=numPartitions).map_values(_groups))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.cogroup(other.dataset, num_partitions=n).map_values(_groups))
 
     def groupWith(self, other: "RDD[Any]", *others: "RDD[Any]") -> "RDD[tuple]":
-        return self._wrap(self.dataset.group_with(other.dataset, *(o.dataset for o in others)).map_values(_groups))
+        n = _cogroup_partitions((self, other, *others), None)
+        return self._wrap(self.dataset.group_with(other.dataset, *(o.dataset for o in others), num_partitions=n)
+                          .map_values(_groups))
 
     def join(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
-        return self._wrap(self.dataset.join(other.dataset, numPartitions))
+        return self._wrap(self.dataset.join(other.dataset, _cogroup_partitions((self, other), numPartitions)))
 
     def leftOuterJoin(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
-        return self._wrap(self.dataset.left_outer_join(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.left_outer_join(other.dataset, n))
 
     def rightOuterJoin(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
-        return self._wrap(self.dataset.right_outer_join(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.right_outer_join(other.dataset, n))
 
     def fullOuterJoin(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
-        return self._wrap(self.dataset.full_outer_join(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.full_outer_join(other.dataset, n))
 
     def subtractByKey(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
-        return self._wrap(self.dataset.subtract_by_key(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.subtract_by_key(other.dataset, n))
 
     def sampleByKey(self, withReplacement: bool, fractions: dict, seed: int | None = None) -> "RDD[tuple]":
         return self._wrap(self.dataset.sample_by_key(withReplacement, fractions, seed))
@@ -492,6 +523,11 @@ class RDDBarrier(Generic[T]):
 
     def __init__(self, rdd: RDD[T]) -> None:
         self.rdd = rdd
+
+    def __repr__(self) -> str:
+        """PySpark's (its class's default repr), so output compared with PySpark's matches,
+        as ``RDD``'s repr is Spark's."""
+        return f"<pyspark.core.rdd.RDDBarrier object at {id(self):#x}>"
 
     def mapPartitions(self, f: Callable[[Iterator[T]], Iterable[U]],
                       preservesPartitioning: bool = False) -> RDD[U]:

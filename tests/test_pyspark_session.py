@@ -151,6 +151,17 @@ def test_pyspark_partition_counts_follow_pyspark():
                                                      if k == k2)
 
 
+def test_intersection_order_as_pyspark_on_two_cores():
+    """``SparkContext()`` on a two-core machine: two slices per RDD, and PySpark's cogroup
+    into the union's 4 partitions puts 1, 2, 3 in that order (2 partitions would not)."""
+    with threads(SparkSession.builder.master("local[2]")).getOrCreate() as spark:
+        sc2 = spark.sparkContext
+        rdd1 = sc2.parallelize([1, 10, 2, 3, 4, 5])
+        rdd2 = sc2.parallelize([1, 6, 2, 3, 7, 8])
+        both = rdd1.intersection(rdd2)
+        assert both.getNumPartitions() == 4 and both.collect() == [1, 2, 3]
+
+
 def pure_closure(edges: set) -> set:
     """The transitive closure by repeated composition, in plain Python."""
     out = set(edges)

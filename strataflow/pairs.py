@@ -90,7 +90,8 @@ class PairOps:
     def combine_by_key(self, create_combiner: Callable, merge_value: Callable, merge_combiners: Callable,
                        num_partitions: int | None = None, partition_func: Callable = portable_hash,
                        map_side_combine: bool = True, _op: str = "combine_by_key") -> "Dataset":
-        part = HashPartitioner(self._num_out(num_partitions), None if partition_func is portable_hash else partition_func)
+        part = HashPartitioner(self._num_out(num_partitions),
+                               None if partition_func is portable_hash else partition_func)
         return self._combine(part, Aggregator(create_combiner, merge_value, merge_combiners), map_side_combine, _op)
 
     def _combine(self, part: Partitioner, agg: Aggregator, map_side_combine: bool, op: str) -> "Dataset":

@@ -55,8 +55,8 @@ def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 #: how a string becomes each option's value (options not named here stay strings:
 #: sizes, names and addresses, which Config.build parses itself)
 _KINDS: dict[str, Callable[[str], Any]] = {
-    "parallelism": _none_or(int), "max_task_attempts": int, "max_stage_attempts": int,
-    "task_max_failures": _none_or(int),
+    "parallelism": _none_or(int), "default_parallelism": _none_or(int), "max_task_attempts": int,
+    "max_stage_attempts": int, "task_max_failures": _none_or(int),
     "blas_threads": _none_or(int), "executors": _none_or(int), "cores_per_executor": int,
     "storage_fraction": float, "locality_wait": float,
     "shuffle_sync": _bool, "progress": _none_or(_bool), "live": _bool, "gc_free_cache": _bool, "async_eviction": _bool,

@@ -82,6 +82,9 @@ class Config:
     live: bool = False
     #: the most partitions a count given by the user may ask for (``options.MAX_PARTITIONS``)
     max_partitions: int = MAX_PARTITIONS
+    #: the partition count of a shuffle given none (Spark's ``spark.default.parallelism``);
+    #: None: the largest input's count, as Spark when that key is not set
+    default_parallelism: int | None = None
 
     @property
     def memory_split(self) -> tuple[float, float] | None:
@@ -128,6 +131,7 @@ class Config:
         default_level: Any = "MEMORY_ONLY",
         live: bool = False,
         max_partitions: int = MAX_PARTITIONS,
+        default_parallelism: int | None = None,
     ) -> "Config":
         """Checks every option; raises :class:`ConfigError` on the first bad one."""
         mem = parse_size(memory, "memory")
@@ -176,6 +180,8 @@ class Config:
             default_level=level,
             live=bool(live),
             max_partitions=check_num_partitions(max_partitions, "max_partitions"),
+            default_parallelism=(None if default_parallelism is None
+                                 else check_num_partitions(default_parallelism, "default_parallelism")),
             # last, since they make what is missing: a bad option above leaves nothing made
             local_dirs=check_dirs(local_dirs, "local_dirs", create=True),
             shuffle_dirs=check_dirs(shuffle_dirs, "shuffle_dirs", create=True),

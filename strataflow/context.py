@@ -71,6 +71,13 @@ class Context:
             evenly among the executors (each has its own memory manager).
         parallelism: the default partition count of sources, and the task slots: with
             ``processes``, ``parallelism // cores_per_executor`` executors by default.
+            Like Spark's ``local[N]``, it does not set the partition count of shuffles.
+        default_parallelism: the partition count of a shuffle (``reduce_by_key``,
+            ``distinct``, ``join``...) called without ``num_partitions``, and of sources
+            (Spark's ``spark.default.parallelism``). Unset (the default), a shuffle of one
+            dataset keeps its partition count and a join or cogroup takes its largest
+            input's, as in Spark; set it to stop an iterative job whose every round joins
+            and unions from multiplying its partitions (``partitioner.py``).
         local_dirs: base directories for cache files (default: the temp directory); one
             that does not exist is made (0700, with its parents), as Spark makes its local
             directories.
@@ -196,6 +203,7 @@ class Context:
         default_level: str | Any = "MEMORY_ONLY",
         live: bool = False,
         max_partitions: int = MAX_PARTITIONS,
+        default_parallelism: int | None = None,
         conf: dict | None = None,
     ) -> None:
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
@@ -210,7 +218,7 @@ class Context:
             async_eviction=async_eviction, eviction_watermarks=eviction_watermarks, backend=backend,
             executors=executors, cores_per_executor=cores_per_executor, executor_memory=executor_memory,
             locality_wait=locality_wait, address=address, default_level=default_level, live=live,
-            max_partitions=max_partitions)
+            max_partitions=max_partitions, default_parallelism=default_parallelism)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)
@@ -482,12 +490,15 @@ class Context:
 
     @property
     def default_parallelism(self) -> int:
-        """The partition count a source gets when none is given (the ``parallelism`` argument).
+        """Partitions of a source made without a count: ``default_parallelism`` when set,
+        else ``parallelism`` (Spark's ``sc.defaultParallelism``: ``spark.default.parallelism``,
+        else the cores of ``local[N]``).
 
         >>> ctx.default_parallelism, ctx.parallelize(range(10)).num_partitions
         (2, 2)
         """
-        return self.config.parallelism
+        cfg = self.config
+        return cfg.parallelism if cfg.default_parallelism is None else cfg.default_parallelism
 
     # -- shared variables ------------------------------------------------------------------
     def broadcast(self, value: Any) -> Broadcast:

@@ -249,6 +249,26 @@ class ShuffledNode(Node):
         return f"shuffle {self.dep.shuffle_id}, {type(p).__name__ if p else 'slices'}"
 
 
+class CombinedNode(Node):
+    """Values combined by key within each partition of a parent already partitioned by
+    key (no key spans two partitions), so an aggregation needs no shuffle: Spark's and
+    PySpark's ``combineByKey`` on a dataset whose partitioner is the one asked for."""
+
+    def __init__(self, parent: "Dataset", aggregator: Aggregator) -> None:
+        self.deps = [NarrowDependency(parent)]
+        self.aggregator = aggregator
+        self.num_partitions = parent.num_partitions
+        self.partitioner = parent.partitioner
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        combiner = tc.aggregator(self.aggregator)
+        combiner.insert_values(rows_list(self.deps[0].parent.iterator(split, tc)))
+        return list(combiner.items())
+
+    def describe(self) -> str:
+        return "combined in place: already partitioned by key"
+
+
 def map_side_combine(value: Any, agg: Aggregator, tc: "TaskContext") -> list:
     """A map task's records combined by key before they are written."""
     combiner: ExternalAggregator = tc.aggregator(agg)

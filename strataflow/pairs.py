@@ -3,6 +3,12 @@
 Records are ``(key, value)`` pairs; a batch's rows are pairs by their first two columns.
 Every shuffle goes through one ShuffleDependency; ``combine_by_key`` is the primitive the
 aggregations share, and ``cogroup`` the one the joins share, as in PySpark.
+
+A shuffle called without ``num_partitions`` takes its partition count as PySpark does:
+the Context's ``default_parallelism`` (``spark.default.parallelism``) when set, else the
+dataset's own count for a shuffle of one dataset, and Spark's ``default_partitioner``
+(``partitioner.py``) for a cogroup or join of several. A dataset already partitioned by
+the partitioner a shuffle asks for is not shuffled again.
 """
 
 from __future__ import annotations
@@ -11,8 +17,8 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from .batch import iter_rows
-from .lineage import MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
-from .partitioner import HashPartitioner, RangePartitioner, portable_hash
+from .lineage import CombinedNode, MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
+from .partitioner import HashPartitioner, Partitioner, RangePartitioner, default_partitioner, portable_hash
 from .shuffle import Aggregator
 
 if TYPE_CHECKING:
@@ -31,7 +37,14 @@ def _pairs(f):
 class PairOps:
     # -- helpers ------------------------------------------------------------------------
     def _num_out(self, num_partitions: int | None) -> int:
-        return self.num_partitions if num_partitions is None else self.ctx._num(num_partitions)
+        """The partition count of a shuffle of this dataset alone: ``num_partitions`` when
+        given, else the Context's ``default_parallelism`` when set, else this dataset's own
+        count (PySpark's ``_defaultReducePartitions``: ``local[N]`` alone sets no default,
+        so an aggregation keeps its input's partition count)."""
+        if num_partitions is not None:
+            return self.ctx._num(num_partitions)
+        default = self.ctx.config.default_parallelism
+        return self.num_partitions if default is None else default
 
     def _shuffle(self, partitioner, num_partitions: int, op: str, aggregator: Aggregator | None = None,
                  map_side_combine: bool = False, key_order=None) -> "Dataset":
@@ -77,18 +90,20 @@ class PairOps:
         return self._derive(MapPartitionsNode(self, lambda _, v: [kv[1] for kv in iter_rows(v)]), "values")
 
     # -- shuffles ---------------------------------------------------------------------------
-    def partition_by(self, num_partitions: int, partition_func: Callable[[Any], int] = portable_hash) -> "Dataset":
+    def partition_by(self, num_partitions: int | None = None,
+                     partition_func: Callable[[Any], int] = portable_hash) -> "Dataset":
         """Records to partition ``partition_func(key) % num_partitions``; a batch moves as
-        sub-batches (integer keys in the first column are hashed vectorized).
+        sub-batches (integer keys in the first column are hashed vectorized). Without
+        ``num_partitions``: see ``_num_out``.
 
         >>> ctx.parallelize([(1, "a"), (2, "b"), (3, "c")]).partition_by(2).glom().collect()
         [[(2, 'b')], [(1, 'a'), (3, 'c')]]
         """
-        part = HashPartitioner(self.ctx._num(num_partitions),
-                               None if partition_func is portable_hash else partition_func)
+        n = self._num_out(num_partitions)
+        part = HashPartitioner(n, None if partition_func is portable_hash else partition_func)
         if self.partitioner == part:
             return self
-        return self._shuffle(part, num_partitions, "partition_by")
+        return self._shuffle(part, n, "partition_by")
 
     def repartition(self, num_partitions: int) -> "Dataset":
         """Exactly ``num_partitions`` partitions of near-equal size, through a shuffle;
@@ -111,10 +126,17 @@ class PairOps:
         >>> sorted(pairs.combine_by_key(lambda v: [v], lambda c, v: c + [v], lambda c, d: c + d).collect())
         [('a', [1, 2]), ('b', [3])]
         """
-        n = self._num_out(num_partitions)
-        part = HashPartitioner(n, None if partition_func is portable_hash else partition_func)
-        agg = Aggregator(create_combiner, merge_value, merge_combiners)
-        return self._shuffle(part, n, _op, agg, map_side_combine)
+        part = HashPartitioner(self._num_out(num_partitions),
+                               None if partition_func is portable_hash else partition_func)
+        return self._combine(part, Aggregator(create_combiner, merge_value, merge_combiners), map_side_combine, _op)
+
+    def _combine(self, part: Partitioner, agg: Aggregator, map_side_combine: bool, op: str) -> "Dataset":
+        """``agg`` by key into ``part``'s partitions: in place when this dataset is
+        partitioned so already (``partition_by``, or an aggregation into as many
+        partitions), else through a shuffle."""
+        if self.partitioner == part:
+            return self._derive(CombinedNode(self, agg), op)
+        return self._shuffle(part, part.num_partitions, op, agg, map_side_combine)
 
     def reduce_by_key(self, func: Callable[[Any, Any], Any], num_partitions: int | None = None,
                       partition_func: Callable = portable_hash) -> "Dataset":
@@ -190,8 +212,10 @@ class PairOps:
         """
         sources = (self, *others)
         width = len(sources)
-        n = num_partitions or max(ds.num_partitions for ds in sources)
-        part = HashPartitioner(n)
+        if num_partitions is None:
+            part = default_partitioner(sources, self.ctx.config.default_parallelism)
+        else:
+            part = HashPartitioner(self.ctx._num(num_partitions))
         if all(ds.partitioner == part for ds in sources):
             # Spark's CoGroupedRDD: inputs already hash-partitioned alike (e.g. PageRank's
             # cached links and the ranks derived from them) are grouped partition by
@@ -212,7 +236,8 @@ class PairOps:
                 out[i].append(v)
             return out
 
-        return tagged[0].union(*tagged[1:]).group_by_key(n).map_values(split)
+        grouped = tagged[0].union(*tagged[1:])._combine(part, Aggregator(_single, _append, _extend), False, "cogroup")
+        return grouped.map_values(split)
 
     def join(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
         """``(key, (left, right))`` for every pair of values that share a key (an inner join, by hash
@@ -373,6 +398,10 @@ class PairOps:
         ['a', 'bb', 'ccc']
         """
         return self.key_by(key_func).sort_by_key(ascending, num_partitions).values()
+
+
+def _single(v: Any) -> list:
+    return [v]
 
 
 def _append(acc: list, v: Any) -> list:

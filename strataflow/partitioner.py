@@ -1,4 +1,5 @@
-"""Partitioners: which reduce partition a key goes to.
+"""Partitioners: which reduce partition a key goes to, and which partitioner a shuffle
+given no partition count uses (``default_partitioner``, Spark's rule).
 
 ``portable_hash`` is deterministic across processes (Python's own ``hash`` of a string is
 salted per process, which would send one key to different partitions in different worker
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import abc
 import bisect
+import math
 import sys
 import zlib
 from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["portable_hash", "Partitioner", "HashPartitioner", "RangePartitioner"]
+__all__ = ["portable_hash", "Partitioner", "HashPartitioner", "RangePartitioner", "default_partitioner"]
 
 _MASK = sys.maxsize
 _MODULUS = (1 << 61) - 1  # CPython's hash modulus for integers on 64-bit builds
@@ -140,3 +142,28 @@ class RangePartitioner(Partitioner):
             return None
         p = np.searchsorted(bounds, keys, side="left") if len(bounds) else np.zeros(len(keys), np.int64)
         return p if self.ascending else self.num_partitions - 1 - p
+
+
+def default_partitioner(inputs: Sequence[Any], default_num: int | None) -> Partitioner:
+    """The partitioner of a cogroup-like shuffle of ``inputs`` (datasets: anything with
+    ``num_partitions`` and ``partitioner``) called without a partition count: Spark's
+    ``Partitioner.defaultPartitioner``.
+
+    The partition count is ``default_num`` (``spark.default.parallelism``) when set, else
+    the largest input's, the least likely to run a reduce task out of memory. An input's
+    existing partitioner (that of the input with the most partitions among those that have
+    one) is kept instead when it is not an order of magnitude smaller than the largest
+    input, or when it has at least the default count of partitions: keeping it spares that
+    input a shuffle, and a join of a partitioned dataset stays partitioned alike.
+    """
+    if not inputs:
+        raise ValueError("default_partitioner: give at least one dataset")
+    largest = max(ds.num_partitions for ds in inputs)
+    n = largest if default_num is None else default_num
+    partitioned = [ds for ds in inputs if ds.partitioner is not None and ds.partitioner.num_partitions > 0]
+    if partitioned:
+        best = max(partitioned, key=lambda ds: ds.num_partitions)  # the first of the largest, as Spark's maxBy
+        within_tenfold = math.log10(largest) - math.log10(best.num_partitions) < 1
+        if within_tenfold or n <= best.num_partitions:
+            return best.partitioner
+    return HashPartitioner(n)

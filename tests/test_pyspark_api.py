@@ -7,7 +7,9 @@ PySpark's own doctests are (``ELLIPSIS``; ``NORMALIZE_WHITESPACE`` for the multi
 errors compared by type *and* message. The one change in them: ``from pyspark`` is
 ``from strataflow.pyspark``. Left out: the Hadoop formats (tested below: they raise
 UnsupportedOperation); the broadcast and accumulator examples are in
-``test_pyspark_context.py``. Everything else in those two classes' documentation is here.
+``test_pyspark_context.py``. Everything else in those two classes' documentation is here,
+with ``RDDBarrier``'s and ``portable_hash``'s (a name of PySpark's module globals, as
+here). ``test_pyspark_doctests.py`` runs the installed PySpark's own doctests as they are.
 
 They run on the threads backend (fast), except ``foreach`` and ``foreachPartition``,
 whose prints PySpark documents as not reaching the driver's output: they run on executor
@@ -1003,6 +1005,32 @@ EXAMPLES = {
         >>> collected
         [100, 200, 300, 400]
 ''',
+    "RDDBarrier.mapPartitions": r"""
+        >>> rdd = sc.parallelize([1, 2, 3, 4], 2)
+        >>> def f(iterator): yield sum(iterator)
+        ...
+        >>> barrier = rdd.barrier()
+        >>> barrier
+        <pyspark.core.rdd.RDDBarrier ...>
+        >>> barrier.mapPartitions(f).collect()
+        [3, 7]
+""",
+    "RDDBarrier.mapPartitionsWithIndex": r"""
+        >>> rdd = sc.parallelize([1, 2, 3, 4], 4)
+        >>> def f(splitIndex, iterator): yield splitIndex
+        ...
+        >>> barrier = rdd.barrier()
+        >>> barrier
+        <pyspark.core.rdd.RDDBarrier ...>
+        >>> barrier.mapPartitionsWithIndex(f).sum()
+        6
+""",
+    "portable_hash": r"""
+        >>> portable_hash(None)
+        0
+        >>> portable_hash((None, 1)) & 0xffffffff
+        219750521
+""",
 }
 
 def _conf(backend: str) -> SparkConf:
@@ -1020,7 +1048,7 @@ def sc():
 
 
 def run_example(name: str, sc: SparkContext) -> None:
-    globs = {"sc": sc, "os": os, "tempfile": tempfile, "sys": sys}
+    globs = {"sc": sc, "os": os, "tempfile": tempfile, "sys": sys, "portable_hash": portable_hash}
     test = doctest.DocTestParser().get_doctest(EXAMPLES[name], globs, name, __file__, 0)
     out: list[str] = []
     result = doctest.DocTestRunner(optionflags=FLAGS).run(test, out=out.append)
@@ -1196,3 +1224,29 @@ def test_portable_hash_is_the_engines(sc):
 
     assert portable_hash is native_hash
     assert portable_hash(None) == 0 and portable_hash((None, 1)) & 0xFFFFFFFF == 219750521
+
+
+# -- issue 39: what PySpark's doctests met -------------------------------------------------------
+class _ForeignLevel:
+    """A StorageLevel of another package (the real PySpark's), by its five flags."""
+
+    def __init__(self, useDisk, useMemory, useOffHeap, deserialized, replication=1):
+        self.useDisk, self.useMemory, self.useOffHeap = useDisk, useMemory, useOffHeap
+        self.deserialized, self.replication = deserialized, replication
+
+
+def test_persist_keeps_the_replication_of_a_foreign_storage_level(sc):
+    rdd = sc.range(5)
+    rdd.persist(_ForeignLevel(False, True, False, False, 2))  # `from pyspark import StorageLevel` left in
+    try:
+        assert str(rdd.getStorageLevel()) == "Memory Serialized 2x Replicated"
+        assert rdd.getStorageLevel() == StorageLevel.MEMORY_ONLY_2 and rdd.count() == 5
+    finally:
+        rdd.unpersist()
+    rdd.persist(_ForeignLevel(True, True, False, False))
+    try:
+        assert rdd.getStorageLevel() == StorageLevel.MEMORY_AND_DISK
+        assert rdd.dataset.storage_level is NativeLevel.MEMORY_AND_DISK
+    finally:
+        rdd.unpersist()
+

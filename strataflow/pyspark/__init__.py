@@ -9,8 +9,10 @@ Every name here is a thin wrapper: ``RDD`` methods delegate to :class:`strataflo
 (``rdd.dataset``), ``SparkContext`` to :class:`strataflow.Context` (``sc.ctx``). Not
 supported (they raise :class:`UnsupportedOperation`, a NotImplementedError): the Hadoop
 input and output formats (sequence files, ``hadoopFile``, ``saveAsHadoopFile``...),
-the Snappy, LZ4 and Zstandard codecs, DataFrames (``toDF``). This package never imports the real
-``pyspark``.
+the Snappy, LZ4 and Zstandard codecs, DataFrames (``toDF``, and ``SparkSession``'s
+``createDataFrame``, ``read``, ``sql``...: ``strataflow.pyspark.sql`` has the session's
+RDD side only). ``sc.version`` is the Spark API version mirrored (``SPARK_API_VERSION``).
+This package never imports the real ``pyspark``.
 """
 
 from ..approximate import BoundedFloat
@@ -18,13 +20,16 @@ from ..broadcast import Broadcast
 from .accumulators import Accumulator, AccumulatorParam
 from ..partitioner import portable_hash
 from .conf import SparkConf
-from .context import SparkContext
+from .context import SPARK_API_VERSION, SparkContext
 from .files import SparkFiles
 from .rdd import RDD, RDDBarrier, UnsupportedOperation
 from .resultiterable import ResultIterable
 from .statcounter import StatCounter
 from .status import SparkJobInfo, SparkStageInfo, StatusTracker
 from .storagelevel import StorageLevel
+
+#: as ``pyspark.__version__``: the Spark API version mirrored (``SPARK_API_VERSION``)
+__version__ = SPARK_API_VERSION
 
 __all__ = ["SparkContext", "SparkConf", "RDD", "RDDBarrier", "StorageLevel", "ResultIterable", "StatCounter",
            "StatusTracker", "SparkJobInfo", "SparkStageInfo", "BoundedFloat", "portable_hash",

@@ -88,7 +88,7 @@ def _value(text: str) -> Any:
 
 # Spark keys with a strataflow meaning: key -> (Context argument, conversion)
 _SPARK_KEYS = {
-    "spark.default.parallelism": ("parallelism", int),
+    "spark.default.parallelism": ("default_parallelism", int),
     "spark.task.maxFailures": ("task_max_failures", int),  # user errors; see retries.py
     "spark.stage.maxConsecutiveAttempts": ("max_stage_attempts", int),
     "spark.local.dir": ("local_dirs", lambda s: [d for d in s.split(",") if d]),

@@ -28,7 +28,13 @@ from .conf import SparkConf, context_options
 from .rdd import RDD, UnsupportedOperation, unsupported
 from .status import StatusListener, StatusTracker
 
-__all__ = ["SparkContext", "parse_master"]
+__all__ = ["SparkContext", "parse_master", "SPARK_API_VERSION"]
+
+#: The Spark version whose Python RDD API this package mirrors (its documented examples
+#: run as tests), which ``sc.version`` reports so that the checks PySpark programs make
+#: (``sc.version >= "3"``, ``LooseVersion(sc.version) >= "2.4"``) take the branch written
+#: for the API they meet. strataflow's own version is ``strataflow.__version__``.
+SPARK_API_VERSION = "4.0.0"
 
 _LOCAL = re.compile(r"^local(?:\[\s*(\*|\d+)\s*(?:,\s*(\d+)\s*)?\])?$")
 
@@ -175,15 +181,14 @@ class SparkContext:
 
     @property
     def version(self) -> str:
-        """strataflow's version (there is no Spark underneath).
+        """The Spark version whose API strataflow mirrors, ``SPARK_API_VERSION`` (there is
+        no Spark underneath: ``strataflow.__version__`` is strataflow's own), so that the
+        checks PySpark programs make (``sc.version >= "3"``) pass.
 
-        >>> import strataflow
-        >>> sc.version == strataflow.__version__
+        >>> sc.version >= "3"
         True
         """
-        from .. import __version__
-
-        return __version__
+        return SPARK_API_VERSION
 
     @property
     def applicationId(self) -> str:

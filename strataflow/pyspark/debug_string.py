@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["debug_string", "rdd_name"]
 
-_NAMES = {"ListSource": "ParallelCollectionRDD", "MapPartitionsNode": "PythonRDD", "ShuffledNode": "ShuffledRDD",
+_NAMES = {"ListSource": "ParallelCollectionRDD", "MapPartitionsNode": "PythonRDD", "CombinedNode": "PythonRDD", "ShuffledNode": "ShuffledRDD",
           "UnionNode": "UnionRDD", "CoalescedNode": "CoalescedRDD", "ZippedPartitionsNode": "ZippedPartitionsRDD2",
           "CartesianNode": "CartesianRDD", "CheckpointSource": "ReliableCheckpointRDD",
           "TextSource": "FileRDD", "WholeFilesSource": "WholeTextFileRDD", "PickleFileSource": "FileRDD",

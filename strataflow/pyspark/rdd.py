@@ -23,7 +23,7 @@ from ..partitioner import portable_hash
 from .debug_string import debug_string, rdd_name
 from .resultiterable import ResultIterable
 from .statcounter import StatCounter
-from .storagelevel import StorageLevel, from_native, to_native
+from .storagelevel import StorageLevel, as_pyspark, from_native, to_native
 
 from ..dataset import StorageLevelLocked
 from ..io.compression import CodecError
@@ -70,6 +70,28 @@ def _on_index_iterator(f: Callable[[int, Iterator[Any]], Iterable[Any]]) -> Call
 
 def _groups(lists: tuple) -> tuple:
     return tuple(ResultIterable(x) for x in lists)
+
+
+def _cogroup_partitions(rdds: Sequence["RDD[Any]"], numPartitions: int | None, partitioned: bool = True) -> int:
+    """The partition count PySpark gives a cogroup or join of ``rdds``: its Python side
+    unions the inputs and groups by key (``pyspark/join.py``), so without
+    ``numPartitions`` it is ``spark.default.parallelism`` when set, else the union's
+    partition count: the inputs' own when all are partitioned alike (then nothing is
+    shuffled), else their sum. ``partitioned=False``: inputs keyed by a ``map`` first
+    (``intersection``, ``subtract``), which PySpark's partitioners do not survive.
+    (Scala Spark and strataflow's native API take the largest input's count instead:
+    ``partitioner.default_partitioner``.)"""
+    if numPartitions is not None:
+        return numPartitions
+    default = rdds[0].ctx.ctx.config.default_parallelism
+    if default is not None:
+        return default
+    first = rdds[0].dataset
+    if partitioned and first.partitioner is not None and all(
+            r.dataset.partitioner == first.partitioner and r.dataset.num_partitions == first.num_partitions
+            for r in rdds):
+        return first.num_partitions
+    return sum(r.dataset.num_partitions for r in rdds)
 
 
 class RDD(Generic[T]):
@@ -197,7 +219,7 @@ class RDD(Generic[T]):
         except StorageLevelLocked as exc:
             raise Py4JJavaError(f"Cannot change storage level of an RDD after it was already assigned a level "
                                 f"({exc})") from exc
-        self._level = storageLevel
+        self._level = as_pyspark(storageLevel)
         return self
 
     def unpersist(self, blocking: bool = False) -> "RDD[T]":
@@ -481,7 +503,8 @@ class RDD(Generic[T]):
         >>> sorted(sc.parallelize([1, 2, 2, 3]).intersection(sc.parallelize([2, 3, 4])).collect())
         [2, 3]
         """
-        return self._wrap(self.dataset.intersection(other.dataset))
+        n = _cogroup_partitions((self, other), None, partitioned=False)
+        return self._wrap(self.dataset.intersection(other.dataset, n))
 
     def subtract(self, other: "RDD[T]", numPartitions: int | None = None) -> "RDD[T]":
         """The records not in ``other`` (duplicates kept).
@@ -489,7 +512,8 @@ class RDD(Generic[T]):
         >>> sorted(sc.parallelize([1, 2, 2, 3]).subtract(sc.parallelize([3])).collect())
         [1, 2, 2]
         """
-        return self._wrap(self.dataset.subtract(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions, partitioned=False)
+        return self._wrap(self.dataset.subtract(other.dataset, n))
 
     def groupBy(self, f: Callable[[T], Any], numPartitions: int | None = None,
                 partitionFunc: Callable[[Any], int] = portable_hash) -> "RDD[tuple[Any, ResultIterable[T]]]":
@@ -518,7 +542,7 @@ class RDD(Generic[T]):
         """
         return self._wrap(self.dataset.sort_by_key(ascending, numPartitions, keyfunc))
 
-    def partitionBy(self, numPartitions: int, partitionFunc: Callable[[Any], int] = portable_hash) -> "RDD[tuple]":
+    def partitionBy(self, numPartitions: int | None = None, partitionFunc: Callable[[Any], int] = portable_hash) -> "RDD[tuple]":
         """Pairs moved to partition ``partitionFunc(key) % numPartitions``.
 
         >>> sc.parallelize([(1, "a"), (2, "b"), (3, "c")]).partitionBy(2).glom().collect()
@@ -632,7 +656,8 @@ class RDD(Generic[T]):
         >>> sorted((k, tuple(map(list, groups))) for k, groups in a.cogroup(b).collect())
         [('j', ([], ['y'])), ('k', ([1, 2], ['x']))]
         """
-        return self._wrap(self.dataset.cogroup(other.dataset, num_partitions=numPartitions).map_values(_groups))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.cogroup(other.dataset, num_partitions=n).map_values(_groups))
 
     def groupWith(self, other: "RDD[Any]", *others: "RDD[Any]") -> "RDD[tuple]":
         """``cogroup`` with any number of other RDDs.
@@ -641,7 +666,9 @@ class RDD(Generic[T]):
         >>> [(k, [list(g) for g in groups]) for k, groups in a.groupWith(b, c).collect()]
         [('k', [[1], [2], [3]])]
         """
-        return self._wrap(self.dataset.group_with(other.dataset, *(o.dataset for o in others)).map_values(_groups))
+        n = _cogroup_partitions((self, other, *others), None)
+        return self._wrap(self.dataset.group_with(other.dataset, *(o.dataset for o in others), num_partitions=n)
+                          .map_values(_groups))
 
     def join(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
         """``(key, (left, right))`` for every pair of values that share a key (inner join).
@@ -650,7 +677,7 @@ class RDD(Generic[T]):
         >>> a.join(b).collect()
         [('x', (1, 'a'))]
         """
-        return self._wrap(self.dataset.join(other.dataset, numPartitions))
+        return self._wrap(self.dataset.join(other.dataset, _cogroup_partitions((self, other), numPartitions)))
 
     def leftOuterJoin(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
         """``(key, (left, right or None))`` for every pair of the left side.
@@ -659,7 +686,8 @@ class RDD(Generic[T]):
         >>> sorted(a.leftOuterJoin(b).collect())
         [('x', (1, 'a')), ('y', (2, None))]
         """
-        return self._wrap(self.dataset.left_outer_join(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.left_outer_join(other.dataset, n))
 
     def rightOuterJoin(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
         """``(key, (left or None, right))`` for every pair of the right side.
@@ -668,7 +696,8 @@ class RDD(Generic[T]):
         >>> sorted(a.rightOuterJoin(b).collect())
         [('x', (1, 'a')), ('y', (None, 'b'))]
         """
-        return self._wrap(self.dataset.right_outer_join(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.right_outer_join(other.dataset, n))
 
     def fullOuterJoin(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
         """``(key, (left or None, right or None))`` for every key of either side.
@@ -677,7 +706,8 @@ class RDD(Generic[T]):
         >>> sorted(a.fullOuterJoin(b).collect())
         [('x', (1, None)), ('y', (2, 3)), ('z', (None, 4))]
         """
-        return self._wrap(self.dataset.full_outer_join(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.full_outer_join(other.dataset, n))
 
     def subtractByKey(self, other: "RDD[Any]", numPartitions: int | None = None) -> "RDD[tuple]":
         """The pairs whose key is not a key of ``other``.
@@ -685,7 +715,8 @@ class RDD(Generic[T]):
         >>> sc.parallelize([("a", 1), ("b", 2)]).subtractByKey(sc.parallelize([("a", 0)])).collect()
         [('b', 2)]
         """
-        return self._wrap(self.dataset.subtract_by_key(other.dataset, numPartitions))
+        n = _cogroup_partitions((self, other), numPartitions)
+        return self._wrap(self.dataset.subtract_by_key(other.dataset, n))
 
     def sampleByKey(self, withReplacement: bool, fractions: dict, seed: int | None = None) -> "RDD[tuple]":
         """A stratified sample: each key keeps its own fraction, ``fractions[key]``.
@@ -1104,6 +1135,11 @@ class RDDBarrier(Generic[T]):
 
     def __init__(self, rdd: RDD[T]) -> None:
         self.rdd = rdd
+
+    def __repr__(self) -> str:
+        """PySpark's (its class's default repr), so output compared with PySpark's matches,
+        as ``RDD``'s repr is Spark's."""
+        return f"<pyspark.core.rdd.RDDBarrier object at {id(self):#x}>"
 
     def mapPartitions(self, f: Callable[[Iterator[T]], Iterable[U]],
                       preservesPartitioning: bool = False) -> RDD[U]:

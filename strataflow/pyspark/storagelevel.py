@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from ..storage.level import StorageLevel as NativeLevel
 
-__all__ = ["StorageLevel", "to_native", "from_native"]
+__all__ = ["StorageLevel", "to_native", "from_native", "as_pyspark"]
 
 
 class StorageLevel:
@@ -112,3 +112,15 @@ def to_native(level: StorageLevel | Any) -> Any:
 def from_native(native: Any) -> StorageLevel:
     """The PySpark level that names a strataflow level."""
     return _FROM_NATIVE.get(native) or getattr(StorageLevel, native.name)
+
+
+def as_pyspark(level: Any) -> StorageLevel:
+    """``level`` as this module's StorageLevel: itself, the same flags for the real
+    PySpark's (``from pyspark import StorageLevel`` left in a program keeps its
+    replication, ``MEMORY_ONLY_2`` says ``2x Replicated``), or the name of a native level."""
+    if isinstance(level, StorageLevel):
+        return level
+    if hasattr(level, "useMemory"):
+        return StorageLevel(bool(level.useDisk), bool(level.useMemory), bool(level.useOffHeap),
+                            bool(level.deserialized), int(getattr(level, "replication", 1)))
+    return from_native(to_native(level))

@@ -1,0 +1,204 @@
+"""``SparkSession``: how Spark's own RDD examples start, over a :class:`SparkContext`.
+
+    from strataflow.pyspark.sql import SparkSession    # was: from pyspark.sql import SparkSession
+    spark = SparkSession.builder.appName("app").master("local[2]").config("spark.default.parallelism", 2).getOrCreate()
+    sc = spark.sparkContext
+    ...
+    spark.stop()
+
+The builder's settings become the SparkConf of the session's SparkContext (the active
+one when there is one: as in PySpark, a running context keeps its settings, and a
+setting that differs is reported in a warning). Only the session's RDD side exists: the
+DataFrame API (``createDataFrame``, ``read``, ``sql``, ``table``, ``range``, ``udf``,
+``catalog``...) raises :class:`UnsupportedOperation` naming what is missing and the RDD
+call to use instead.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any, ClassVar
+
+from .conf import SparkConf
+from .context import SparkContext
+from .rdd import UnsupportedOperation
+
+__all__ = ["SparkSession", "RuntimeConfig"]
+
+#: the DataFrame API of a SparkSession: name -> what to use instead
+_DATAFRAME_API = {
+    "createDataFrame": "spark.sparkContext.parallelize(rows)",
+    "read": "spark.sparkContext.textFile(path) (or wholeTextFiles, binaryFiles, pickleFile)",
+    "readStream": "batch RDD jobs",
+    "sql": "RDD transformations",
+    "table": "spark.sparkContext.pickleFile(path) of a saved RDD",
+    "range": "spark.sparkContext.range(start, end, step)",
+    "udf": "plain Python functions in map/filter",
+    "udtf": "plain Python functions in flatMap",
+    "catalog": "files on disk",
+    "streams": "batch RDD jobs",
+    "dataSource": "spark.sparkContext.textFile and the strataflow readers",
+    "tvf": "RDD transformations",
+    "profile": "the status page (spark.sparkContext.uiWebUrl)",
+}
+
+
+def _dataframe_api(name: str) -> UnsupportedOperation:
+    return UnsupportedOperation(f"SparkSession.{name} is not supported in strataflow: it belongs to the DataFrame "
+                                f"and SQL API, which strataflow does not have (only RDDs); use "
+                                f"{_DATAFRAME_API[name]} instead")
+
+
+class RuntimeConfig:
+    """``spark.conf``: the session's settings, then its SparkContext's. ``set`` records a
+    value that ``get`` reads back; there is no SQL engine here for ``spark.sql.*`` keys
+    to act on, and the context's own settings are fixed once it runs (as Spark's static
+    configuration)."""
+
+    def __init__(self, session: "SparkSession") -> None:
+        self._session = session
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        if key in self._session._options:
+            return self._session._options[key]
+        return self._session.sparkContext.getConf().get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        self._session._options[key] = str(value)
+
+    def unset(self, key: str) -> None:
+        self._session._options.pop(key, None)
+
+    def getAll(self) -> dict[str, str]:
+        return {**dict(self._session.sparkContext.getConf().getAll()), **self._session._options}
+
+
+class _BuilderProperty:
+    """``SparkSession.builder``: a new Builder on each use, so one program's settings do
+    not leak into the next builder chain."""
+
+    def __get__(self, obj: Any, owner: type) -> "SparkSession.Builder":
+        return SparkSession.Builder()
+
+
+class SparkSession:
+    """PySpark's entry point for the RDD side: ``SparkSession.builder...getOrCreate()``,
+    ``.sparkContext``, ``.version``, ``.conf``, ``.stop()``."""
+
+    class Builder:
+        """Collects settings (``appName``, ``master``, ``config``) for ``getOrCreate``."""
+
+        _lock: ClassVar[threading.RLock] = threading.RLock()
+
+        def __init__(self) -> None:
+            self._options: dict[str, str] = {}
+
+        def config(self, key: str | None = None, value: Any = None, conf: SparkConf | None = None, *,
+                   map: dict[str, Any] | None = None) -> "SparkSession.Builder":
+            """One setting (``key``, ``value``), every setting of a SparkConf, or a dict's."""
+            if conf is not None:
+                self._options.update(conf.getAll())
+            if map is not None:
+                self._options.update({k: str(v) for k, v in map.items()})
+            if key is not None:
+                self._options[key] = str(value).lower() if isinstance(value, bool) else str(value)
+            return self
+
+        def appName(self, name: str) -> "SparkSession.Builder":
+            return self.config("spark.app.name", name)
+
+        def master(self, master: str) -> "SparkSession.Builder":
+            return self.config("spark.master", master)
+
+        def enableHiveSupport(self) -> "SparkSession.Builder":
+            raise UnsupportedOperation("enableHiveSupport is not supported in strataflow: Hive tables belong to "
+                                       "the SQL API, which strataflow does not have (only RDDs)")
+
+        def remote(self, url: str) -> "SparkSession.Builder":
+            raise UnsupportedOperation(f"remote({url!r}): Spark Connect is not supported in strataflow; give a "
+                                       "master (local[N], ray or ray://host:port) instead")
+
+        def getOrCreate(self) -> "SparkSession":
+            """The active session (its context keeps its settings: any that differ from
+            these are named in a warning, as PySpark warns), else a new one on the
+            active SparkContext or on a new one made from these settings."""
+            with self._lock:
+                session = SparkSession._active
+                if session is not None and (session._stopped or SparkContext._active_spark_context is not session._sc):
+                    session = None  # stopped, or its context was stopped on its own
+                if session is None:
+                    conf = SparkConf().setAll(self._options.items())
+                    sc = SparkContext.getOrCreate(conf)
+                    session = SparkSession(sc)
+                    SparkSession._active = session
+                _warn_ignored(session.sparkContext, self._options)
+                return session
+
+    builder: ClassVar[_BuilderProperty] = _BuilderProperty()
+    _active: ClassVar["SparkSession | None"] = None
+
+    def __init__(self, sparkContext: SparkContext, options: dict[str, str] | None = None) -> None:
+        self._sc = sparkContext  # PySpark's name, which Spark's own examples use (transitive_closure.py)
+        self._options: dict[str, str] = dict(options or {})
+        self._stopped = False
+
+    @classmethod
+    def getActiveSession(cls) -> "SparkSession | None":
+        session = cls._active
+        return None if session is None or session._stopped else session
+
+    @classmethod
+    def active(cls) -> "SparkSession":
+        session = cls.getActiveSession()
+        if session is None:
+            raise RuntimeError("No active SparkSession; create one with SparkSession.builder.getOrCreate()")
+        return session
+
+    @property
+    def sparkContext(self) -> SparkContext:
+        return self._sc
+
+    @property
+    def version(self) -> str:
+        """The Spark version whose API this mirrors (``SparkContext.version``)."""
+        return self._sc.version
+
+    @property
+    def conf(self) -> RuntimeConfig:
+        return RuntimeConfig(self)
+
+    def newSession(self) -> "SparkSession":
+        """Another session on the same SparkContext, with settings of its own."""
+        return SparkSession(self._sc)
+
+    def stop(self) -> None:
+        """Stops the SparkContext (its executors and working directories) and ends the session."""
+        self._sc.stop()
+        self._stopped = True
+        if SparkSession._active is self:
+            SparkSession._active = None
+
+    def __enter__(self) -> "SparkSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<SparkSession {self._sc!r}>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _DATAFRAME_API:
+            raise _dataframe_api(name)
+        raise AttributeError(f"'SparkSession' object has no attribute {name!r}")
+
+
+def _warn_ignored(sc: SparkContext, options: dict[str, str]) -> None:
+    """Names the builder settings a running SparkContext did not take."""
+    conf = sc.getConf()
+    ignored = sorted(k for k, v in options.items() if conf.get(k) != v)
+    if ignored:
+        warnings.warn(f"SparkSession.builder.getOrCreate: using the running SparkContext; its settings stay as "
+                      f"they are, so these builder settings take no effect: "
+                      f"{', '.join(f'{k}={options[k]}' for k in ignored)}", stacklevel=3)

@@ -38,7 +38,7 @@ def test_builder_makes_a_session_over_a_spark_context():
         sc = spark.sparkContext
         assert spark._sc is sc and isinstance(sc, SparkContext)
         assert sc.appName == "app" and sc.master == "local[3]"
-        assert sc.ctx.config.task_slots == 3 and sc.ctx.config.max_task_attempts == 2
+        assert sc.ctx.config.task_slots == 3 and sc.ctx.config.task_max_failures == 2
         assert sc.defaultParallelism == 2 and sc.ctx.config.default_parallelism == 2
         assert spark.conf.get("spark.app.name") == "app" and spark.conf.get("missing", "d") == "d"
         spark.conf.set("spark.sql.shuffle.partitions", 7)

@@ -99,6 +99,15 @@ class Accumulator(Generic[T]):
         self._lock = threading.Lock()
 
     def add(self, term: T) -> None:
+        """Adds ``term`` (``acc += term`` too). In a task it goes to the task's own updates, which
+        the driver merges once the task succeeds, so a retried task does not count twice.
+
+        >>> acc = ctx.accumulator(0)
+        >>> ctx.parallelize([1, 2, 3], 3).foreach(acc.add)
+        >>> acc += 10
+        >>> acc.value
+        16
+        """
         updates = getattr(_local, "updates", None)
         if updates is not None:  # in a task: the task's own, merged by the driver if it succeeds
             updates[self.aid] = _add(self.param, updates[self.aid], term) if self.aid in updates else \
@@ -116,6 +125,16 @@ class Accumulator(Generic[T]):
 
     @property
     def value(self) -> T:
+        """The total so far, read (or reset) on the driver; reading it in a task raises
+        :class:`AccumulatorReadInTask`, as a task sees only its own updates.
+
+        >>> acc = ctx.accumulator(1.5)
+        >>> ctx.parallelize([1, 2]).foreach(lambda x: acc.add(x))
+        >>> acc.value
+        4.5
+        >>> acc.value = 0.0; acc.value
+        0.0
+        """
         if getattr(_local, "updates", None) is not None or self._registry is None:
             raise AccumulatorReadInTask(f"accumulator {self.aid}: its value can only be read on the driver "
                                         f"(a task sees only its own updates)")

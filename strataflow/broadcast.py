@@ -59,6 +59,13 @@ class Broadcast(Generic[T]):
 
     @property
     def value(self) -> T:
+        """The value: the driver's own object on the driver, the executor's loaded copy in a
+        task; :class:`BroadcastDestroyed` after ``destroy()``.
+
+        >>> names = ctx.broadcast({1: "one", 2: "two"})
+        >>> ctx.parallelize([2, 1]).map(lambda k: names.value[k]).collect()
+        ['two', 'one']
+        """
         if self._destroyed:
             raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; it cannot be read")
         if self._ctx is not None or self._ref is None:
@@ -73,13 +80,29 @@ class Broadcast(Generic[T]):
             return _loaded.setdefault(self.bid, value)
 
     def unpersist(self, blocking: bool = False) -> None:
-        """Drops the executors' copies; the next task that reads it loads it again."""
+        """Drops the executors' copies; the next task that reads it loads it again. It always
+        waits until they are dropped (``blocking`` is accepted for PySpark's signature).
+
+        >>> b = ctx.broadcast([10, 20])
+        >>> b.unpersist()
+        >>> ctx.parallelize([0, 1]).map(lambda i: b.value[i]).collect()
+        [10, 20]
+        """
         ctx = self._ctx() if self._ctx is not None else None
         if ctx is not None and not ctx._closed and ctx.backend != "threads":
             ctx.fleet.ask_all("forget_broadcast", self.bid)
 
     def destroy(self, blocking: bool = False) -> None:
-        """Drops every copy, the written one too; any later use fails."""
+        """Drops every copy, the written one too; any later use fails, on the driver at once
+        and in a stage that refers to it when the stage is submitted.
+
+        >>> b = ctx.broadcast([10, 20])
+        >>> b.destroy()
+        >>> b.value
+        Traceback (most recent call last):
+        ...
+        strataflow.broadcast.BroadcastDestroyed: broadcast ... was destroyed; it cannot be read
+        """
         self.unpersist(blocking)
         self._destroyed = True
         self._value = None

@@ -36,7 +36,11 @@ class StatCounter:
 
     @classmethod
     def of_array(cls, a: np.ndarray) -> "StatCounter":
-        """The counter of a 1-D numeric array, computed vectorized."""
+        """The counter of a 1-D numeric array, computed vectorized.
+
+        >>> StatCounter.of_array(np.array([1, 2, 3, 4])).mean()
+        2.5
+        """
         out = cls()
         if len(a):
             a = a.astype(np.float64, copy=False)
@@ -48,7 +52,11 @@ class StatCounter:
         return out
 
     def merge(self, value: float) -> "StatCounter":
-        """Adds one value (Welford's update)."""
+        """Adds one value (Welford's update); returns this counter.
+
+        >>> StatCounter([1, 2]).merge(6).mean()
+        3.0
+        """
         delta = value - self.mu
         self.n += 1
         self.mu += delta / self.n
@@ -58,7 +66,13 @@ class StatCounter:
         return self
 
     def merge_stats(self, other: "StatCounter") -> "StatCounter":
-        """Adds the values another counter has seen (Chan et al.'s parallel formula)."""
+        """Adds the values another counter has seen (Chan et al.'s parallel formula); returns
+        this counter.
+
+        >>> s = StatCounter([1, 2]).merge_stats(StatCounter([3, 4]))
+        >>> s.count(), s.mean(), s.min(), s.max()
+        (4, 2.5, 1.0, 4.0)
+        """
         if not isinstance(other, StatCounter):
             raise TypeError(f"merge_stats: can only merge a StatCounter, got {type(other).__name__}")
         if other is self:
@@ -84,42 +98,95 @@ class StatCounter:
         return self
 
     def copy(self) -> "StatCounter":
+        """An independent copy: merging into one leaves the other as it was.
+
+        >>> a = StatCounter([1, 2]); b = a.copy().merge(9)
+        >>> a.count(), b.count()
+        (2, 3)
+        """
         out = type(self)()
         out.__dict__.update(self.__dict__)
         return out
 
     def count(self) -> int:
+        """How many values were merged.
+
+        >>> StatCounter([5, 5, 5]).count()
+        3
+        """
         return int(self.n)
 
     def mean(self) -> float:
+        """The mean of the values (0.0 when empty).
+
+        >>> StatCounter([1, 2, 6]).mean()
+        3.0
+        """
         return self.mu
 
     def sum(self) -> float:
+        """The sum of the values (count times mean).
+
+        >>> StatCounter([1, 2, 6]).sum()
+        9.0
+        """
         return self.n * self.mu
 
     def min(self) -> float:
+        """The smallest value; inf when empty.
+
+        >>> StatCounter([3, 9, 4]).min()
+        3.0
+        """
         return self.min_value
 
     def max(self) -> float:
+        """The largest value; -inf when empty.
+
+        >>> StatCounter([3, 9, 4]).max()
+        9.0
+        """
         return self.max_value
 
     def variance(self) -> float:
-        """Population variance (divides by n); NaN when empty."""
+        """Population variance (divides by n); NaN when empty.
+
+        >>> StatCounter([1, 2, 3, 4]).variance()
+        1.25
+        """
         return self.m2 / self.n if self.n else float("nan")
 
     def sample_variance(self) -> float:
-        """Sample variance (divides by n - 1, unbiased); NaN for fewer than two values."""
+        """Sample variance (divides by n - 1, unbiased); NaN for fewer than two values.
+
+        >>> StatCounter([1, 2, 3]).sample_variance(), StatCounter([1]).sample_variance()
+        (1.0, nan)
+        """
         return self.m2 / (self.n - 1) if self.n > 1 else float("nan")
 
     def stdev(self) -> float:
+        """The population standard deviation (divides by n); NaN when empty.
+
+        >>> StatCounter([2, 4, 4, 4, 5, 5, 7, 9]).stdev()
+        2.0
+        """
         return math.sqrt(self.variance())
 
     def sample_stdev(self) -> float:
+        """The sample standard deviation (divides by n - 1); NaN for fewer than two values.
+
+        >>> StatCounter([2, 4, 6]).sample_stdev()
+        2.0
+        """
         return math.sqrt(self.sample_variance())
 
     def as_dict(self, sample: bool = False) -> dict[str, float]:
         """The figures as a dict. As Spark's ``asDict``, ``stdev`` and ``variance`` are the
-        *sample* figures unless ``sample`` is true (Spark's inverted flag, kept)."""
+        *sample* figures unless ``sample`` is true (Spark's inverted flag, kept).
+
+        >>> StatCounter([1, 2, 3]).as_dict(sample=True)["variance"]  # doctest: +ELLIPSIS
+        0.666666...
+        """
         return {"count": self.count(), "mean": self.mean(), "sum": self.sum(), "min": self.min(),
                 "max": self.max(), "stdev": self.stdev() if sample else self.sample_stdev(),
                 "variance": self.variance() if sample else self.sample_variance()}

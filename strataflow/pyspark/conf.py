@@ -23,25 +23,56 @@ class SparkConf:
         self._conf: dict[str, str] = {}
 
     def set(self, key: str, value: Any) -> "SparkConf":
+        """Sets ``key`` to ``str(value)``; returns the conf, so calls chain.
+
+        >>> SparkConf().set("spark.executor.cores", 2).get("spark.executor.cores")
+        '2'
+        """
         self._conf[key] = str(value)
         return self
 
     def setIfMissing(self, key: str, value: Any) -> "SparkConf":
+        """Sets ``key`` only when it has no value yet.
+
+        >>> SparkConf().set("spark.app.name", "etl").setIfMissing("spark.app.name", "other").get("spark.app.name")
+        'etl'
+        """
         if key not in self._conf:
             self.set(key, value)
         return self
 
     def setMaster(self, value: str) -> "SparkConf":
+        """Sets ``spark.master``: ``local``, ``local[N]``, ``local[*]``, ``ray`` or ``ray://host:port``.
+
+        >>> SparkConf().setMaster("local[4]").get("spark.master")
+        'local[4]'
+        """
         return self.set("spark.master", value)
 
     def setAppName(self, value: str) -> "SparkConf":
+        """Sets ``spark.app.name`` (the Context's ``app_name``).
+
+        >>> SparkConf().setAppName("nightly").get("spark.app.name")
+        'nightly'
+        """
         return self.set("spark.app.name", value)
 
     def setSparkHome(self, value: str) -> "SparkConf":
+        """Sets ``spark.home``, kept for ``sc.sparkHome``: strataflow needs no Spark installation.
+
+        >>> SparkConf().setSparkHome("/opt/spark").get("spark.home")
+        '/opt/spark'
+        """
         return self.set("spark.home", value)
 
     def setExecutorEnv(self, key: str | None = None, value: str | None = None,
                        pairs: Iterable[tuple[str, str]] | None = None) -> "SparkConf":
+        """Sets ``spark.executorEnv.<key>`` for one variable (``key``, ``value``) or for each of
+        ``pairs``. Unlike PySpark's, only recorded: strataflow's executors get no variables from it.
+
+        >>> SparkConf().setExecutorEnv(pairs=[("TZ", "UTC")]).get("spark.executorEnv.TZ")
+        'UTC'
+        """
         if (key is not None and pairs is not None) or (key is None and pairs is None):
             raise ValueError("setExecutorEnv: give either key and value or pairs")
         for k, v in ([(key, value)] if key is not None else pairs):
@@ -49,23 +80,58 @@ class SparkConf:
         return self
 
     def setAll(self, pairs: Iterable[tuple[str, Any]]) -> "SparkConf":
+        """Sets every ``(key, value)`` of ``pairs``.
+
+        >>> SparkConf().setAll([("a", 1), ("b", "x")]).getAll()
+        [('a', '1'), ('b', 'x')]
+        """
         for k, v in pairs:
             self.set(k, v)
         return self
 
     def get(self, key: str, defaultValue: str | None = None) -> str | None:
+        """The value of ``key`` (a string), else ``defaultValue``.
+
+        >>> conf = SparkConf().setMaster("local[2]")
+        >>> conf.get("spark.master"), conf.get("spark.local.dir", "/tmp")
+        ('local[2]', '/tmp')
+        """
         return self._conf.get(key, defaultValue)
 
     def getAll(self) -> list[tuple[str, str]]:
+        """Every ``(key, value)``, in the order they were first set.
+
+        >>> SparkConf().setMaster("local").setAppName("a").getAll()
+        [('spark.master', 'local'), ('spark.app.name', 'a')]
+        """
         return list(self._conf.items())
 
     def contains(self, key: str) -> bool:
+        """Whether ``key`` has a value.
+
+        >>> conf = SparkConf().setAppName("a")
+        >>> conf.contains("spark.app.name"), conf.contains("spark.master")
+        (True, False)
+        """
         return key in self._conf
 
     def toDebugString(self) -> str:
+        """The settings as ``key=value`` lines.
+
+        >>> print(SparkConf().setMaster("local[2]").setAppName("a").toDebugString())
+        spark.master=local[2]
+        spark.app.name=a
+        """
         return "\n".join(f"{k}={v}" for k, v in self._conf.items())
 
     def copy(self) -> "SparkConf":
+        """An independent copy: setting a key on one does not change the other.
+
+        >>> conf = SparkConf().setAppName("a")
+        >>> twin = conf.copy().setAppName("b")
+        >>> conf.get("spark.app.name"), twin.get("spark.app.name")
+        ('a', 'b')
+        """
         out = SparkConf()
         out._conf = dict(self._conf)
         return out

@@ -17,8 +17,25 @@ class SparkFiles:
 
     @classmethod
     def get(cls, filename: str) -> str:
+        """The path of the file or archive added as ``filename``, on the machine this runs on
+        (a task's executor, or the driver).
+
+        >>> _ = open(tmp_dir + "/greeting.txt", "w").write("hello")
+        >>> sc.addFile(tmp_dir + "/greeting.txt")
+        >>> sc.parallelize([0], 1).map(lambda _: open(SparkFiles.get("greeting.txt")).read()).collect()
+        ['hello']
+        """
         return files.get(filename)
 
     @classmethod
     def getRootDirectory(cls) -> str:
+        """The directory that holds this machine's copies of the added files (RuntimeError
+        before any file was added).
+
+        >>> import os
+        >>> _ = open(tmp_dir + "/lookup.csv", "w").write("k,v")
+        >>> sc.addFile(tmp_dir + "/lookup.csv")
+        >>> os.path.isdir(SparkFiles.getRootDirectory())
+        True
+        """
         return files.root_directory()

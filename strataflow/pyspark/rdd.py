@@ -39,7 +39,15 @@ U = TypeVar("U")
 
 
 class UnsupportedOperation(NotImplementedError):
-    """A PySpark operation strataflow does not offer (Hadoop formats, DataFrames)."""
+    """A PySpark operation strataflow does not offer (Hadoop formats, DataFrames); its message
+    names what to use instead. A NotImplementedError, so ``except NotImplementedError`` catches it.
+
+    >>> try:
+    ...     sc.parallelize([("k", 1)]).saveAsSequenceFile(tmp_dir + "/seq")
+    ... except UnsupportedOperation as exc:
+    ...     isinstance(exc, NotImplementedError)
+    True
+    """
 
 
 class Py4JJavaError(ValueError):
@@ -1143,10 +1151,22 @@ class RDDBarrier(Generic[T]):
 
     def mapPartitions(self, f: Callable[[Iterator[T]], Iterable[U]],
                       preservesPartitioning: bool = False) -> RDD[U]:
+        """``f`` over each partition's iterator, as ``RDD.mapPartitions``; the tasks run as
+        ordinary tasks, not launched together.
+
+        >>> sc.parallelize(range(6), 2).barrier().mapPartitions(lambda it: [sum(it)]).collect()
+        [3, 12]
+        """
         native = self.rdd.dataset.barrier().map_partitions(_on_iterator(f), preservesPartitioning)
         return self.rdd._wrap(native)
 
     def mapPartitionsWithIndex(self, f: Callable[[int, Iterator[T]], Iterable[U]],
                                preservesPartitioning: bool = False) -> RDD[U]:
+        """``f(index, iterator)`` over each partition, as ``RDD.mapPartitionsWithIndex``; the
+        tasks run as ordinary tasks, not launched together.
+
+        >>> sc.parallelize(range(4), 2).barrier().mapPartitionsWithIndex(lambda i, it: [(i, list(it))]).collect()
+        [(0, [0, 1]), (1, [2, 3])]
+        """
         native = self.rdd.dataset.barrier().map_partitions_with_index(_on_index_iterator(f), preservesPartitioning)
         return self.rdd._wrap(native)

@@ -11,7 +11,12 @@ T = TypeVar("T")
 
 class ResultIterable(Generic[T]):
     """A group's values: iterable any number of times, with ``len()``; ``ResultIterable[T]``
-    works as a type hint."""
+    works as a type hint.
+
+    >>> [(key, values)] = sc.parallelize([("a", 1), ("a", 2)]).groupByKey().collect()
+    >>> type(values).__name__, len(values), sorted(values), sorted(values)
+    ('ResultIterable', 2, [1, 2], [1, 2])
+    """
 
     def __init__(self, data: Sized) -> None:
         self.data = data

@@ -60,17 +60,45 @@ class RuntimeConfig:
         self._session = session
 
     def get(self, key: str, default: str | None = None) -> str | None:
+        """The session's value of ``key``, else its SparkContext's, else ``default``.
+
+        >>> spark = SparkSession.builder.getOrCreate()
+        >>> spark.conf.get("spark.master"), spark.conf.get("spark.sql.shuffle.partitions", "200")
+        ('local[2]', '200')
+        """
         if key in self._session._options:
             return self._session._options[key]
         return self._session.sparkContext.getConf().get(key, default)
 
     def set(self, key: str, value: Any) -> None:
+        """Records ``str(value)`` for ``key`` in this session only (the context's settings stay).
+
+        >>> spark = SparkSession.builder.getOrCreate().newSession()
+        >>> spark.conf.set("spark.sql.shuffle.partitions", 8)
+        >>> spark.conf.get("spark.sql.shuffle.partitions")
+        '8'
+        """
         self._session._options[key] = str(value)
 
     def unset(self, key: str) -> None:
+        """Forgets the session's own value of ``key`` (the context's, if any, shows again).
+
+        >>> spark = SparkSession.builder.getOrCreate().newSession()
+        >>> spark.conf.set("spark.master", "elsewhere"); spark.conf.unset("spark.master")
+        >>> spark.conf.get("spark.master")
+        'local[2]'
+        """
         self._session._options.pop(key, None)
 
     def getAll(self) -> dict[str, str]:
+        """Every setting, the context's then the session's own (which win), as a dict.
+
+        >>> spark = SparkSession.builder.getOrCreate().newSession()
+        >>> spark.conf.set("team", "search")
+        >>> settings = spark.conf.getAll()
+        >>> settings["spark.master"], settings["team"]
+        ('local[2]', 'search')
+        """
         return {**dict(self._session.sparkContext.getConf().getAll()), **self._session._options}
 
 
@@ -87,7 +115,13 @@ class SparkSession:
     ``.sparkContext``, ``.version``, ``.conf``, ``.stop()``."""
 
     class Builder:
-        """Collects settings (``appName``, ``master``, ``config``) for ``getOrCreate``."""
+        """Collects settings (``appName``, ``master``, ``config``) for ``getOrCreate``; each
+        use of ``SparkSession.builder`` starts a new one.
+
+        >>> builder = SparkSession.builder.appName("doctests").master("local[2]")
+        >>> builder.getOrCreate().sparkContext is sc
+        True
+        """
 
         _lock: ClassVar[threading.RLock] = threading.RLock()
 
@@ -96,7 +130,15 @@ class SparkSession:
 
         def config(self, key: str | None = None, value: Any = None, conf: SparkConf | None = None, *,
                    map: dict[str, Any] | None = None) -> "SparkSession.Builder":
-            """One setting (``key``, ``value``), every setting of a SparkConf, or a dict's."""
+            """One setting (``key``, ``value``; a bool as ``true``/``false``), every setting of a
+            SparkConf, or a dict's (``map=``).
+
+            >>> spark = (SparkSession.builder.config("strataflow.progress", False)
+            ...          .config(conf=SparkConf().set("strataflow.backend", "threads"))
+            ...          .config(map={"spark.master": "local[2]"}).getOrCreate())
+            >>> spark.sparkContext is sc
+            True
+            """
             if conf is not None:
                 self._options.update(conf.getAll())
             if map is not None:
@@ -106,23 +148,58 @@ class SparkSession:
             return self
 
         def appName(self, name: str) -> "SparkSession.Builder":
+            """Sets ``spark.app.name``.
+
+            >>> SparkSession.builder.appName("doctests").getOrCreate().sparkContext.appName
+            'doctests'
+            """
             return self.config("spark.app.name", name)
 
         def master(self, master: str) -> "SparkSession.Builder":
+            """Sets ``spark.master``: ``local``, ``local[N]``, ``local[*]``, ``ray`` or ``ray://host:port``.
+
+            >>> SparkSession.builder.master("local[2]").getOrCreate().sparkContext.master
+            'local[2]'
+            """
             return self.config("spark.master", master)
 
         def enableHiveSupport(self) -> "SparkSession.Builder":
+            """Raises :class:`UnsupportedOperation`: Hive tables belong to the SQL API, which
+            strataflow does not have.
+
+            >>> SparkSession.builder.enableHiveSupport()
+            Traceback (most recent call last):
+            ...
+            strataflow.pyspark.rdd.UnsupportedOperation: enableHiveSupport is not supported in strataflow: ...
+            """
             raise UnsupportedOperation("enableHiveSupport is not supported in strataflow: Hive tables belong to "
                                        "the SQL API, which strataflow does not have (only RDDs)")
 
         def remote(self, url: str) -> "SparkSession.Builder":
+            """Raises :class:`UnsupportedOperation`: there is no Spark Connect; give a ``master``.
+
+            >>> SparkSession.builder.remote("sc://localhost")
+            Traceback (most recent call last):
+            ...
+            strataflow.pyspark.rdd.UnsupportedOperation: remote('sc://localhost'): Spark Connect is not supported ...
+            """
             raise UnsupportedOperation(f"remote({url!r}): Spark Connect is not supported in strataflow; give a "
                                        "master (local[N], ray or ray://host:port) instead")
 
         def getOrCreate(self) -> "SparkSession":
             """The active session (its context keeps its settings: any that differ from
             these are named in a warning, as PySpark warns), else a new one on the
-            active SparkContext or on a new one made from these settings."""
+            active SparkContext or on a new one made from these settings.
+
+            >>> spark = SparkSession.builder.getOrCreate()
+            >>> spark.sparkContext is sc, SparkSession.builder.getOrCreate() is spark
+            (True, True)
+            >>> with warnings.catch_warnings(record=True) as caught:
+            ...     warnings.simplefilter("always")
+            ...     _ = SparkSession.builder.config("spark.default.parallelism", 8).getOrCreate()
+            >>> print(caught[0].message)
+            SparkSession.builder.getOrCreate: using the running SparkContext; ... spark.default.parallelism=8
+            """
             with self._lock:
                 session = SparkSession._active
                 if session is not None and (session._stopped or SparkContext._active_spark_context is not session._sc):
@@ -145,11 +222,22 @@ class SparkSession:
 
     @classmethod
     def getActiveSession(cls) -> "SparkSession | None":
+        """The active session, or None when there is none (none made yet, or it was stopped).
+
+        >>> spark = SparkSession.builder.getOrCreate()
+        >>> SparkSession.getActiveSession() is spark
+        True
+        """
         session = cls._active
         return None if session is None or session._stopped else session
 
     @classmethod
     def active(cls) -> "SparkSession":
+        """The active session; RuntimeError when there is none (``getActiveSession`` gives None).
+
+        >>> SparkSession.active() is SparkSession.builder.getOrCreate()
+        True
+        """
         session = cls.getActiveSession()
         if session is None:
             raise RuntimeError("No active SparkSession; create one with SparkSession.builder.getOrCreate()")
@@ -157,23 +245,52 @@ class SparkSession:
 
     @property
     def sparkContext(self) -> SparkContext:
+        """The session's SparkContext: the RDD API (``parallelize``, ``textFile``...).
+
+        >>> SparkSession.builder.getOrCreate().sparkContext.parallelize([1, 2, 3]).sum()
+        6
+        """
         return self._sc
 
     @property
     def version(self) -> str:
-        """The Spark version whose API this mirrors (``SparkContext.version``)."""
+        """The Spark version whose API this mirrors (``SparkContext.version``).
+
+        >>> spark = SparkSession.builder.getOrCreate()
+        >>> spark.version == sc.version, spark.version >= "3"
+        (True, True)
+        """
         return self._sc.version
 
     @property
     def conf(self) -> RuntimeConfig:
+        """The session's settings (a :class:`RuntimeConfig`): its own, then its SparkContext's.
+
+        >>> SparkSession.builder.getOrCreate().conf.get("spark.app.name")
+        'doctests'
+        """
         return RuntimeConfig(self)
 
     def newSession(self) -> "SparkSession":
-        """Another session on the same SparkContext, with settings of its own."""
+        """Another session on the same SparkContext, with settings of its own.
+
+        >>> spark = SparkSession.builder.getOrCreate()
+        >>> other = spark.newSession(); other.conf.set("team", "search")
+        >>> other.sparkContext is spark.sparkContext, spark.conf.get("team")
+        (True, None)
+        """
         return SparkSession(self._sc)
 
     def stop(self) -> None:
-        """Stops the SparkContext (its executors and working directories) and ends the session."""
+        """Stops the SparkContext (its executors and working directories) and ends the session.
+
+        >>> spark = SparkSession.builder.getOrCreate()
+        >>> conf = spark.sparkContext.getConf()
+        >>> spark.stop()
+        >>> SparkSession.getActiveSession() is None
+        True
+        >>> sc = SparkContext(conf=conf)  # a fresh one for the examples that follow
+        """
         self._sc.stop()
         self._stopped = True
         if SparkSession._active is self:

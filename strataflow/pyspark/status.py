@@ -18,12 +18,36 @@ _RETAINED = 1000
 
 
 class SparkJobInfo(NamedTuple):
+    """A job as ``StatusTracker.getJobInfo`` reports it: its id, its stages' ids, and its
+    status (``RUNNING``, ``SUCCEEDED`` or ``FAILED``; PySpark also has ``UNKNOWN``).
+
+    >>> sc.setJobGroup("job-info", "a job to look at")
+    >>> _ = sc.parallelize([1, 2], 2).count()
+    >>> tracker = sc.statusTracker()
+    >>> tracker.getJobInfo(tracker.getJobIdsForGroup("job-info")[0]).status
+    'SUCCEEDED'
+    >>> sc.setLocalProperty("spark.jobGroup.id", None)
+    """
+
     jobId: int
     stageIds: list
     status: str  # RUNNING, SUCCEEDED or FAILED
 
 
 class SparkStageInfo(NamedTuple):
+    """A stage as ``StatusTracker.getStageInfo`` reports it: ids, name and its tasks' counts
+    (of its latest attempt).
+
+    >>> sc.setJobGroup("stage-info", "a stage to look at")
+    >>> _ = sc.parallelize([1, 2, 3], 3).count()
+    >>> tracker = sc.statusTracker()
+    >>> job = tracker.getJobInfo(tracker.getJobIdsForGroup("stage-info")[0])
+    >>> stage = tracker.getStageInfo(job.stageIds[-1])
+    >>> stage.numTasks, stage.numCompletedTasks, stage.numFailedTasks, stage.numActiveTasks
+    (3, 3, 0, 0)
+    >>> sc.setLocalProperty("spark.jobGroup.id", None)
+    """
+
     stageId: int
     currentAttemptId: int
     name: str
@@ -105,24 +129,65 @@ class StatusTracker:
         self._l = listener
 
     def getJobIdsForGroup(self, jobGroup: str | None = None) -> list[int]:
-        """Ids of the retained jobs of ``jobGroup`` (None: jobs started with no group)."""
+        """Ids of the retained jobs of ``jobGroup`` (None: jobs started with no group).
+
+        >>> sc.setJobGroup("nightly", "two counts")
+        >>> _ = sc.parallelize([1]).count(), sc.parallelize([2]).count()
+        >>> len(sc.statusTracker().getJobIdsForGroup("nightly"))
+        2
+        >>> sc.setLocalProperty("spark.jobGroup.id", None)
+        """
         with self._l._lock:
             return [j for j, info in self._l.jobs.items() if info["group"] == jobGroup]
 
     def getActiveJobsIds(self) -> list[int]:
+        """Ids of the retained jobs still running (none once an action has returned).
+
+        >>> _ = sc.parallelize([1, 2]).count()
+        >>> sc.statusTracker().getActiveJobsIds()
+        []
+        """
         with self._l._lock:
             return [j for j, info in self._l.jobs.items() if info["status"] == "RUNNING"]
 
     def getActiveStageIds(self) -> list[int]:
+        """Ids of the retained stages not yet ended (or skipped).
+
+        >>> _ = sc.parallelize([("a", 1), ("a", 2)]).reduceByKey(lambda x, y: x + y).collect()
+        >>> sc.statusTracker().getActiveStageIds()
+        []
+        """
         with self._l._lock:
             return [s for s, st in self._l.stages.items() if not st.done]
 
     def getJobInfo(self, jobId: int) -> SparkJobInfo | None:
+        """A :class:`SparkJobInfo` of the job, or None when it is unknown (or no longer retained).
+
+        >>> sc.setJobGroup("shuffle", "a job of two stages")
+        >>> _ = sc.parallelize([("a", 1), ("b", 2)]).groupByKey().collect()
+        >>> tracker = sc.statusTracker()
+        >>> job = tracker.getJobInfo(tracker.getJobIdsForGroup("shuffle")[0])
+        >>> job.status, len(job.stageIds)
+        ('SUCCEEDED', 2)
+        >>> tracker.getJobInfo(-1) is None
+        True
+        >>> sc.setLocalProperty("spark.jobGroup.id", None)
+        """
         with self._l._lock:
             info = self._l.jobs.get(jobId)
             return None if info is None else SparkJobInfo(jobId, list(info["stages"]), info["status"])
 
     def getStageInfo(self, stageId: int) -> SparkStageInfo | None:
+        """A :class:`SparkStageInfo` of the stage, or None when it is unknown (or no longer retained).
+
+        >>> sc.setJobGroup("one-stage", "a job of one stage")
+        >>> _ = sc.parallelize([1, 2], 2).count()
+        >>> tracker = sc.statusTracker()
+        >>> stage_id = tracker.getJobInfo(tracker.getJobIdsForGroup("one-stage")[0]).stageIds[0]
+        >>> tracker.getStageInfo(stage_id).numTasks
+        2
+        >>> sc.setLocalProperty("spark.jobGroup.id", None)
+        """
         with self._l._lock:
             st = self._l.stages.get(stageId)
             if st is None:

@@ -20,7 +20,16 @@ __all__ = ["StorageLevel", "to_native", "from_native", "as_pyspark"]
 
 
 class StorageLevel:
-    """Flags for where an RDD's partitions are kept (PySpark's class)."""
+    """Flags for where an RDD's partitions are kept (PySpark's class); ``replication`` above 1
+    is accepted and not done (a lost block is recomputed from lineage).
+
+    >>> StorageLevel.MEMORY_AND_DISK, str(StorageLevel.DISK_ONLY_2)
+    (StorageLevel(True, True, False, False, 1), 'Disk Serialized 2x Replicated')
+    >>> rdd = sc.parallelize([1, 2]).persist(StorageLevel.DISK_ONLY)
+    >>> rdd.sum(), rdd.getStorageLevel().useDisk
+    (3, True)
+    >>> _ = rdd.unpersist()
+    """
 
     NONE: ClassVar["StorageLevel"]
     DISK_ONLY: ClassVar["StorageLevel"]

@@ -1,12 +1,13 @@
 """The examples in the docstrings of the public API run, as PySpark's own doctests do.
 
 Every public method and property of :class:`Context`, :class:`Dataset` (the methods its
-mixins give it included) and of ``strataflow.pyspark``'s ``SparkContext`` and ``RDD`` has a
-docstring with an ``>>>`` example; each docstring of the modules that define them runs
-here as one test, against ``ctx`` (a small threads-backend Context) and ``sc`` (a
-SparkContext on the threads backend), both made once for the module and stopped after it,
-and ``tmp_dir``, an empty directory of the test's own. ``help(Dataset.join)`` then shows
-an example that is known to work.
+mixins give it included) and of every public class of ``strataflow.pyspark`` and
+``strataflow.pyspark.sql`` (``SparkSession.Builder`` included) has a docstring with an
+``>>>`` example; a class with no public member of its own has one in its class docstring.
+Each docstring of the modules that define them runs here as one test, against ``ctx`` (a
+small threads-backend Context) and ``sc`` (a SparkContext on the threads backend), both
+made once for the module and stopped after it, and ``tmp_dir``, an empty directory of the
+test's own. ``help(Dataset.join)`` then shows an example that is known to work.
 """
 
 from __future__ import annotations
@@ -18,11 +19,20 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+import strataflow.pyspark as pyspark_api
+import strataflow.pyspark.sql as pyspark_sql
 from strataflow import Context, Dataset
-from strataflow.pyspark import RDD, SparkConf, SparkContext
+from strataflow.pyspark import SparkConf, SparkContext
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-CLASSES = (Context, Dataset, SparkContext, RDD)
+
+
+def _exported_classes(*modules: Any) -> tuple[type, ...]:
+    """The classes in the modules' ``__all__``: a class exported later is held to the rule."""
+    return tuple(obj for m in modules for name in m.__all__ if inspect.isclass(obj := getattr(m, name)))
+
+
+CLASSES = (Context, Dataset, *_exported_classes(pyspark_api, pyspark_sql), pyspark_sql.SparkSession.Builder)
 
 
 def public_members(cls: type) -> Iterator[tuple[str, type, Callable[..., Any]]]:
@@ -44,8 +54,9 @@ def public_members(cls: type) -> Iterator[tuple[str, type, Callable[..., Any]]]:
 
 
 def _modules() -> list[str]:
-    """The modules that define the members of ``CLASSES``."""
-    return sorted({owner.__module__ for cls in CLASSES for _, owner, _ in public_members(cls)})
+    """The modules that define ``CLASSES`` and their members."""
+    return sorted({cls.__module__ for cls in CLASSES}
+                  | {owner.__module__ for cls in CLASSES for _, owner, _ in public_members(cls)})
 
 
 def _doctests() -> list[doctest.DocTest]:
@@ -85,19 +96,29 @@ def test_docstring_example(test: doctest.DocTest, contexts, tmp_path):
     assert result.failed == 0, "".join(out)
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-def test_every_public_member_has_a_docstring_with_an_example(cls):
-    """The rule holds for methods added later: a summary line and an example to run."""
-    def documented(doc: str | None) -> bool:
-        return bool(doc and doc.strip()) and not doc.strip().startswith(">>>") and ">>>" in doc
+def _documented(doc: str | None) -> bool:
+    """A summary line first, then an example to run."""
+    return bool(doc and doc.strip()) and not doc.strip().startswith(">>>") and ">>>" in doc
 
-    lacking = [f"{owner.__module__}.{owner.__name__}.{name}" for name, owner, f in public_members(cls)
-               if not documented(f.__doc__)]
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__qualname__)
+def test_every_public_member_has_a_docstring_with_an_example(cls):
+    """The rule holds for methods added later: a summary line and an example to run; a
+    class with no public member of its own (a NamedTuple, an exception) shows its use in
+    its class docstring."""
+    members = list(public_members(cls))
+    lacking = [f"{owner.__module__}.{owner.__qualname__}.{name}" for name, owner, f in members
+               if not _documented(f.__doc__)]
+    if not members and not _documented(cls.__doc__):
+        lacking.append(f"{cls.__module__}.{cls.__qualname__} (its class docstring)")
     assert not lacking, f"public members without a docstring example: {lacking}"
 
 
 def test_the_examples_cover_every_class():
     """The collection finds the examples (a finder that found none would pass vacuously)."""
-    covered = {t.name.rsplit(".", 2)[-2] for t in DOCTESTS}
-    assert {c.__name__ for c in CLASSES} <= covered
+    names = {t.name for t in DOCTESTS}
+    uncovered = [f"{c.__module__}.{c.__qualname__}" for c in CLASSES
+                 if not any(n == f"{c.__module__}.{c.__qualname__}" or n.startswith(f"{c.__module__}.{c.__qualname__}.")
+                            for n in names)]
+    assert not uncovered, f"classes with no example collected: {uncovered}"
     assert len(DOCTESTS) >= sum(1 for c in CLASSES for _ in public_members(c)) // 2

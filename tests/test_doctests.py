@@ -53,10 +53,18 @@ def public_members(cls: type) -> Iterator[tuple[str, type, Callable[..., Any]]]:
             yield name, owner, raw
 
 
+def _exported_functions() -> list[Callable[..., Any]]:
+    """The public functions ``strataflow.pyspark`` exports (``portable_hash``)."""
+    import strataflow.pyspark as ps
+
+    return [f for f in (getattr(ps, n) for n in ps.__all__) if inspect.isfunction(f)]
+
+
 def _modules() -> list[str]:
-    """The modules that define ``CLASSES`` and their members."""
+    """The modules that define ``CLASSES``, their members and the exported functions."""
     return sorted({cls.__module__ for cls in CLASSES}
-                  | {owner.__module__ for cls in CLASSES for _, owner, _ in public_members(cls)})
+                  | {owner.__module__ for cls in CLASSES for _, owner, _ in public_members(cls)}
+                  | {f.__module__ for f in _exported_functions()})
 
 
 def _doctests() -> list[doctest.DocTest]:
@@ -122,3 +130,10 @@ def test_the_examples_cover_every_class():
                             for n in names)]
     assert not uncovered, f"classes with no example collected: {uncovered}"
     assert len(DOCTESTS) >= sum(1 for c in CLASSES for _ in public_members(c)) // 2
+
+
+def test_every_exported_function_has_a_docstring_with_an_example():
+    lacking = [f.__qualname__ for f in _exported_functions() if not _documented(f.__doc__)]
+    assert not lacking, f"exported functions without a docstring example: {lacking}"
+    names = {t.name for t in DOCTESTS}
+    assert all(f"{f.__module__}.{f.__qualname__}" in names for f in _exported_functions())

@@ -81,3 +81,24 @@ def test_the_heading_fits_80_columns(tmp_path, monkeypatch, capsys):
     lines = capsys.readouterr().out.splitlines()
     heading = next(line for line in lines if line.startswith("kmeans (batches"))
     assert heading.rstrip().endswith("MiB")  # "319 MiB" no longer split over two lines
+
+
+def test_the_check_is_announced_and_timed(tmp_path, monkeypatch):
+    """A check that re-reads the whole input can take longer than the run: the runner
+    announces it (``strataflow run`` shows a status line) and times it apart."""
+    from contextlib import nullcontext
+
+    from strataflow.workloads.runner import run_workload
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["gen", "kmeans", "--points", "400", "--format", "npy", "--out", "km"]) == 0
+    said: list[str] = []
+    report = run_workload("kmeans", "km", memory="64MB", parallelism=1, iterations=2,
+                          context_options={"backend": "threads"},
+                          announce_check=lambda what: (said.append(what), nullcontext())[1])
+    assert report["result_check"] == "ok" and report["check_s"] > 0
+    assert said == ["checking the result against an independent run over the whole input"]
+    said.clear()
+    report = run_workload("kmeans", "km", memory="64MB", parallelism=1, iterations=2, check=False,
+                          context_options={"backend": "threads"}, announce_check=lambda what: said.append(what))
+    assert report["result_check"] == "skipped" and said == []

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,38 +131,127 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
         raise FetchFailed(shuffle_id, map_id, f"{output.index_path} is not under a directory of this "
                                               f"application: no key to authenticate it")
     try:
-        with open(output.index_path, "rb") as f:
-            raw = f.read()
-        if raw[:8] != _MAGIC:
-            raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has a bad header")
-        (n,) = struct.unpack_from("<q", raw, 8)
-        need = 16 + 8 * (n + 1) + (8 + 8 + TAG_BYTES) * n
-        if len(raw) != need or not 0 <= reduce_id < n:
+        index = _index(output.index_path, shuffle_id, map_id)
+        n = index.n
+        if not 0 <= reduce_id < n:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} is truncated or does not match")
-        at = 16
-        offsets = np.frombuffer(raw, dtype=np.int64, count=n + 1, offset=at)
-        at += 8 * (n + 1)
-        auth_len = int(np.frombuffer(raw, dtype=np.int64, count=n, offset=at)[reduce_id])
-        at += 8 * n
-        digest = int(np.frombuffer(raw, dtype=np.uint64, count=n, offset=at)[reduce_id])
-        at += 8 * n + TAG_BYTES * reduce_id
+        raw = index.raw
+        start, end = _TWO_Q.unpack_from(raw, 16 + 8 * reduce_id)
+        (auth_len,) = _Q.unpack_from(raw, 16 + 8 * (n + 1) + 8 * reduce_id)
+        (digest,) = _UQ.unpack_from(raw, 16 + 8 * (n + 1) + 8 * n + 8 * reduce_id)
+        at = 16 + 8 * (n + 1) + 16 * n + TAG_BYTES * reduce_id
         tag = raw[at : at + TAG_BYTES]
-        start, end = int(offsets[reduce_id]), int(offsets[reduce_id + 1])
         if not 0 <= start <= end:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has bad offsets")
-        with open(output.data_path, "rb") as f:
-            if end > os.fstat(f.fileno()).st_size:  # before reading: a forged offset must not allocate
+        fd = os.open(output.data_path, os.O_RDONLY)
+        try:
+            if end > os.fstat(fd).st_size:  # before reading: a forged offset must not allocate
                 raise FetchFailed(shuffle_id, map_id, f"{output.data_path} is shorter than its index says")
-            f.seek(start)
-            data = f.read(end - start)
+            data = os.pread(fd, end - start, start) if end > start else b""
+        finally:
+            os.close(fd)
     except FileNotFoundError as exc:
-        raise FetchFailed(shuffle_id, map_id, f"file missing: {exc.filename}") from None
+        _INDEXES.drop(output.index_path)
+        raise FetchFailed(shuffle_id, map_id, f"file missing: {exc.filename or output.data_path}") from None
     except OSError as exc:
+        _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"cannot read: {exc}") from None
+    except FetchFailed:
+        _INDEXES.drop(output.index_path)
+        raise
     problem = _problem(data, end - start, auth_len, digest, tag, auth, output.data_path, reduce_id)
     if problem:
+        _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} {problem}")
     return data
+
+
+_Q = struct.Struct("<q")
+_UQ = struct.Struct("<Q")
+_TWO_Q = struct.Struct("<qq")
+
+
+@dataclass(frozen=True)
+class _Index:
+    """One map output's index as read, checked for shape; ``stamp`` is the file's
+    (inode, size, mtime) when it was read."""
+
+    raw: bytes
+    n: int
+    stamp: tuple[int, int, int]
+
+
+class _IndexCache:
+    """The indexes this process has read, so that a reduce task pays one ``stat`` per map
+    output it reads, not an open and a read of the index: P reduce tasks of one executor
+    read each of P indexes (issue 41). Sound because the index carries no trust of its
+    own: every bucket's tag (over its place, lengths and checksum) is still checked against
+    the bytes read from the data file, and an index replaced, removed or rewritten changes
+    its stamp and is read again. Any failure reading an output drops its entry.
+
+    Bounded by bytes; when full, new indexes are not kept (reduce tasks read the maps in
+    one order, cyclically, where an LRU would keep nothing useful)."""
+
+    def __init__(self, max_bytes: int = 96 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._bytes = 0
+        self._entries: dict[str, _Index] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: str, stamp: tuple[int, int, int]) -> _Index | None:
+        got = self._entries.get(path)
+        return got if got is not None and got.stamp == stamp else None
+
+    def put(self, path: str, index: _Index) -> None:
+        with self._lock:
+            old = self._entries.pop(path, None)
+            if old is not None:
+                self._bytes -= len(old.raw)
+            if self._bytes + len(index.raw) <= self.max_bytes:
+                self._entries[path] = index
+                self._bytes += len(index.raw)
+
+    def drop(self, path: str) -> None:
+        with self._lock:
+            old = self._entries.pop(path, None)
+            if old is not None:
+                self._bytes -= len(old.raw)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_INDEXES = _IndexCache()
+
+
+def _index(index_path: str, shuffle_id: int, map_id: int) -> _Index:
+    """The map output's index, from this process's cache while the file is unchanged."""
+    st = os.stat(index_path)
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    got = _INDEXES.get(index_path, stamp)
+    if got is not None:
+        return got
+    with open(index_path, "rb") as f:
+        st = os.fstat(f.fileno())
+        raw = f.read()
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    if raw[:8] != _MAGIC:
+        raise FetchFailed(shuffle_id, map_id, f"index {index_path} has a bad header")
+    (n,) = _Q.unpack_from(raw, 8)
+    need = 16 + 8 * (n + 1) + (8 + 8 + TAG_BYTES) * n
+    if n < 0 or len(raw) != need:
+        raise FetchFailed(shuffle_id, map_id, f"index {index_path} is truncated or does not match")
+    index = _Index(raw, n, stamp)
+    if len(raw) == st.st_size:
+        _INDEXES.put(index_path, index)
+    return index
+
+
+def forget_index(index_path: str) -> None:
+    """Drops a map output's cached index (its files are being removed)."""
+    _INDEXES.drop(index_path)
 
 
 def _problem(data: bytes, length: int, auth_len: int, digest: int, tag: bytes, auth: FrameAuth,

@@ -19,7 +19,7 @@ from ..batch import is_batch, iter_rows, num_rows, take_rows
 from ..retries import infrastructure_fault
 from ..storage.frame_auth import FrameAuth
 from .codec import decode, encode
-from .files import FetchFailed, MapOutput, read_bucket, write_map_output
+from .files import FetchFailed, MapOutput, forget_index, read_bucket, write_map_output
 
 __all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "BucketReader", "split_into_buckets", "read_buckets",
            "remove_output"]
@@ -229,6 +229,7 @@ class MapOutputTracker:
 
 
 def remove_output(out: MapOutput) -> None:
+    forget_index(out.index_path)
     for p in (out.index_path, out.data_path):
         try:
             os.remove(p)

@@ -201,7 +201,10 @@ class TaskSetRunner:
         left: list[tuple[int, int]] = []
         batches: dict[str, list[tuple[TaskSpec, int]]] = {}
         launched_local = False
-        for p, attempt in queue:
+        for i, (p, attempt) in enumerate(queue):
+            if not any(free_local(e) for e in load):  # every executor full: nothing more can start,
+                left.extend(queue[i:])                # so the rest waits without a look (O(P) a stage, not O(P^2))
+                break
             pref = [e for e in self.preferred.get(p, ()) if e in load]
             target = next((e for e in pref if free_local(e)), None)
             if target is None and pref and node_local:

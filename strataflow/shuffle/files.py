@@ -24,6 +24,7 @@ Index layout (little-endian): magic ``SFIDX2\\0\\0`` | bucket count n (int64) | 
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import threading
@@ -89,9 +90,14 @@ def _tag(auth: FrameAuth, data_path: str, reduce_id: int, length: int, auth_len:
          prefix: memoryview) -> bytes:
     """The tag of one bucket: the data file's name, the bucket's place and lengths, the
     checksum of its raw part, and its pickled part (lengths first: unambiguous)."""
+    return auth.tag(_DOMAIN, _name_part(data_path), _BUCKET.pack(reduce_id, length, auth_len, digest), prefix)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _name_part(data_path: str) -> bytes:
+    """The data file's name as its tags cover it (length first), computed once a file."""
     name = os.path.basename(data_path).encode()
-    return auth.tag(_DOMAIN, _NAME_LEN.pack(len(name)), name, _BUCKET.pack(reduce_id, length, auth_len, digest),
-                    prefix)
+    return _NAME_LEN.pack(len(name)) + name
 
 
 def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: bool = False,
@@ -143,13 +149,10 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
         tag = raw[at : at + TAG_BYTES]
         if not 0 <= start <= end:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has bad offsets")
-        fd = os.open(output.data_path, os.O_RDONLY)
-        try:
-            if end > os.fstat(fd).st_size:  # before reading: a forged offset must not allocate
-                raise FetchFailed(shuffle_id, map_id, f"{output.data_path} is shorter than its index says")
-            data = os.pread(fd, end - start, start) if end > start else b""
-        finally:
-            os.close(fd)
+        if end == start:  # an empty bucket: its tag (below) covers its place and length
+            data = b""
+        else:
+            data = _pread(output.data_path, start, end, shuffle_id, map_id)
     except FileNotFoundError as exc:
         _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"file missing: {exc.filename or output.data_path}") from None
@@ -164,6 +167,16 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
         _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} {problem}")
     return data
+
+
+def _pread(data_path: str, start: int, end: int, shuffle_id: int, map_id: int) -> bytes:
+    fd = os.open(data_path, os.O_RDONLY)
+    try:
+        if end > os.fstat(fd).st_size:  # before reading: a forged offset must not allocate
+            raise FetchFailed(shuffle_id, map_id, f"{data_path} is shorter than its index says")
+        return os.pread(fd, end - start, start)
+    finally:
+        os.close(fd)
 
 
 _Q = struct.Struct("<q")

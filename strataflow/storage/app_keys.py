@@ -27,6 +27,10 @@ __all__ = ["register", "unregister", "auth_for"]
 
 _lock = threading.Lock()
 _known: dict[str, tuple[FrameAuth, int]] = {}  # directory -> (its key, registrations)
+#: path -> its key as last found: a reduce task asks for each map output it reads (issue
+#: 41), P^2 asks a shuffle; emptied whenever a registration changes, and when it grows large
+_memo: dict[str, FrameAuth | None] = {}
+_MEMO_MAX = 1 << 16
 
 
 def _norm(path: str) -> str:
@@ -36,6 +40,7 @@ def _norm(path: str) -> str:
 def register(dirs: Iterable[str], auth: FrameAuth) -> None:
     """Files under ``dirs`` are authenticated with ``auth`` (until :func:`unregister`)."""
     with _lock:
+        _memo.clear()
         for d in {_norm(d) for d in dirs}:
             got = _known.get(d)
             if got is not None and got[0] != auth:
@@ -46,6 +51,7 @@ def register(dirs: Iterable[str], auth: FrameAuth) -> None:
 def unregister(dirs: Iterable[str], auth: FrameAuth) -> None:
     """Undoes one :func:`register` of ``dirs`` with ``auth``."""
     with _lock:
+        _memo.clear()
         for d in {_norm(d) for d in dirs}:
             got = _known.get(d)
             if got is None or got[0] != auth:
@@ -59,13 +65,24 @@ def unregister(dirs: Iterable[str], auth: FrameAuth) -> None:
 def auth_for(path: str) -> FrameAuth | None:
     """The key of ``path``'s nearest registered directory (itself, or the nearest above
     it); None if there is none."""
-    p = _norm(path)
     with _lock:
-        while True:
-            got = _known.get(p)
-            if got is not None:
-                return got[0]
-            parent = os.path.dirname(p)
-            if parent == p:
-                return None
-            p = parent
+        try:
+            return _memo[path]
+        except KeyError:
+            pass
+        found = _lookup(_norm(path))
+        if len(_memo) >= _MEMO_MAX:
+            _memo.clear()
+        _memo[path] = found
+        return found
+
+
+def _lookup(p: str) -> FrameAuth | None:
+    while True:
+        got = _known.get(p)
+        if got is not None:
+            return got[0]
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent

@@ -391,6 +391,47 @@ def test_forged_shuffle_bucket_fails_the_fetch_and_is_never_unpickled(dirs, mark
     assert_live_forgery(lambda: codec.decode(forged), marker)
 
 
+def test_empty_shuffle_buckets_are_accepted_only_under_the_index_tag(dirs, registered):
+    """An empty bucket has no tag of its own: the index's tag vouches for it. An index
+    forged to say a bucket is empty (dropping its records), or forged anywhere else in its
+    table, fails every empty bucket; the other non-empty buckets still read by their tags."""
+    writer = ShuffleWriter(dirs, key=KEY)
+    buckets = [[(1, "a")], [], [(2, "b")], []]
+    out = writer.write(3, 1, buckets)
+    assert out.bucket_bytes[1] == out.bucket_bytes[3] == 0
+    assert [codec.decode(read_bucket(out, r, 3, 1)) for r in range(4)] == buckets
+    with open(out.index_path, "rb") as f:
+        raw = f.read()
+    n, offsets, auth_lens, digests, tags_at = index_fields(raw)
+    offsets[1] = offsets[2]  # claim bucket 0 runs to the end of bucket 1: bucket 1 still empty
+    offsets[0] = offsets[1]  # ... and bucket 0 is empty too: its record would be lost
+    forged = raw[:16] + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes() + raw[tags_at:]
+    tmp = out.index_path + ".forged"
+    with open(tmp, "wb") as f:
+        f.write(forged)
+    os.replace(tmp, out.index_path)  # a new file: the reader's cached index is not used
+    with pytest.raises(FetchFailed, match="does not match its index|authentication"):
+        read_bucket(out, 0, 3, 1)
+    for r in (1, 3):
+        with pytest.raises(FetchFailed, match="authentication"):
+            read_bucket(out, r, 3, 1)
+    assert codec.decode(read_bucket(out, 2, 3, 1)) == buckets[2]
+
+
+def test_shuffle_index_changed_after_a_read_is_read_again(dirs, registered):
+    """A reader keeps each index it read while the file is unchanged; a removed one is a
+    FetchFailed at once, and a rewritten one is read again."""
+    writer = ShuffleWriter(dirs, key=KEY)
+    out = writer.write(4, 0, [[(1, 1)], []])
+    assert codec.decode(read_bucket(out, 1, 4, 0)) == []
+    os.remove(out.index_path)
+    with pytest.raises(FetchFailed, match="missing"):
+        read_bucket(out, 1, 4, 0)
+    out2 = writer.write(4, 0, [[(5, 5)], [(6, 6)]])
+    assert out2.index_path == out.index_path
+    assert codec.decode(read_bucket(out2, 1, 4, 0)) == [(6, 6)]
+
+
 def test_numeric_shuffle_buckets_authenticate_their_tag_byte_only(dirs, registered):
     out = ShuffleWriter(dirs, key=KEY).write(0, 0, [np.arange(100_000.0), [(1, 2)],
                                                     np.array([{"a": 1}], dtype=object)])

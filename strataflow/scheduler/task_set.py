@@ -201,9 +201,13 @@ class TaskSetRunner:
         left: list[tuple[int, int]] = []
         batches: dict[str, list[tuple[TaskSpec, int]]] = {}
         launched_local = False
+        any_free = any(free(e) for e in load)
         for i, (p, attempt) in enumerate(queue):
-            if not any(free_local(e) for e in load):  # every executor full: nothing more can start,
-                left.extend(queue[i:])                # so the rest waits without a look (O(P) a stage, not O(P^2))
+            # nothing more can start (every executor full, or full but for its own partitions'
+            # tasks and there are none): the rest waits without a look, so that a stage's
+            # launches cost O(P) in all, not O(P) each (issue 41)
+            if not any_free and (not self.preferred or not any(free_local(e) for e in load)):
+                left.extend(queue[i:])
                 break
             pref = [e for e in self.preferred.get(p, ()) if e in load]
             target = next((e for e in pref if free_local(e)), None)
@@ -219,6 +223,7 @@ class TaskSetRunner:
             peers = self.dag.master.peers(self.reads[p], target) if self.reads.get(p) else None
             batches.setdefault(target, []).append((TaskSpec(self.work.key, p, attempt, next(_task_ids), peers), attempt))
             load[target] += 1
+            any_free = any_free and any(free(e) for e in load)
             launched_local |= target in pref
         for target, items in batches.items():
             handle = by_id[target]

@@ -116,26 +116,31 @@ def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: boo
     each tagged with ``auth``; ``executor_id``: the writer, named in the output."""
     data_path, index_path = base + ".data", base + ".index"
     n = len(buckets)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    auth_lens = np.zeros(n, dtype=np.int64)
-    digests = np.zeros(n, dtype=np.uint64)
-    tags = bytearray()
+    lengths = [len(b) for b in buckets]
+    auth_lens = [0] * n
+    digests = [0] * n
+    tags = [_NO_TAG] * n  # an empty bucket is covered by the index's tag alone (module docstring)
+    offsets = [0] * (n + 1)
     with atomic_write(data_path, sync=sync) as f:
+        at = 0
         for i, b in enumerate(buckets):
-            f.write(b)
-            view = memoryview(b)
-            a = unpickled_prefix(view)
-            digest = xxhash.xxh3_64_intdigest(view[a:])
-            auth_lens[i], digests[i] = a, digest
-            # an empty bucket is covered by the index's tag alone (module docstring)
-            tags += _tag(auth, data_path, i, view.nbytes, a, digest, view[:a]) if view.nbytes else _NO_TAG
-            offsets[i + 1] = offsets[i] + view.nbytes
+            size = lengths[i]
+            if size:  # the many empty buckets of a wide shuffle cost one list entry each
+                f.write(b)
+                view = memoryview(b)
+                a = unpickled_prefix(view)
+                digest = xxhash.xxh3_64_intdigest(view[a:])
+                auth_lens[i], digests[i] = a, digest
+                tags[i] = _tag(auth, data_path, i, size, a, digest, view[:a])
+                at += size
+            offsets[i + 1] = at
     with atomic_write(index_path, sync=sync) as f:
-        table = _MAGIC + struct.pack("<q", n) + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes()
-        f.write(table + bytes(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
+        table = (_MAGIC + struct.pack("<q", n) + np.array(offsets, dtype=np.int64).tobytes()
+                 + np.array(auth_lens, dtype=np.int64).tobytes() + np.array(digests, dtype=np.uint64).tobytes())
+        f.write(table + b"".join(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
     if sync:
         _fsync_dir(index_path)
-    return MapOutput(data_path, index_path, tuple(int(x) for x in np.diff(offsets)), executor_id)
+    return MapOutput(data_path, index_path, tuple(lengths), executor_id)
 
 
 def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,

@@ -154,7 +154,6 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
                                               f"application: no key to authenticate it")
     try:
         index = _index(output.index_path, shuffle_id, map_id)
-        whole_ok = index.verified(auth, output.data_path)
         n = index.n
         if not 0 <= reduce_id < n:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} is truncated or does not match")
@@ -167,7 +166,7 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
         if not 0 <= start <= end:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has bad offsets")
         if end == start:  # an empty bucket: no data to read
-            if whole_ok and auth_len == 0:
+            if auth_len == 0 and index.verified(auth, output.data_path):
                 return b""  # the index's tag covers its place and length
             data = b""
         else:
@@ -237,9 +236,10 @@ class _IndexCache:
     Bounded by bytes; when full, new indexes are not kept (reduce tasks read the maps in
     one order, cyclically, where an LRU would keep nothing useful)."""
 
-    def __init__(self, max_bytes: int = 96 << 20) -> None:
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
         self.max_bytes = max_bytes
         self._bytes = 0
+        self._full = 0  # puts refused since the last sweep
         self._entries: dict[str, _Index] = {}
         self._lock = threading.Lock()
 
@@ -252,9 +252,20 @@ class _IndexCache:
             old = self._entries.pop(path, None)
             if old is not None:
                 self._bytes -= len(old.raw)
+            if self._bytes + len(index.raw) > self.max_bytes:
+                self._full += 1
+                if self._full >= len(self._entries):  # a sweep costs a stat an entry: amortized
+                    self._full = 0
+                    self._sweep()
             if self._bytes + len(index.raw) <= self.max_bytes:
                 self._entries[path] = index
                 self._bytes += len(index.raw)
+
+    def _sweep(self) -> None:
+        """Forgets the indexes whose files are gone (shuffles another process removed:
+        the driver removes a finished shuffle's files on one machine)."""
+        for p in [p for p in self._entries if not os.path.exists(p)]:
+            self._bytes -= len(self._entries.pop(p).raw)
 
     def drop(self, path: str) -> None:
         with self._lock:

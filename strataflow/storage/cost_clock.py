@@ -30,6 +30,7 @@ import json
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from typing import Mapping
 
 __all__ = ["CostClock", "MeasuredClock", "DeclaredCosts", "ENV", "from_environment", "spend"]
@@ -50,18 +51,20 @@ def spend(seconds: float) -> None:
     _thread.now = getattr(_thread, "now", 0.0) + seconds
 
 
-class CostClock:
+class CostClock(ABC):
     """Reads the seconds the cost model uses. ``now()`` brackets a computation (its
     difference is the computation's cost, parents' reads included); ``io()`` gives the cost
     of one disk write or read, given what the wall clock measured."""
 
     declared = False
 
+    @abstractmethod
     def now(self) -> float:
-        raise NotImplementedError
+        """Seconds on this clock."""
 
+    @abstractmethod
     def io(self, form: str, op: str, nbytes: int, measured_s: float) -> float:
-        raise NotImplementedError
+        """The cost of one disk ``op`` (write or read) of ``nbytes`` in ``form``."""
 
 
 class MeasuredClock(CostClock):

@@ -5,13 +5,13 @@
         ctx.parallelize(range(10), 4).map(lambda x: x * x).sum()
 """
 
-from .accumulators import Accumulator, AccumulatorParam
-from .broadcast import Broadcast
-from .config import ConfigError, parse_size
-from .context import Context
-from .dataset import Dataset
-from .scheduler import ContextStopped, JobError, TaskFailedError
-from .storage.level import StorageLevel
+from strataflow.accumulators import Accumulator, AccumulatorParam
+from strataflow.broadcast import Broadcast
+from strataflow.config import ConfigError, parse_size
+from strataflow.context import Context
+from strataflow.dataset import Dataset
+from strataflow.scheduler import ContextStopped, JobError, TaskFailedError
+from strataflow.storage.level import StorageLevel
 
 __all__ = ["Context", "Dataset", "ConfigError", "ContextStopped", "JobError", "TaskFailedError", "StorageLevel", "parse_size",
            "Broadcast", "Accumulator", "AccumulatorParam"]

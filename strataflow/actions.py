@@ -31,18 +31,18 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
-from .io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
-from .io.manifest import SUCCESS, new_output_dir
-from .io.paths import OutputDir
-from .io.compression import codec_name
-from .io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
-from .scheduler.dag import TaskFailedError
+from strataflow.batch import RowsTypeError, is_dataframe, iter_rows, num_rows, rows_list, slice_rows
+from strataflow.io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
+from strataflow.io.manifest import SUCCESS, new_output_dir
+from strataflow.io.paths import OutputDir
+from strataflow.io.compression import codec_name
+from strataflow.io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
+from strataflow.scheduler.dag import TaskFailedError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["ActionOps", "DatasetRowsError", "EmptyDatasetError"]
 

@@ -14,8 +14,8 @@ import hashlib
 import math
 from typing import Any
 
-from .batch import iter_rows
-from .partitioner import portable_hash
+from strataflow.batch import iter_rows
+from strataflow.partitioner import portable_hash
 
 __all__ = ["ApproxOps", "BoundedFloat", "hll_registers", "hll_estimate"]
 

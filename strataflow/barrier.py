@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["BarrierDataset"]
 

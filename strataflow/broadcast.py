@@ -27,7 +27,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import Context
+    from strataflow.context import Context
 
 __all__ = ["Broadcast", "BroadcastDestroyed", "forget_loaded"]
 
@@ -73,7 +73,7 @@ class Broadcast(Generic[T]):
         with _loaded_lock:
             if self.bid in _loaded:
                 return _loaded[self.bid]
-        from .executor.source_slices import load_slice
+        from strataflow.executor.source_slices import load_slice
 
         value = load_slice(self._ref, 0)
         with _loaded_lock:
@@ -117,8 +117,8 @@ class Broadcast(Generic[T]):
             raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; a stage that uses it cannot run")
         if self._ctx is None:  # an executor's copy, pickled again (a peer): same reference
             return _rebuild, (self.bid, self._ref, self._value if self._ref is None else None)
-        from .executor.source_store import INLINE_BYTES, current_store
-        from .storage.sizing import estimate_size
+        from strataflow.executor.source_store import INLINE_BYTES, current_store
+        from strataflow.storage.sizing import estimate_size
 
         store = current_store()
         if store is None or estimate_size(self._value) < INLINE_BYTES:

@@ -24,14 +24,14 @@ import uuid
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
-from .io.sources import InputError
-from .lineage import SourceNode
-from .pickle_files import write_atomically
-from .storage.private_file import make_private_dirs
+from strataflow.io.sources import InputError
+from strataflow.lineage import SourceNode
+from strataflow.pickle_files import write_atomically
+from strataflow.storage.private_file import make_private_dirs
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
-    from .scheduler.task import TaskContext
+    from strataflow.dataset import Dataset
+    from strataflow.scheduler.task import TaskContext
 
 __all__ = ["CheckpointOps", "CheckpointSource", "app_checkpoint_dir"]
 

@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .config import ConfigError, parse_size
-from .storage.policies import DEFAULT_POLICY
+from strataflow.config import ConfigError, parse_size
+from strataflow.storage.policies import DEFAULT_POLICY
 
 __all__ = ["main"]
 
@@ -48,7 +48,7 @@ def _params(pairs: list[str]) -> dict:
 
 
 def _generate(workload: str, out: str, size: int, seed: int, fmt: str, params: dict) -> dict:
-    from .workloads.api import workload_module
+    from strataflow.workloads.api import workload_module
 
     module = workload_module(workload)
     accepted = inspect.signature(module.gen).parameters
@@ -84,7 +84,7 @@ def _data_dir(args: argparse.Namespace) -> str:
     """The data ``run`` reads: ``--data DIR`` when it holds a manifest; generated into DIR
     when DIR is absent or empty (as ``--help`` says); else generated under ``data/``
     (kept there for the next run with the same options)."""
-    from .workloads.api import MANIFEST, read_manifest
+    from strataflow.workloads.api import MANIFEST, read_manifest
 
     size = parse_size(args.size, "--size")
     params = _gen_params(args)
@@ -108,10 +108,10 @@ def _check_run_options(args: argparse.Namespace):
     level found after minutes of generating input is an hour lost. The Context's own
     checks (:meth:`Config.build`) run here on the same options (``--memory auto`` stands
     in as 1GB: its real figure needs the data's size). Returns the storage level."""
-    from .config import Config
-    from .storage.level import StorageLevel
-    from .storage.serde import get_serializer
-    from .workloads.api import workload_module
+    from strataflow.config import Config
+    from strataflow.storage.level import StorageLevel
+    from strataflow.storage.serde import get_serializer
+    from strataflow.workloads.api import workload_module
 
     level = StorageLevel.parse(args.level)
     get_serializer(args.serializer)
@@ -202,9 +202,9 @@ def _context_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .storage.status import DatasetStorage, StorageStatus
-    from .workloads.api import read_manifest
-    from .workloads.runner import run_workload
+    from strataflow.storage.status import DatasetStorage, StorageStatus
+    from strataflow.workloads.api import read_manifest
+    from strataflow.workloads.runner import run_workload
 
     level = _check_run_options(args)
     data = _data_dir(args)
@@ -242,13 +242,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench.command import run_bench
+    from strataflow.bench.command import run_bench
 
     return run_bench(args, console)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from .bench.devices import probe_bandwidth
+    from strataflow.bench.devices import probe_bandwidth
 
     size = parse_size(args.size, "--size")
     out = Console()
@@ -260,7 +260,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulate import executor_traces, parse_bandwidth, simulate_executors, synthetic, table
+    from strataflow.simulate import executor_traces, parse_bandwidth, simulate_executors, synthetic, table
 
     if (args.event_log is None) == (args.synthetic is None):
         raise ValueError("simulate: give an EVENT_LOG or --synthetic KIND (not both)")
@@ -274,7 +274,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                                 parse_bandwidth(args.bandwidth), watermarks=marks)
     Console().print(table(report))
     if args.json:
-        from .io.output_files import open_output
+        from strataflow.io.output_files import open_output
 
         with os.fdopen(open_output(args.json), "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2)
@@ -282,7 +282,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import render_report
+    from strataflow.report import render_report
 
     try:
         result = render_report(args.event_log, args.out)
@@ -336,17 +336,17 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def _workload_list() -> str:
-    from .workloads.api import SUMMARIES
+    from strataflow.workloads.api import SUMMARIES
 
     width = max(map(len, SUMMARIES))
     return "workloads:\n" + "\n".join(f"  {name:<{width}}  {what}" for name, what in sorted(SUMMARIES.items()))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .workloads.api import APIS, WORKLOADS
+    from strataflow.workloads.api import APIS, WORKLOADS
 
     p = argparse.ArgumentParser(prog="strataflow", description="A dataflow engine with a tiered intermediate-data cache.")
-    from . import __version__
+    from strataflow import __version__
 
     p.add_argument("--version", action="version", version=f"strataflow {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -443,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--size", default="256MB")
     pr.set_defaults(func=cmd_probe)
 
-    from .simulate import KINDS
+    from strataflow.simulate import KINDS
 
     sm = sub.add_parser("simulate", help="replay block accesses against every policy, Belady's opt and an unbounded cache")
     sm.add_argument("event_log", nargs="?", default=None, help="a run's JSON-lines event log (run --event-log)")

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Any, Callable, Mapping
 
-from .options import ConfigError
+from strataflow.options import ConfigError
 
 __all__ = ["ENV_PREFIX", "layered_options", "with_layered_options"]
 

@@ -22,14 +22,14 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .options import (DEFAULT_WATERMARKS, MAX_PARTITIONS, ConfigError, ConfigWarning, check_dirs,
+from strataflow.options import (DEFAULT_WATERMARKS, MAX_PARTITIONS, ConfigError, ConfigWarning, check_dirs,
                       check_num_partitions, check_watermarks, make_private_dir_tree, parse_size,
                       physical_memory)
-from .retries import default_task_max_failures
-from .storage.policies import Policy, make_policy
-from .storage.level import StorageLevel
-from .storage.serde import Serializer, get_serializer
-from .storage.tier_spec import TierSpec, parse_tiers
+from strataflow.retries import default_task_max_failures
+from strataflow.storage.policies import Policy, make_policy
+from strataflow.storage.level import StorageLevel
+from strataflow.storage.serde import Serializer, get_serializer
+from strataflow.storage.tier_spec import TierSpec, parse_tiers
 
 __all__ = ["Config", "ConfigError", "parse_size", "check_num_partitions", "check_watermarks"]
 

@@ -23,33 +23,33 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from .accumulators import Accumulator, Accumulators
-from .broadcast import Broadcast
-from .conf import with_layered_options
-from .config import Config, parse_size
-from .dataset import Dataset
-from .batch import check_rows, is_dataframe
-from .io.delimited import CsvSource, CsvTypesSource, widen_types
-from .io.frames import arrow_source, pandas_source, require_pandas
-from .io.npy import NpySource
-from .io.parquet import ParquetSource
-from .io.paths import PathSpec
-from .io.sources import RangeSource, collection_source, numpy_source
-from .io.text import TextSource
-from .executor.fleet import Fleet
-from .executor.source_store import SourceStore
-from .metrics import EventBus, gc_timer
-from .metrics.events import open_event_log
-from .options import DEFAULT_WATERMARKS, MAX_PARTITIONS, check_partition_count
-from .scheduler import DAGScheduler
-from .scheduler.block_master import BlockMaster
-from .shuffle import MapOutputTracker
-from .storage.policies import make_policy
-from .storage.status import StorageStatus, merge_metrics, merge_status
-from .files import FileRegistry, ShippedFile
-from .files import forget as forget_files
-from .files import install as install_files
-from .workdirs import create_app_dirs, ensure_app_dir, new_app_id, remove_dirs, remove_stale
+from strataflow.accumulators import Accumulator, Accumulators
+from strataflow.broadcast import Broadcast
+from strataflow.conf import with_layered_options
+from strataflow.config import Config, parse_size
+from strataflow.dataset import Dataset
+from strataflow.batch import check_rows, is_dataframe
+from strataflow.io.delimited import CsvSource, CsvTypesSource, widen_types
+from strataflow.io.frames import arrow_source, pandas_source, require_pandas
+from strataflow.io.npy import NpySource
+from strataflow.io.parquet import ParquetSource
+from strataflow.io.paths import PathSpec
+from strataflow.io.sources import RangeSource, collection_source, numpy_source
+from strataflow.io.text import TextSource
+from strataflow.executor.fleet import Fleet
+from strataflow.executor.source_store import SourceStore
+from strataflow.metrics import EventBus, gc_timer
+from strataflow.metrics.events import open_event_log
+from strataflow.options import DEFAULT_WATERMARKS, MAX_PARTITIONS, check_partition_count
+from strataflow.scheduler import DAGScheduler
+from strataflow.scheduler.block_master import BlockMaster
+from strataflow.shuffle import MapOutputTracker
+from strataflow.storage.policies import make_policy
+from strataflow.storage.status import StorageStatus, merge_metrics, merge_status
+from strataflow.files import FileRegistry, ShippedFile
+from strataflow.files import forget as forget_files
+from strataflow.files import install as install_files
+from strataflow.workdirs import create_app_dirs, ensure_app_dir, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
 
@@ -245,7 +245,7 @@ class Context:
                 self.events.subscribe(self._log)
             show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
             if show and not (cfg.live and sys.stderr.isatty()):  # the live view shows progress itself
-                from .metrics.progress import StageProgress
+                from strataflow.metrics.progress import StageProgress
 
                 self._progress = StageProgress()
                 self.events.subscribe(self._progress)
@@ -300,7 +300,7 @@ class Context:
     def _start_view(self) -> None:
         """The live view (``live=True`` on a terminal): fed by the events, polling the
         cache's figures once a second."""
-        from .metrics.live import LiveState, LiveView
+        from strataflow.metrics.live import LiveState, LiveView
 
         state = LiveState(self.config.memory)
         self.events.subscribe(state)
@@ -318,7 +318,7 @@ class Context:
         """
         self._check_open()
         if self._status_server is None:
-            from .report.status_page import StatusServer
+            from strataflow.report.status_page import StatusServer
 
             self._status_server = StatusServer(self, port)
         return self._status_server.url
@@ -823,7 +823,7 @@ class Context:
         >>> ctx.empty_dataset().collect(), ctx.empty_dataset().num_partitions
         ([], 0)
         """
-        from .lineage import ListSource
+        from strataflow.lineage import ListSource
 
         return Dataset(self, ListSource([]), "empty_dataset")
 
@@ -837,7 +837,7 @@ class Context:
         >>> [(os.path.basename(p), text) for p, text in ctx.whole_text_files(tmp_dir + "/docs").collect()]
         [('a.txt', 'hello')]
         """
-        from .whole_files import whole_files
+        from strataflow.whole_files import whole_files
 
         return whole_files(self, path, min_partitions, encoding=encoding, recursive=recursive)
 
@@ -849,7 +849,7 @@ class Context:
         >>> [(os.path.basename(p), data) for p, data in ctx.binary_files(tmp_dir + "/blobs").collect()]
         [('b.bin', b'ab')]
         """
-        from .whole_files import whole_files
+        from strataflow.whole_files import whole_files
 
         return whole_files(self, path, min_partitions, binary=True, recursive=recursive)
 
@@ -861,7 +861,7 @@ class Context:
         >>> ctx.pickle_file(tmp_dir + "/objs").collect()
         [(1, {'a'}), (2, None)]
         """
-        from .pickle_files import open_pickle_file
+        from strataflow.pickle_files import open_pickle_file
 
         return open_pickle_file(self, path, recursive)
 
@@ -875,7 +875,7 @@ class Context:
         >>> ds.get_checkpoint_file().startswith(ctx.checkpoint_dir)
         True
         """
-        from .checkpoint import app_checkpoint_dir
+        from strataflow.checkpoint import app_checkpoint_dir
 
         self._checkpoint_dir = app_checkpoint_dir(path, self.app_id)
 

@@ -19,27 +19,27 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
-from .actions import ActionOps
-from .approximate import ApproxOps
-from .barrier import BarrierDataset
-from .batch import is_batch, iter_rows, mask_rows, num_rows, take_rows
-from .lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
-from .checkpoint import CheckpointOps
-from .more_actions import MoreActionOps
-from .pairs import PairOps
-from .pickle_files import PickleFileOps
-from .pipe import PipeOps
-from .sampling import SamplingOps
-from .set_ops import SetOps
-from .statistics import StatisticsOps
-from .executor.work import TaskCancelled
-from .storage.block import BlockId
-from .storage.level import StorageLevel
-from .storage.serde import get_serializer
+from strataflow.actions import ActionOps
+from strataflow.approximate import ApproxOps
+from strataflow.barrier import BarrierDataset
+from strataflow.batch import is_batch, iter_rows, mask_rows, num_rows, take_rows
+from strataflow.lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
+from strataflow.checkpoint import CheckpointOps
+from strataflow.more_actions import MoreActionOps
+from strataflow.pairs import PairOps
+from strataflow.pickle_files import PickleFileOps
+from strataflow.pipe import PipeOps
+from strataflow.sampling import SamplingOps
+from strataflow.set_ops import SetOps
+from strataflow.statistics import StatisticsOps
+from strataflow.executor.work import TaskCancelled
+from strataflow.storage.block import BlockId
+from strataflow.storage.level import StorageLevel
+from strataflow.storage.serde import get_serializer
 
 if TYPE_CHECKING:
-    from .context import Context
-    from .scheduler.task import TaskContext
+    from strataflow.context import Context
+    from strataflow.scheduler.task import TaskContext
 
 __all__ = ["Dataset", "StorageLevelLocked"]
 

@@ -29,10 +29,10 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .storage.private_file import make_private_dirs
+from strataflow.storage.private_file import make_private_dirs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .broadcast import Broadcast
+    from strataflow.broadcast import Broadcast
 
 __all__ = ["ShippedFile", "FileRegistry", "get", "root_directory", "install", "forget", "ARCHIVE_FORMATS"]
 

@@ -9,8 +9,8 @@ import heapq
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
-from .actions import _EMPTY, EmptyDatasetError
-from .batch import iter_rows, rows_list
+from strataflow.actions import _EMPTY, EmptyDatasetError
+from strataflow.batch import iter_rows, rows_list
 
 __all__ = ["MoreActionOps"]
 

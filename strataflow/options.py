@@ -108,7 +108,7 @@ def make_private_dir_tree(path: str, option: str) -> None:
     """Makes ``path`` and its missing parents, each 0700 whatever the umask (as Spark
     makes its local directories); a ConfigError naming ``option``, the path and the errno
     when it cannot (a parent that is a file, a read-only or full file system)."""
-    from .storage.private_file import PRIVATE_DIR, make_dirs
+    from strataflow.storage.private_file import PRIVATE_DIR, make_dirs
 
     try:
         make_dirs(path, PRIVATE_DIR)

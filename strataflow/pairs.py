@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from .batch import iter_rows
-from .lineage import CombinedNode, MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
-from .partitioner import HashPartitioner, Partitioner, RangePartitioner, default_partitioner, portable_hash
-from .shuffle import Aggregator
+from strataflow.batch import iter_rows
+from strataflow.lineage import CombinedNode, MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
+from strataflow.partitioner import HashPartitioner, Partitioner, RangePartitioner, default_partitioner, portable_hash
+from strataflow.shuffle import Aggregator
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["PairOps"]
 

@@ -13,16 +13,16 @@ import os
 import pickle
 from typing import TYPE_CHECKING, IO, Any, Callable, Sequence
 
-from .batch import iter_rows
-from .io.output_files import open_output
-from .io.paths import OutputDir, resolve_files, split_paths
-from .io.sources import InputError
-from .lineage import SourceNode
-from .storage.private_file import atomic_write
+from strataflow.batch import iter_rows
+from strataflow.io.output_files import open_output
+from strataflow.io.paths import OutputDir, resolve_files, split_paths
+from strataflow.io.sources import InputError
+from strataflow.lineage import SourceNode
+from strataflow.storage.private_file import atomic_write
 
 if TYPE_CHECKING:
-    from .context import Context
-    from .scheduler.task import TaskContext
+    from strataflow.context import Context
+    from strataflow.scheduler.task import TaskContext
 
 __all__ = ["PickleFileOps", "PickleFileSource", "write_atomically"]
 
@@ -74,7 +74,7 @@ class PickleFileSource(SourceNode):
 
 def open_pickle_file(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]",
                      recursive: bool = False) -> Any:
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
     return Dataset(ctx, PickleFileSource(path, recursive), "pickle_file")
 

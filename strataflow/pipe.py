@@ -13,11 +13,11 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .batch import iter_rows
-from .lineage import MapPartitionsNode
+from strataflow.batch import iter_rows
+from strataflow.lineage import MapPartitionsNode
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["PipeOps"]
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .batch import iter_rows, num_rows, take_rows
-from .lineage import MapPartitionsNode
-from .options import ConfigError, physical_memory
+from strataflow.batch import iter_rows, num_rows, take_rows
+from strataflow.lineage import MapPartitionsNode
+from strataflow.options import ConfigError, physical_memory
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["SamplingOps", "MissingFractionError", "fraction_for_sample_size"]
 

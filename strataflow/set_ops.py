@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .batch import rows_list
-from .lineage import NarrowDependency, Node
+from strataflow.batch import rows_list
+from strataflow.lineage import NarrowDependency, Node
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
-    from .scheduler.task import TaskContext
+    from strataflow.dataset import Dataset
+    from strataflow.scheduler.task import TaskContext
 
 __all__ = ["SetOps", "CartesianNode"]
 

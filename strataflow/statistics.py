@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .actions import EmptyDatasetError
-from .batch import iter_rows
+from strataflow.actions import EmptyDatasetError
+from strataflow.batch import iter_rows
 
 __all__ = ["StatCounter", "StatisticsOps"]
 

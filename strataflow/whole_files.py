@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .io.paths import resolve_files, split_paths
-from .io.sources import InputError, slice_bounds
-from .lineage import SourceNode
+from strataflow.io.paths import resolve_files, split_paths
+from strataflow.io.sources import InputError, slice_bounds
+from strataflow.lineage import SourceNode
 
 if TYPE_CHECKING:
-    from .context import Context
-    from .dataset import Dataset
-    from .scheduler.task import TaskContext
+    from strataflow.context import Context
+    from strataflow.dataset import Dataset
+    from strataflow.scheduler.task import TaskContext
 
 __all__ = ["WholeFilesSource", "whole_files"]
 
@@ -50,7 +50,7 @@ class WholeFilesSource(SourceNode):
 def whole_files(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]",
                 min_partitions: int | None, binary: bool = False, encoding: str = "utf-8",
                 recursive: bool = False) -> "Dataset":
-    from .dataset import Dataset
+    from strataflow.dataset import Dataset
 
     n = ctx._num(min_partitions)
     return Dataset(ctx, WholeFilesSource(path, n, binary, encoding, recursive),

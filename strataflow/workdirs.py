@@ -28,7 +28,7 @@ import shutil
 import threading
 import uuid
 
-from .storage.private_file import make_private_dirs
+from strataflow.storage.private_file import make_private_dirs
 
 __all__ = ["new_app_id", "create_app_dirs", "ensure_app_dir", "remove_dirs", "remove_stale"]
 

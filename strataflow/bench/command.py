@@ -26,9 +26,9 @@ import traceback
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .experiments import Run, auto_verdict, plan, summarize
-from .pool import load_results, meta_backend, pool_rows
-from .report import write_report
+from strataflow.bench.experiments import Run, auto_verdict, plan, summarize
+from strataflow.bench.pool import load_results, meta_backend, pool_rows
+from strataflow.bench.report import write_report
 
 __all__ = ["run_bench"]
 
@@ -42,12 +42,12 @@ def _split(text: str | None, cast=str) -> list | None:
 def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
                scale: float) -> tuple[list[Run], str]:
     """PySpark's runs for the K-means rows of ``levels`` and ``pressure``."""
-    from .peers.pyspark_peer import available, run_pyspark
+    from strataflow.bench.peers.pyspark_peer import available, run_pyspark
 
     ok, why = available()
     if not ok:
         return [], f"PySpark peer skipped: {why}"
-    from .data import ensure_data
+    from strataflow.bench.data import ensure_data
 
     data = ensure_data("kmeans", data_root, scale)
     out: list[Run] = []
@@ -76,7 +76,7 @@ def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_
                 rep = run_pyspark("kmeans", data, path=path, level=key.get("level", "MEMORY_AND_DISK"),
                                   storage_memory_bytes=memory, iterations=5, parallelism=args.parallelism,
                                   work_dir=os.path.join(args.out, "pyspark-work"))
-                from .experiments import _row
+                from strataflow.bench.experiments import _row
 
                 rep.setdefault("metrics", {})
                 rep.setdefault("cached_bytes", 0)

@@ -6,7 +6,7 @@ import os
 
 from rich.console import Console
 
-from ..workloads.api import read_manifest, workload_module
+from strataflow.workloads.api import read_manifest, workload_module
 
 __all__ = ["ensure_data", "DEFAULT_BYTES"]
 

@@ -4,6 +4,6 @@ import bench) and re-exported here, where bench code has always found it."""
 
 from __future__ import annotations
 
-from ..storage.probe import probe_bandwidth
+from strataflow.storage.probe import probe_bandwidth
 
 __all__ = ["probe_bandwidth"]

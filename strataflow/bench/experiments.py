@@ -29,10 +29,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..storage.policies import POLICIES
-from ..workloads.runner import run_workload
-from .data import ensure_data
-from .devices import probe_bandwidth
+from strataflow.storage.policies import POLICIES
+from strataflow.workloads.runner import run_workload
+from strataflow.bench.data import ensure_data
+from strataflow.bench.devices import probe_bandwidth
 
 __all__ = ["Run", "plan", "EXPERIMENTS", "summarize", "paired_ratio", "paired_ratios", "median_ci",
            "target_verdict", "auto_verdict"]
@@ -93,7 +93,7 @@ def _row(report: dict, key: dict) -> dict:
 
 def _ample(data_dir: str) -> str:
     """A memory budget no run of this data fills: four times its size plus 256 MB."""
-    from ..workloads.api import read_manifest
+    from strataflow.workloads.api import read_manifest
 
     size = int(read_manifest(data_dir).get("bytes") or 0)
     return f"{(4 * size + 256 * MB) // MB}MB"
@@ -112,7 +112,7 @@ def _in_tmp(workload: str, data: str, parallelism: int, backend: str | None, che
 
 
 def _workload_run(workload: str, data: str, key: dict, parallelism: int, backend: str | None = None, **kw) -> Run:
-    from ..config import parse_size
+    from strataflow.config import parse_size
 
     return Run(key, lambda: _row(_in_tmp(workload, data, parallelism, backend, **kw), key),
                extra={"memory_fn": lambda: parse_size(kw.get("memory", "1GB"))},
@@ -197,7 +197,7 @@ def _cached_size(w: str, data: str, api: str, parallelism: int, backend: str | N
 def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
                   pressures: list[float] | None = None, policies: list[str] | None = None, backend: str | None = None,
                   **_) -> list[Run]:
-    from ..workloads.api import WORKLOADS
+    from strataflow.workloads.api import WORKLOADS
 
     workloads = [w for w in (workloads or PRESSURE_WORKLOADS) if w in WORKLOADS]
     pressures = pressures or PRESSURES
@@ -233,7 +233,7 @@ def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads:
               **_) -> list[Run]:
     """AUTO beside every fixed level, per workload and pressure; the levels' order is
     reversed every other repeat (paired runs: drift in the machine hits all alike)."""
-    from ..workloads.api import WORKLOADS
+    from strataflow.workloads.api import WORKLOADS
 
     workloads = [w for w in (workloads or PRESSURE_WORKLOADS) if w in WORKLOADS]
     pressures = pressures or AUTO_PRESSURES

@@ -15,10 +15,10 @@ import abc
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
-from ..metrics import EventBus
-from .core import ExecutorCore
-from .runtime import ExecutorRuntime, ExecutorSpec
-from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
+from strataflow.metrics import EventBus
+from strataflow.executor.core import ExecutorCore
+from strataflow.executor.runtime import ExecutorRuntime, ExecutorSpec
+from strataflow.executor.work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
 __all__ = ["ExecutorHandle", "LocalExecutor", "fail_waiting", "LostCallback", "Peers", "SourceServer", "open_session",
            "start_executor"]
@@ -151,7 +151,7 @@ def open_session(config: Any) -> Any:
     starts and closed after the last stops (``close()``): the ray backend's connection and
     placement group; None for the others."""
     if config.backend == "ray":
-        from .ray_backend import RaySession
+        from strataflow.executor.ray_backend import RaySession
 
         return RaySession(config)
     return None
@@ -166,11 +166,11 @@ def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: Los
     if kind == "threads":
         return LocalExecutor(spec, events, on_lost)
     if kind == "processes":
-        from .processes import ProcessExecutor
+        from strataflow.executor.processes import ProcessExecutor
 
         return ProcessExecutor(spec, events, on_lost, peers, sources)
     if kind == "ray":
-        from .ray_backend import RayExecutor
+        from strataflow.executor.ray_backend import RayExecutor
 
         return RayExecutor(spec, events, on_lost, peers, session)
     raise ValueError(f"unknown backend {kind!r}")

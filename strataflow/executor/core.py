@@ -9,16 +9,16 @@ import threading
 import time
 from typing import Any
 
-from ..accumulators import task_updates
-from ..files import install as install_files
-from ..lineage import narrow_ancestors
-from ..metrics import gc_timer
-from ..scheduler.task import ResultTask, ShuffleMapTask, TaskContext
-from ..storage.block import MISS
-from ..storage.disk_store import BlockUnavailable
-from ..storage.peer_blocks import locate
-from .runtime import ExecutorRuntime
-from .work import StageWork, TaskCancelled, TaskOutcome, TaskSpec
+from strataflow.accumulators import task_updates
+from strataflow.files import install as install_files
+from strataflow.lineage import narrow_ancestors
+from strataflow.metrics import gc_timer
+from strataflow.scheduler.task import ResultTask, ShuffleMapTask, TaskContext
+from strataflow.storage.block import MISS
+from strataflow.storage.disk_store import BlockUnavailable
+from strataflow.storage.peer_blocks import locate
+from strataflow.executor.runtime import ExecutorRuntime
+from strataflow.executor.work import StageWork, TaskCancelled, TaskOutcome, TaskSpec
 
 __all__ = ["ExecutorCore"]
 
@@ -150,11 +150,11 @@ class ExecutorCore:
         if op == "remove_map_outputs":
             return rt.remove_map_outputs(*args)
         if op == "forget_broadcast":
-            from ..broadcast import forget_loaded
+            from strataflow.broadcast import forget_loaded
 
             return forget_loaded(*args)
         if op == "registry_sizes":  # tests and benchmarks/soak.py: nothing grows with the iterations
-            from .introspect import executor_registry_sizes
+            from strataflow.executor.introspect import executor_registry_sizes
 
             return executor_registry_sizes(self)
         if op == "ping":

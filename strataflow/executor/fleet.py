@@ -22,13 +22,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from ..config import Config
-from ..metrics import EventBus
-from ..storage import app_keys
-from ..storage.frame_auth import FrameAuth, new_key
-from .backend import ExecutorHandle, SourceServer, open_session, start_executor
-from .runtime import ExecutorSpec, app_dirs, executor_dirs
-from .work import ExecutorLost
+from strataflow.config import Config
+from strataflow.metrics import EventBus
+from strataflow.storage import app_keys
+from strataflow.storage.frame_auth import FrameAuth, new_key
+from strataflow.executor.backend import ExecutorHandle, SourceServer, open_session, start_executor
+from strataflow.executor.runtime import ExecutorSpec, app_dirs, executor_dirs
+from strataflow.executor.work import ExecutorLost
 
 __all__ = ["Fleet"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import Context
-    from .core import ExecutorCore
+    from strataflow.context import Context
+    from strataflow.executor.core import ExecutorCore
 
 __all__ = ["executor_registry_sizes", "driver_registry_sizes"]
 
@@ -32,8 +32,8 @@ def _len(obj: Any, name: str) -> int:
 
 def executor_registry_sizes(core: "ExecutorCore") -> dict[str, int]:
     """An executor's structures, by name: entry counts."""
-    from .. import broadcast, files
-    from . import source_slices
+    from strataflow import broadcast, files
+    from strataflow.executor import source_slices
 
     rt = core.runtime
     bm = rt.block_manager

@@ -23,11 +23,11 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..metrics import EventBus
-from . import wire
-from .backend import ExecutorHandle, LostCallback, Peers, SourceServer, fail_waiting
-from .runtime import ExecutorSpec
-from .work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
+from strataflow.metrics import EventBus
+from strataflow.executor import wire
+from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, SourceServer, fail_waiting
+from strataflow.executor.runtime import ExecutorSpec
+from strataflow.executor.work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
 __all__ = ["ProcessExecutor"]
 

@@ -55,7 +55,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from ..options import ConfigError
+from strataflow.options import ConfigError
 
 try:
     import ray
@@ -65,17 +65,17 @@ try:
 except ImportError as _exc:  # pragma: no cover - the extra is not installed
     raise ConfigError("backend: 'ray' needs Ray, which is not installed (pip install strataflow[ray])") from _exc
 
-from ..metrics import EventBus
-from ..shuffle.files import FetchFailed, MapOutput, read_bucket
-from ..storage.peer_blocks import PeerBlock
-from . import source_store
-from .source_slices import SliceRef
-from .source_store import SourceStore
-from . import wire
-from .backend import ExecutorHandle, LostCallback, Peers, fail_waiting
-from .runtime import ExecutorSpec, app_dirs
-from .work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec, portable_error
-from ..retries import infrastructure_fault
+from strataflow.metrics import EventBus
+from strataflow.shuffle.files import FetchFailed, MapOutput, read_bucket
+from strataflow.storage.peer_blocks import PeerBlock
+from strataflow.executor import source_store
+from strataflow.executor.source_slices import SliceRef
+from strataflow.executor.source_store import SourceStore
+from strataflow.executor import wire
+from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, fail_waiting
+from strataflow.executor.runtime import ExecutorSpec, app_dirs
+from strataflow.executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec, portable_error
+from strataflow.retries import infrastructure_fault
 
 __all__ = ["RaySession", "RayExecutor", "ExecutorActor"]
 
@@ -261,9 +261,9 @@ class ExecutorActor:
     def __init__(self, spec: ExecutorSpec) -> None:
         from threadpoolctl import threadpool_limits
 
-        from .core import ExecutorCore
-        from .heap import keep_heap_warm
-        from .runtime import ExecutorRuntime
+        from strataflow.executor.core import ExecutorCore
+        from strataflow.executor.heap import keep_heap_warm
+        from strataflow.executor.runtime import ExecutorRuntime
 
         threadpool_limits(limits=spec.config.blas_threads, user_api="blas")
         keep_heap_warm()
@@ -443,7 +443,7 @@ class ExecutorActor:
     def _fetch(self, holder_id: str, bid) -> Any:
         """The block manager's ``fetch_peer``: a block in another executor's memory (or on
         another node's disk), straight from that executor's actor."""
-        from ..storage.disk_store import BlockUnavailable
+        from strataflow.storage.disk_store import BlockUnavailable
 
         member = self._members.get(holder_id)
         if member is None:

@@ -48,9 +48,9 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import xxhash
 
-from ..storage import app_keys
-from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
-from ..storage.private_file import atomic_write
+from strataflow.storage import app_keys
+from strataflow.storage.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.storage.private_file import atomic_write
 
 __all__ = ["SliceRef", "NpyCheck", "SourceSliceError", "write_slice", "read_slice", "load_slice",
            "register_loader", "register_driver", "is_numeric"]

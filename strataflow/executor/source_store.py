@@ -47,12 +47,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..logs import logger
-from ..storage import app_keys
-from ..storage.disk_errors import describe_write_error
-from ..storage.frame_auth import FrameAuth
-from ..workdirs import ensure_app_dir
-from .source_slices import SliceRef, SourceSliceError, load_slice, register_loader, write_slice
+from strataflow.logs import logger
+from strataflow.storage import app_keys
+from strataflow.storage.disk_errors import describe_write_error
+from strataflow.storage.frame_auth import FrameAuth
+from strataflow.workdirs import ensure_app_dir
+from strataflow.executor.source_slices import SliceRef, SourceSliceError, load_slice, register_loader, write_slice
 
 __all__ = ["SourceStore", "SourceSliceError", "SliceRef", "spilling_sources", "current_store", "INLINE_BYTES",
            "load_slice", "register_loader", "new_uid"]

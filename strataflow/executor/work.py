@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .remote_errors import RemoteTaskError, portable_error
+from strataflow.executor.remote_errors import RemoteTaskError, portable_error
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
-    from ..lineage import ShuffleDependency
-    from ..scheduler.task import TaskMetrics
-    from ..shuffle import MapOutput
+    from strataflow.dataset import Dataset
+    from strataflow.lineage import ShuffleDependency
+    from strataflow.scheduler.task import TaskMetrics
+    from strataflow.shuffle import MapOutput
 
 __all__ = ["StageWork", "TaskSpec", "TaskOutcome", "ExecutorLost", "RemoteTaskError", "TaskCancelled",
            "portable_error"]

@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from multiprocessing.connection import Connection
 
-from . import wire
+from strataflow.executor import wire
 
 _FLUSH_S = 0.2  # events of a busy executor are sent at least this often
 _FETCH_S = 60.0  # a block another executor holds in memory: recomputed if it takes longer
@@ -67,7 +67,7 @@ class Worker:
     def fetch(self, holder_id: str, bid) -> object:
         """A block in another executor's memory, through the driver (``peer_blocks.py``);
         raises BlockUnavailable when the holder no longer has it or does not answer."""
-        from ..storage.disk_store import BlockUnavailable
+        from strataflow.storage.disk_store import BlockUnavailable
 
         req_id = next(self.fetch_ids)
         fut: Future = Future()
@@ -87,7 +87,7 @@ class Worker:
         """The driver's copy of a source slice this executor could not read from its file
         (``source_slices.py``): ``(value, file_ok)``; SourceSliceError if the driver cannot
         send it."""
-        from .source_slices import SourceSliceError
+        from strataflow.executor.source_slices import SourceSliceError
 
         req_id = next(self.fetch_ids)
         fut: Future = Future()
@@ -134,12 +134,12 @@ class Worker:
                 os._exit(0)
 
     def serve(self) -> None:
-        from ..metrics import EventBus
-        from .core import ExecutorCore
-        from .heap import keep_heap_warm
-        from .runtime import ExecutorRuntime
-        from .source_slices import register_driver
-        from .work import portable_error
+        from strataflow.metrics import EventBus
+        from strataflow.executor.core import ExecutorCore
+        from strataflow.executor.heap import keep_heap_warm
+        from strataflow.executor.runtime import ExecutorRuntime
+        from strataflow.executor.source_slices import register_driver
+        from strataflow.executor.work import portable_error
 
         spec = wire.recv(self.conn)
         threading.Thread(target=self._watchdog, args=(spec.driver_pid,), daemon=True, name="watchdog").start()

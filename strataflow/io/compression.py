@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
-    from .paths import FileRef
+    from strataflow.io.paths import FileRef
 
 __all__ = ["CODECS", "codec_name", "codec_of_path", "compressing", "decompress", "open_read", "CodecError"]
 

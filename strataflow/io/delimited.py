@@ -28,12 +28,12 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from ..config import ConfigError
-from ..lineage import SourceNode
-from .compression import open_read
-from .paths import FileRef
-from .sources import InputError
-from .text import TextSource, _find_newline
+from strataflow.config import ConfigError
+from strataflow.lineage import SourceNode
+from strataflow.io.compression import open_read
+from strataflow.io.paths import FileRef
+from strataflow.io.sources import InputError
+from strataflow.io.text import TextSource, _find_newline
 
 __all__ = ["CsvSource", "CsvTypesSource", "widen_types"]
 

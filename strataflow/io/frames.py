@@ -21,9 +21,9 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..batch import RowsTypeError, is_dataframe, rows_list
-from ..lineage import ListSource
-from .sources import slice_bounds
+from strataflow.batch import RowsTypeError, is_dataframe, rows_list
+from strataflow.lineage import ListSource
+from strataflow.io.sources import slice_bounds
 
 __all__ = ["require_pandas", "arrow_source", "pandas_source", "value_to_arrow", "value_to_pandas",
            "combine_arrow", "combine_pandas"]

@@ -21,9 +21,9 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, BinaryIO, Iterator
 
-from ..config import ConfigError
-from .output_files import open_output
-from .paths import FileRef, Match, OutputDir, listing, matches
+from strataflow.config import ConfigError
+from strataflow.io.output_files import open_output
+from strataflow.io.paths import FileRef, Match, OutputDir, listing, matches
 
 __all__ = ["MANIFEST", "SUCCESS", "new_output_dir", "part_name", "atomic_file", "write_manifest", "read_manifest",
            "input_files"]

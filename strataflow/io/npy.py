@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigError
-from ..lineage import SourceNode
-from .manifest import input_files
-from .paths import FileRef, split_paths
-from .sources import InputError, slice_bounds
+from strataflow.config import ConfigError
+from strataflow.lineage import SourceNode
+from strataflow.io.manifest import input_files
+from strataflow.io.paths import FileRef, split_paths
+from strataflow.io.sources import InputError, slice_bounds
 
 __all__ = ["NpySource"]
 

@@ -19,11 +19,11 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from ..config import ConfigError
-from ..lineage import SourceNode
-from .manifest import input_files
-from .paths import FileRef, split_paths
-from .sources import slice_bounds
+from strataflow.config import ConfigError
+from strataflow.lineage import SourceNode
+from strataflow.io.manifest import input_files
+from strataflow.io.paths import FileRef, split_paths
+from strataflow.io.sources import slice_bounds
 
 __all__ = ["ParquetSource"]
 

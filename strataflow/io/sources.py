@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lineage import ListSource, SourceNode
+from strataflow.lineage import ListSource, SourceNode
 
 __all__ = ["InputError", "slice_bounds", "collection_source", "RangeSource", "numpy_source"]
 

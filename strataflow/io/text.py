@@ -14,10 +14,10 @@ import lzma
 import zlib
 from typing import Any, Iterator
 
-from ..lineage import SourceNode
-from .compression import codec_of_path, decompress
-from .paths import FileRef, resolve_files, split_paths
-from .sources import InputError
+from strataflow.lineage import SourceNode
+from strataflow.io.compression import codec_of_path, decompress
+from strataflow.io.paths import FileRef, resolve_files, split_paths
+from strataflow.io.sources import InputError
 
 #: a split's end for a compressed file: the whole file, decompressed
 WHOLE = -1

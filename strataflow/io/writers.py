@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..batch import RowsTypeError, iter_rows, num_rows, rows_list
-from .compression import CODECS, compressing
-from .frames import value_to_arrow
-from .manifest import part_name, write_manifest
-from .paths import OutputDir
+from strataflow.batch import RowsTypeError, iter_rows, num_rows, rows_list
+from strataflow.io.compression import CODECS, compressing
+from strataflow.io.frames import value_to_arrow
+from strataflow.io.manifest import part_name, write_manifest
+from strataflow.io.paths import OutputDir
 
 __all__ = ["text_part", "parquet_part", "npy_part", "finish_parquet", "finish_npy", "format_record"]
 

@@ -15,18 +15,18 @@ RDD side only). ``sc.version`` is the Spark API version mirrored (``SPARK_API_VE
 This package never imports the real ``pyspark``.
 """
 
-from ..approximate import BoundedFloat
-from ..broadcast import Broadcast
-from .accumulators import Accumulator, AccumulatorParam
-from ..partitioner import portable_hash
-from .conf import SparkConf
-from .context import SPARK_API_VERSION, SparkContext
-from .files import SparkFiles
-from .rdd import RDD, RDDBarrier, UnsupportedOperation
-from .resultiterable import ResultIterable
-from .statcounter import StatCounter
-from .status import SparkJobInfo, SparkStageInfo, StatusTracker
-from .storagelevel import StorageLevel
+from strataflow.approximate import BoundedFloat
+from strataflow.broadcast import Broadcast
+from strataflow.pyspark.accumulators import Accumulator, AccumulatorParam
+from strataflow.partitioner import portable_hash
+from strataflow.pyspark.conf import SparkConf
+from strataflow.pyspark.context import SPARK_API_VERSION, SparkContext
+from strataflow.pyspark.files import SparkFiles
+from strataflow.pyspark.rdd import RDD, RDDBarrier, UnsupportedOperation
+from strataflow.pyspark.resultiterable import ResultIterable
+from strataflow.pyspark.statcounter import StatCounter
+from strataflow.pyspark.status import SparkJobInfo, SparkStageInfo, StatusTracker
+from strataflow.pyspark.storagelevel import StorageLevel
 
 #: as ``pyspark.__version__``: the Spark API version mirrored (``SPARK_API_VERSION``)
 __version__ = SPARK_API_VERSION

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from .. import accumulators as _native
-from ..accumulators import Accumulator
+from strataflow import accumulators as _native
+from strataflow.accumulators import Accumulator
 
 __all__ = ["Accumulator", "AccumulatorParam"]
 

@@ -168,7 +168,7 @@ _SPARK_KEYS = {
 def context_options(conf: SparkConf) -> dict[str, Any]:
     """The Context arguments a SparkConf sets (Spark keys above and ``strataflow.*``);
     an unknown ``strataflow.*`` name fails here, naming the valid ones."""
-    from ..context import Context
+    from strataflow.context import Context
 
     valid = set(inspect.signature(Context.__init__).parameters) - {"self"}
     out: dict[str, Any] = {}

@@ -19,14 +19,14 @@ import threading
 import time
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
-from ..accumulators import Accumulator
-from ..batch import iter_rows
-from ..broadcast import Broadcast
-from ..context import Context
-from ..whole_files import whole_files
-from .conf import SparkConf, context_options
-from .rdd import RDD, UnsupportedOperation, unsupported
-from .status import StatusListener, StatusTracker
+from strataflow.accumulators import Accumulator
+from strataflow.batch import iter_rows
+from strataflow.broadcast import Broadcast
+from strataflow.context import Context
+from strataflow.whole_files import whole_files
+from strataflow.pyspark.conf import SparkConf, context_options
+from strataflow.pyspark.rdd import RDD, UnsupportedOperation, unsupported
+from strataflow.pyspark.status import StatusListener, StatusTracker
 
 __all__ = ["SparkContext", "parse_master", "SPARK_API_VERSION"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["debug_string", "rdd_name"]
 
@@ -38,7 +38,7 @@ def rdd_name(ds: "Dataset") -> str:
 
 
 def _line(ds: "Dataset") -> str:
-    from .storagelevel import from_native
+    from strataflow.pyspark.storagelevel import from_native
 
     label = f"{ds._name} " if ds._name else ""
     level = str(from_native(ds.storage_level)) if ds.storage_level.is_valid else ""
@@ -58,7 +58,7 @@ def _cached(ds: "Dataset", pad: str) -> list[str]:
 
 
 def debug_string(ds: "Dataset") -> str:
-    from ..lineage import ShuffleDependency
+    from strataflow.lineage import ShuffleDependency
 
     lines: list[str] = []
 

@@ -3,7 +3,7 @@ machine a task runs on (``strataflow.files``)."""
 
 from __future__ import annotations
 
-from .. import files
+from strataflow import files
 
 __all__ = ["SparkFiles"]
 

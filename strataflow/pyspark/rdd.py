@@ -16,21 +16,21 @@ import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
-from ..actions import EmptyDatasetError
-from ..approximate import BoundedFloat
-from ..batch import iter_rows
-from ..partitioner import portable_hash
-from .debug_string import debug_string, rdd_name
-from .resultiterable import ResultIterable
-from .statcounter import StatCounter
-from .storagelevel import StorageLevel, as_pyspark, from_native, to_native
+from strataflow.actions import EmptyDatasetError
+from strataflow.approximate import BoundedFloat
+from strataflow.batch import iter_rows
+from strataflow.partitioner import portable_hash
+from strataflow.pyspark.debug_string import debug_string, rdd_name
+from strataflow.pyspark.resultiterable import ResultIterable
+from strataflow.pyspark.statcounter import StatCounter
+from strataflow.pyspark.storagelevel import StorageLevel, as_pyspark, from_native, to_native
 
-from ..dataset import StorageLevelLocked
-from ..io.compression import CodecError
+from strataflow.dataset import StorageLevelLocked
+from strataflow.io.compression import CodecError
 
 if TYPE_CHECKING:
-    from ..dataset import Dataset
-    from .context import SparkContext
+    from strataflow.dataset import Dataset
+    from strataflow.pyspark.context import SparkContext
 
 __all__ = ["RDD", "RDDBarrier", "UnsupportedOperation", "BoundedFloat", "Py4JJavaError"]
 

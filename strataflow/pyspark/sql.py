@@ -20,9 +20,9 @@ import threading
 import warnings
 from typing import Any, ClassVar
 
-from .conf import SparkConf
-from .context import SparkContext
-from .rdd import UnsupportedOperation
+from strataflow.pyspark.conf import SparkConf
+from strataflow.pyspark.context import SparkContext
+from strataflow.pyspark.rdd import UnsupportedOperation
 
 __all__ = ["SparkSession", "RuntimeConfig"]
 

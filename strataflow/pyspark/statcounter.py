@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..statistics import StatCounter as NativeStatCounter
+from strataflow.statistics import StatCounter as NativeStatCounter
 
 __all__ = ["StatCounter"]
 

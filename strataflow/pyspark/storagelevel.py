@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..storage.level import StorageLevel as NativeLevel
+from strataflow.storage.level import StorageLevel as NativeLevel
 
 __all__ = ["StorageLevel", "to_native", "from_native", "as_pyspark"]
 

@@ -23,7 +23,7 @@ Beside it, ``status_page``: the same questions asked of a *running* application,
 live on 127.0.0.1 (``Context.serve_status``, PySpark's ``uiWebUrl``).
 """
 
-from .build import render_report
-from .events import LogError, read_events
+from strataflow.report.build import render_report
+from strataflow.report.events import LogError, read_events
 
 __all__ = ["render_report", "read_events", "LogError"]

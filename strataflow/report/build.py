@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 
-from ..io.output_files import make_output_dirs, open_output
-from . import charts
-from ..simulate.trace import last_application
-from .events import by_time, read_events
-from .occupancy import fold_occupancy
-from .page import Section, auto_table, render_page, simulator_table, stage_table, summary_table
-from .replay import replay
-from .stages import run_totals, stage_rows
-from .summary import summary_rows
-from .timeline import fold_timeline
+from strataflow.io.output_files import make_output_dirs, open_output
+from strataflow.report import charts
+from strataflow.simulate.trace import last_application
+from strataflow.report.events import by_time, read_events
+from strataflow.report.occupancy import fold_occupancy
+from strataflow.report.page import Section, auto_table, render_page, simulator_table, stage_table, summary_table
+from strataflow.report.replay import replay
+from strataflow.report.stages import run_totals, stage_rows
+from strataflow.report.summary import summary_rows
+from strataflow.report.timeline import fold_timeline
 
 __all__ = ["render_report", "default_out_dir"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..io.output_files import output_file_mode
-from .occupancy import MOVES, Occupancy, Series
-from .stages import StageRow
-from .timeline import Timeline
+from strataflow.io.output_files import output_file_mode
+from strataflow.report.occupancy import MOVES, Occupancy, Series
+from strataflow.report.stages import StageRow
+from strataflow.report.timeline import Timeline
 
 __all__ = ["pyplot", "timeline_chart", "occupancy_chart", "moves_chart", "split_chart", "hits_chart",
            "simulator_chart"]

@@ -11,8 +11,8 @@ import base64
 import html
 from dataclasses import dataclass
 
-from .stages import StageRow
-from .summary import Row
+from strataflow.report.stages import StageRow
+from strataflow.report.summary import Row
 
 __all__ = ["Section", "render_page"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ..simulate import executor_traces, measured_byte_hit_ratio, run_settings, simulate_executors
+from strataflow.simulate import executor_traces, measured_byte_hit_ratio, run_settings, simulate_executors
 
 __all__ = ["replay"]
 

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import Context
+    from strataflow.context import Context
 
 __all__ = ["StatusServer", "FIRST_PORT"]
 

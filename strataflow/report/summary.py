@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .occupancy import Occupancy
-from .stages import hit_ratio
-from .timeline import Timeline
+from strataflow.report.occupancy import Occupancy
+from strataflow.report.stages import hit_ratio
+from strataflow.report.timeline import Timeline
 
 __all__ = ["Row", "summary_rows"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import threading
 from typing import Iterable
 
-from ..storage.block import BlockId
-from ..storage.peer_blocks import PeerBlock
+from strataflow.storage.block import BlockId
+from strataflow.storage.peer_blocks import PeerBlock
 
 __all__ = ["BlockMaster"]
 

@@ -25,23 +25,23 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..executor.work import TaskOutcome
-from ..lineage import narrow_ancestors
-from ..metrics import gc_timer
-from ..shuffle import FetchFailed
-from ..storage.block import BlockId
-from ..storage.cache_metrics import METRIC_KEYS, CacheMetrics
-from ..storage.task_reads import HeldBlock
-from ..retries import is_user_error
-from .errors import ContextStopped, JobError, TaskFailedError, add_note, task_failed_error
-from .task import TaskContext
-from .task_set import TaskFailure, TaskSetRunner
+from strataflow.executor.work import TaskOutcome
+from strataflow.lineage import narrow_ancestors
+from strataflow.metrics import gc_timer
+from strataflow.shuffle import FetchFailed
+from strataflow.storage.block import BlockId
+from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
+from strataflow.storage.task_reads import HeldBlock
+from strataflow.retries import is_user_error
+from strataflow.scheduler.errors import ContextStopped, JobError, TaskFailedError, add_note, task_failed_error
+from strataflow.scheduler.task import TaskContext
+from strataflow.scheduler.task_set import TaskFailure, TaskSetRunner
 
 if TYPE_CHECKING:
-    from ..executor.backend import ExecutorHandle
-    from ..context import Context
-    from ..dataset import Dataset
-    from ..lineage import ShuffleDependency
+    from strataflow.executor.backend import ExecutorHandle
+    from strataflow.context import Context
+    from strataflow.dataset import Dataset
+    from strataflow.lineage import ShuffleDependency
 
 __all__ = ["DAGScheduler", "JobError", "TaskFailedError", "ContextStopped", "Stage", "planned_reads", "CacheTotals"]
 
@@ -72,7 +72,7 @@ def planned_reads(dataset: "Dataset", partitions: Sequence[int], present: Callab
     (``present(dataset_id)`` gives the stored splits) nothing is read, below one that is
     not, its parents are (it will be computed). Shuffle dependencies end the walk (their
     map stages were planned when they ran)."""
-    from ..lineage import NarrowDependency
+    from strataflow.lineage import NarrowDependency
 
     out: list[BlockId] = []
     stored: dict[int, set] = {}
@@ -150,7 +150,7 @@ def partition_blocks(dataset: "Dataset", split: int, stored: Callable[[BlockId],
     walking the narrow lineage down from ``dataset``, each persisted block met; below one
     that is ``stored`` nothing is read, below one that is not, its parents are (a norms
     block computed for the first time is best computed where its points are)."""
-    from ..lineage import NarrowDependency
+    from strataflow.lineage import NarrowDependency
 
     out: list[BlockId] = []
     stack = [(dataset, split, 0)]

@@ -25,7 +25,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..dataset import Dataset
+    from strataflow.dataset import Dataset
 
 __all__ = ["JobError", "ContextStopped", "TaskFailedError", "task_failed_error", "add_note"]
 

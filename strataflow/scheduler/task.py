@@ -13,15 +13,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..batch import num_rows
-from ..storage.task_reads import HeldBlock
-from ..shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_into_buckets
+from strataflow.batch import num_rows
+from strataflow.storage.task_reads import HeldBlock
+from strataflow.shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_into_buckets
 
 if TYPE_CHECKING:
-    from ..dataset import Dataset
-    from ..executor.runtime import ExecutorRuntime
-    from ..executor.work import StageWork
-    from ..lineage import ShuffleDependency
+    from strataflow.dataset import Dataset
+    from strataflow.executor.runtime import ExecutorRuntime
+    from strataflow.executor.work import StageWork
+    from strataflow.lineage import ShuffleDependency
 
 __all__ = ["TaskContext", "ShuffleMapTask", "ResultTask", "TaskMetrics"]
 
@@ -93,7 +93,7 @@ class ShuffleMapTask:
         self.partition = partition
 
     def run(self, tc: TaskContext) -> MapOutput:
-        from ..lineage import map_side_combine
+        from strataflow.lineage import map_side_combine
 
         value = self.dataset.iterator(self.partition, tc)
         dep = self.dep

@@ -37,15 +37,15 @@ from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ..executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
-from ..shuffle import FetchFailed
-from ..executor.source_store import spilling_sources
-from ..retries import attempts_allowed
-from .pickling import pickle_stage
+from strataflow.executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
+from strataflow.shuffle import FetchFailed
+from strataflow.executor.source_store import spilling_sources
+from strataflow.retries import attempts_allowed
+from strataflow.scheduler.pickling import pickle_stage
 
 if TYPE_CHECKING:
-    from ..executor.backend import ExecutorHandle
-    from .dag import DAGScheduler, Stage
+    from strataflow.executor.backend import ExecutorHandle
+    from strataflow.scheduler.dag import DAGScheduler, Stage
 
 __all__ = ["TaskSetRunner", "TaskFailure"]
 

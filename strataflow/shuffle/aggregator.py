@@ -31,11 +31,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..partitioner import portable_hash
-from ..retries import infrastructure_fault
-from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
-from ..storage.private_file import mkstemp_private
-from ..storage.sizing import estimate_size
+from strataflow.partitioner import portable_hash
+from strataflow.retries import infrastructure_fault
+from strataflow.storage.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.storage.private_file import mkstemp_private
+from strataflow.storage.sizing import estimate_size
 
 __all__ = ["Aggregator", "ExternalAggregator", "SpillCorrupt"]
 

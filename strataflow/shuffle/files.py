@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from ..storage import app_keys
-from ..storage.frame_auth import TAG_BYTES, FrameAuth, same
-from ..storage.private_file import atomic_write
-from .codec import unpickled_prefix
+from strataflow.storage import app_keys
+from strataflow.storage.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.storage.private_file import atomic_write
+from strataflow.shuffle.codec import unpickled_prefix
 
 __all__ = ["FetchFailed", "MapOutput", "write_map_output", "read_bucket"]
 

@@ -15,11 +15,11 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..batch import is_batch, iter_rows, num_rows, take_rows
-from ..retries import infrastructure_fault
-from ..storage.frame_auth import FrameAuth
-from .codec import decode, encode
-from .files import FetchFailed, MapOutput, forget_index, read_bucket, write_map_output
+from strataflow.batch import is_batch, iter_rows, num_rows, take_rows
+from strataflow.retries import infrastructure_fault
+from strataflow.storage.frame_auth import FrameAuth
+from strataflow.shuffle.codec import decode, encode
+from strataflow.shuffle.files import FetchFailed, MapOutput, forget_index, read_bucket, write_map_output
 
 __all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "BucketReader", "split_into_buckets", "read_buckets",
            "remove_output"]

@@ -7,11 +7,11 @@ clairvoyant optimum), ``report`` (all of them on one trace, or on each executor'
 table).
 """
 
-from .model import CacheModel, Tally
-from .opt import BeladyModel
-from .report import DEFAULT_BANDWIDTH, parse_bandwidth, simulate, simulate_executors, table
-from .synthetic import KINDS, synthetic
-from .trace import Trace, executor_traces, from_event_log, measured_byte_hit_ratio, run_settings
+from strataflow.simulate.model import CacheModel, Tally
+from strataflow.simulate.opt import BeladyModel
+from strataflow.simulate.report import DEFAULT_BANDWIDTH, parse_bandwidth, simulate, simulate_executors, table
+from strataflow.simulate.synthetic import KINDS, synthetic
+from strataflow.simulate.trace import Trace, executor_traces, from_event_log, measured_byte_hit_ratio, run_settings
 
 __all__ = ["CacheModel", "Tally", "BeladyModel", "simulate", "simulate_executors", "table", "parse_bandwidth",
            "DEFAULT_BANDWIDTH", "KINDS", "synthetic", "Trace", "from_event_log", "executor_traces",

@@ -35,9 +35,9 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any
 
-from ..storage.eviction_writer import headroom
-from ..storage.policies import Policy, Promotion
-from .trace import Trace
+from strataflow.storage.eviction_writer import headroom
+from strataflow.storage.policies import Policy, Promotion
+from strataflow.simulate.trace import Trace
 
 __all__ = ["CacheModel", "Tally"]
 

@@ -20,8 +20,8 @@ import math
 from collections import deque
 from typing import Any
 
-from .model import Tally
-from .trace import Trace
+from strataflow.simulate.model import Tally
+from strataflow.simulate.trace import Trace
 
 __all__ = ["BeladyModel"]
 

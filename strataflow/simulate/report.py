@@ -16,12 +16,12 @@ from typing import Sequence
 
 from rich.table import Table
 
-from ..options import ConfigError, check_watermarks, parse_size
-from ..storage.policies import POLICIES, NoRecachePolicy
-from ..storage.probe import probe_bandwidth
-from .model import CacheModel, Tally
-from .opt import BeladyModel
-from .trace import Trace
+from strataflow.options import ConfigError, check_watermarks, parse_size
+from strataflow.storage.policies import POLICIES, NoRecachePolicy
+from strataflow.storage.probe import probe_bandwidth
+from strataflow.simulate.model import CacheModel, Tally
+from strataflow.simulate.opt import BeladyModel
+from strataflow.simulate.trace import Trace
 
 __all__ = ["simulate", "simulate_executors", "parse_bandwidth", "table", "DEFAULT_BANDWIDTH", "REFERENCES"]
 

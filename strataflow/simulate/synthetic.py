@@ -18,8 +18,8 @@ announced with its plan, as the scheduler does.
 
 from __future__ import annotations
 
-from ..storage.manager import BlockId
-from .trace import Trace
+from strataflow.storage.manager import BlockId
+from strataflow.simulate.trace import Trace
 
 __all__ = ["KINDS", "synthetic"]
 

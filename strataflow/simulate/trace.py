@@ -34,7 +34,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..storage.manager import BlockId
+from strataflow.storage.manager import BlockId
 
 __all__ = ["Trace", "from_event_log", "executor_traces", "run_settings", "compulsory", "last_application",
            "measured_byte_hit_ratio"]

@@ -21,7 +21,7 @@ import os
 import threading
 from typing import Iterable
 
-from .frame_auth import FrameAuth
+from strataflow.storage.frame_auth import FrameAuth
 
 __all__ = ["register", "unregister", "auth_for"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from .serde import Serializer
+from strataflow.storage.serde import Serializer
 
 __all__ = ["BlockId", "BlockStoreError", "DatasetInfo", "MISS"]
 

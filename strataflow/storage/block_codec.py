@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .block import BlockId, DatasetInfo
-from .cache_metrics import CacheMetrics
-from .serde import SERIALIZERS, SerializationError, Serializer
+from strataflow.storage.block import BlockId, DatasetInfo
+from strataflow.storage.cache_metrics import CacheMetrics
+from strataflow.storage.serde import SERIALIZERS, SerializationError, Serializer
 
 __all__ = ["BlockCodec"]
 

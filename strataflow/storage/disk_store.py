@@ -48,10 +48,10 @@ from typing import Any, Sequence
 import pyarrow as pa
 import xxhash
 
-from . import app_keys
-from .frame_auth import TAG_BYTES, FrameAuth, same
-from .private_file import atomic_write
-from .serde import unpickled_prefix
+from strataflow.storage import app_keys
+from strataflow.storage.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.storage.private_file import atomic_write
+from strataflow.storage.serde import unpickled_prefix
 
 __all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable", "file_size"]
 

@@ -15,16 +15,16 @@ import logging
 import time
 from typing import Any, Callable
 
-from ..logs import StageWarnings
-from ..metrics import EventBus
-from .block import BlockId, BlockStoreError, DatasetInfo
-from .block_codec import BlockCodec
-from .cache_metrics import CacheMetrics
-from .cost_clock import CostClock, MeasuredClock
-from .memory_store import MemoryEntry
-from .region_store import RegionStore
-from .serde import SerializationError
-from .tiers import TieredStore
+from strataflow.logs import StageWarnings
+from strataflow.metrics import EventBus
+from strataflow.storage.block import BlockId, BlockStoreError, DatasetInfo
+from strataflow.storage.block_codec import BlockCodec
+from strataflow.storage.cache_metrics import CacheMetrics
+from strataflow.storage.cost_clock import CostClock, MeasuredClock
+from strataflow.storage.memory_store import MemoryEntry
+from strataflow.storage.region_store import RegionStore
+from strataflow.storage.serde import SerializationError
+from strataflow.storage.tiers import TieredStore
 
 __all__ = ["DiskWriter"]
 

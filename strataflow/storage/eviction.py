@@ -25,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..metrics import EventBus
-from .block import BlockId, DatasetInfo
-from .cache_metrics import CacheMetrics
-from .disk_writes import DiskWriter
-from .memory_store import MemoryEntry, MemoryStore
-from .policies import Policy
+from strataflow.metrics import EventBus
+from strataflow.storage.block import BlockId, DatasetInfo
+from strataflow.storage.cache_metrics import CacheMetrics
+from strataflow.storage.disk_writes import DiskWriter
+from strataflow.storage.memory_store import MemoryEntry, MemoryStore
+from strataflow.storage.policies import Policy
 
 __all__ = ["Eviction", "Victim"]
 

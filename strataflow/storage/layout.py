@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .serde import SerializationError
+from strataflow.storage.serde import SerializationError
 
 __all__ = ["encode", "decode", "pickled_spans", "zero_copy_layout", "KINDS", "PAGE", "ALIGN"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import ConfigError
+from strataflow.options import ConfigError
 
 __all__ = ["StorageLevel"]
 

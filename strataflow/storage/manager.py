@@ -44,27 +44,27 @@ import time
 from collections import defaultdict
 from typing import Any, Callable
 
-from ..metrics import EventBus
-from .auto_level import AutoLevels, DiskCosts
-from .block import MISS, BlockId, BlockStoreError, DatasetInfo
-from .block_codec import BlockCodec
-from .cache_metrics import METRIC_KEYS, CacheMetrics
-from .cost_clock import from_environment
-from .disk_store import BlockUnavailable, DiskStore
-from .disk_writes import DiskWriter
-from .eviction import Eviction, Victim
-from .eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
-from .gc_free import gc_freeze, gc_unfreeze
-from .memory_split import MemorySplit
-from .memory_store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
-from .page_cache import MappedPageBound
-from .peer_blocks import Fetch, PeerBlock
-from .policies import Policy, Promotion
-from .region_store import RegionEntry, RegionStore
-from .serde import SerializationError, Serializer, get_serializer
-from .sizing import estimate_size
-from .task_reads import HeldBlock
-from .tiers import TieredStore
+from strataflow.metrics import EventBus
+from strataflow.storage.auto_level import AutoLevels, DiskCosts
+from strataflow.storage.block import MISS, BlockId, BlockStoreError, DatasetInfo
+from strataflow.storage.block_codec import BlockCodec
+from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
+from strataflow.storage.cost_clock import from_environment
+from strataflow.storage.disk_store import BlockUnavailable, DiskStore
+from strataflow.storage.disk_writes import DiskWriter
+from strataflow.storage.eviction import Eviction, Victim
+from strataflow.storage.eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
+from strataflow.storage.gc_free import gc_freeze, gc_unfreeze
+from strataflow.storage.memory_split import MemorySplit
+from strataflow.storage.memory_store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
+from strataflow.storage.page_cache import MappedPageBound
+from strataflow.storage.peer_blocks import Fetch, PeerBlock
+from strataflow.storage.policies import Policy, Promotion
+from strataflow.storage.region_store import RegionEntry, RegionStore
+from strataflow.storage.serde import SerializationError, Serializer, get_serializer
+from strataflow.storage.sizing import estimate_size
+from strataflow.storage.task_reads import HeldBlock
+from strataflow.storage.tiers import TieredStore
 
 __all__ = ["BlockId", "BlockManager", "CacheMetrics", "DatasetInfo", "BlockStoreError", "Victim", "METRIC_KEYS"]
 

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from .sizing import estimate_size
+from strataflow.storage.sizing import estimate_size
 
 __all__ = ["MemoryEntry", "MemoryStore", "off_heap_buffer", "join_frames", "readonly", "owned", "memory_form"]
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from .disk_store import DiskEntry
-from .region_store import RegionEntry
+from strataflow.storage.disk_store import DiskEntry
+from strataflow.storage.region_store import RegionEntry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .block import BlockId
-    from .manager import BlockManager
+    from strataflow.storage.block import BlockId
+    from strataflow.storage.manager import BlockManager
 
 __all__ = ["PeerBlock", "Fetch", "locate"]
 

@@ -83,10 +83,10 @@ from typing import Any, Sequence
 import pyarrow as pa
 import xxhash
 
-from . import app_keys, layout, page_cache, segment_file
-from .disk_store import BlockUnavailable, DiskFull
-from .frame_auth import FrameAuth, same
-from .page_cache import PAGE as _PAGE
+from strataflow.storage import app_keys, layout, page_cache, segment_file
+from strataflow.storage.disk_store import BlockUnavailable, DiskFull
+from strataflow.storage.frame_auth import FrameAuth, same
+from strataflow.storage.page_cache import PAGE as _PAGE
 
 __all__ = ["RegionStore", "RegionEntry", "DiskFull", "BlockUnavailable", "SEGMENT_BYTES"]
 

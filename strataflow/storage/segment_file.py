@@ -30,8 +30,8 @@ import os
 
 import pyarrow as pa
 
-from .disk_store import DiskFull
-from .private_file import open_private
+from strataflow.storage.disk_store import DiskFull
+from strataflow.storage.private_file import open_private
 
 __all__ = ["create", "write", "seal", "map_file"]
 

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..options import ConfigError
+from strataflow.options import ConfigError
 
 __all__ = ["Serializer", "SerializationError", "get_serializer", "unpickled_prefix", "SERIALIZERS"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .manager import BlockManager
+    from strataflow.storage.manager import BlockManager
 
 __all__ = ["DatasetStorage", "StorageStatus", "blocks_of", "location_of", "tier_bytes", "tier_hits", "storage_status",
            "merge_status", "merge_metrics"]

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..options import ConfigError, check_dirs, parse_size
+from strataflow.options import ConfigError, check_dirs, parse_size
 
 __all__ = ["TierSpec", "parse_tiers", "parse_bandwidth", "DEFAULT_WRITE_PARALLELISM"]
 

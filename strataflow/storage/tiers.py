@@ -42,9 +42,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .disk_store import BlockUnavailable, DiskEntry, DiskFull, DiskStore, file_size
-from .probe import probe_bandwidth
-from .tier_spec import DEFAULT_WRITE_PARALLELISM
+from strataflow.storage.disk_store import BlockUnavailable, DiskEntry, DiskFull, DiskStore, file_size
+from strataflow.storage.probe import probe_bandwidth
+from strataflow.storage.tier_spec import DEFAULT_WRITE_PARALLELISM
 
 __all__ = ["Tier", "TieredStore"]
 

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .ragged import length_blocks, padded_index
+from strataflow.workloads.ragged import length_blocks, padded_index
 
 __all__ = ["RANK", "init_factors", "solve_sorted", "als", "als_numpy"]
 

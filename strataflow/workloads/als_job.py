@@ -36,11 +36,11 @@ import os
 
 import numpy as np
 
-from .als import RANK, als, als_numpy
-from .als_data import gen_als, read_ratings
-from .api import Outcome, Progress, write_manifest
-from .generators import mean_digits
-from .reference import reference
+from strataflow.workloads.als import RANK, als, als_numpy
+from strataflow.workloads.als_data import gen_als, read_ratings
+from strataflow.workloads.api import Outcome, Progress, write_manifest
+from strataflow.workloads.generators import mean_digits
+from strataflow.workloads.reference import reference
 
 __all__ = ["gen", "run", "load", "grouped"]
 
@@ -143,7 +143,7 @@ def grouped(ratings, api: str, by: str, blocks: int, keys: int):
 def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None, serializer=None,
         iterations: int = 5, seed: int = 0, check: bool = True, rank: int = RANK, reg: float = 0.1,
         num_partitions: int | None = None) -> Outcome:
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
     users, items = int(manifest["users"]), int(manifest["items"])

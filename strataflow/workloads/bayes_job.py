@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .api import Outcome, Progress, write_manifest
-from .bayes_data import docs_table, gen_bayes, iter_file_docs, parse_doc, parse_docs, table_arrays
-from .ragged import length_blocks, padded_index
-from .reference import reference
+from strataflow.workloads.api import Outcome, Progress, write_manifest
+from strataflow.workloads.bayes_data import docs_table, gen_bayes, iter_file_docs, parse_doc, parse_docs, table_arrays
+from strataflow.workloads.ragged import length_blocks, padded_index
+from strataflow.workloads.reference import reference
 
 __all__ = ["gen", "run", "load", "NBModel", "nb_model", "train", "evaluate", "naive_bayes_numpy"]
 
@@ -201,7 +201,7 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
         num_partitions: int | None = None) -> Outcome:
     """``iterations`` and ``seed`` are accepted for the common signature; naive Bayes is one
     training pass and one evaluation pass, with nothing random."""
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
     classes, vocab = int(manifest["classes"]), int(manifest["vocab"])

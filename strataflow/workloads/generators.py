@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .api import write_manifest
+from strataflow.workloads.api import write_manifest
 
 __all__ = ["gen_kmeans", "mean_digits"]
 

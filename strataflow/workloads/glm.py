@@ -59,8 +59,8 @@ from typing import Callable
 
 import numpy as np
 
-from .api import Outcome, Progress, write_manifest
-from .reference import reference
+from strataflow.workloads.api import Outcome, Progress, write_manifest
+from strataflow.workloads.reference import reference
 
 __all__ = ["KINDS", "MODELS", "GLMModel", "GLMResult", "hidden_weights", "gen_glm", "gen", "run", "load",
            "read_all_points", "parse_labeled_point", "as_xy", "partial_gradient", "train", "evaluate", "train_numpy",
@@ -442,7 +442,7 @@ def run(kind: str, ctx, data_dir: str, manifest: dict, *, api: str = "batches", 
     losses against :func:`train_numpy` on the same data read independently. ``seed`` is
     accepted for the contract; nothing here is random (weights start at zero and every
     iteration uses every point)."""
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     model = _model(kind)
     if manifest.get("workload") != kind:

@@ -119,7 +119,7 @@ def load_points(ctx, path: str, api: str = "batches", level=None, num_partitions
     ``records``: text lines parsed one by one into small ndarrays (the paper's RDD path);
     ``batches``: row ranges of a ``.npy`` file copied into ndarray partitions (or a text
     file parsed per partition)."""
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     level = StorageLevel.MEMORY_ONLY if level is None else level
     if api == "records":

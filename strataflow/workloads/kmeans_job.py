@@ -17,10 +17,10 @@ import os
 
 import numpy as np
 
-from .api import Outcome, Progress
-from .generators import gen_kmeans
-from .kmeans import kmeans, kmeans_numpy, parse_point, point_norms, sample_centres
-from .reference import reference
+from strataflow.workloads.api import Outcome, Progress
+from strataflow.workloads.generators import gen_kmeans
+from strataflow.workloads.kmeans import kmeans, kmeans_numpy, parse_point, point_norms, sample_centres
+from strataflow.workloads.reference import reference
 
 __all__ = ["gen", "run", "load", "read_all_points"]
 
@@ -33,7 +33,7 @@ def gen(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: 
     per_point = _TEXT_BYTES_PER_POINT * dims // DIMS if fmt == "text" else dims * 8
     n = points or max(1, size // per_point)
     gen_kmeans(out_dir, n, dims, seed=seed, fmt=fmt, progress=progress, decimals=3)
-    from .api import read_manifest
+    from strataflow.workloads.api import read_manifest
 
     return read_manifest(out_dir)
 
@@ -99,7 +99,7 @@ def read_all_points(data_dir: str, manifest: dict) -> np.ndarray:
 def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None, serializer=None,
         iterations: int = 5, seed: int = 0, k: int = 10, num_partitions: int | None = None,
         check: bool = True) -> Outcome:
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
     points = load(ctx, data_dir, manifest, api, num_partitions or 4 * ctx.default_parallelism)

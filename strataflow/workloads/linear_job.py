@@ -9,7 +9,7 @@ and the check are in glm.py.
 
 from __future__ import annotations
 
-from . import glm
+from strataflow.workloads import glm
 
 __all__ = ["gen", "run", "KIND"]
 

@@ -54,8 +54,8 @@ import time
 
 import numpy as np
 
-from .api import Outcome, Progress, write_manifest
-from .generators import mean_digits
+from strataflow.workloads.api import Outcome, Progress, write_manifest
+from strataflow.workloads.generators import mean_digits
 
 __all__ = ["gen", "run", "gen_edges", "read_all_edges", "pagerank_numpy", "DAMPING"]
 
@@ -362,7 +362,7 @@ def _run_batches(ctx, data_dir, manifest, level, serializer, iterations, n):
 def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None, serializer=None,
         iterations: int = 5, seed: int = 0, check: bool = True, num_partitions: int | None = None,
         rtol: float = 1e-9) -> Outcome:
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
     n = num_partitions or 4 * ctx.default_parallelism

@@ -33,7 +33,7 @@ import zlib
 
 import numpy as np
 
-from .api import Outcome, Progress, write_manifest
+from strataflow.workloads.api import Outcome, Progress, write_manifest
 
 __all__ = ["gen", "run", "payload", "partition_records", "KINDS"]
 
@@ -132,7 +132,7 @@ def _payload_crc(kind: str, value) -> int:
 
 def _summary(kind: str):
     def summarize(value) -> list:
-        from ..batch import num_rows
+        from strataflow.batch import num_rows
 
         return [(num_rows(value), _payload_crc(kind, value))]
 
@@ -152,7 +152,7 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
         partitions: int | None = None) -> Outcome:
     """``kind`` and ``partitions`` override the manifest's; the data's seed is the
     manifest's (``seed`` is accepted for the common signature)."""
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     if api not in ("records", "batches"):
         raise ValueError(f"api must be records or batches, got {api!r}")

@@ -8,9 +8,9 @@ import json
 import time
 from typing import Any
 
-from ..context import Context
-from ..metrics.rss import PeakRss
-from .api import APIS, check_status, read_manifest, workload_module
+from strataflow.context import Context
+from strataflow.metrics.rss import PeakRss
+from strataflow.workloads.api import APIS, check_status, read_manifest, workload_module
 
 __all__ = ["run_workload"]
 

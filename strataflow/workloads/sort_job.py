@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from .api import Outcome, Progress, write_manifest
+from strataflow.workloads.api import Outcome, Progress, write_manifest
 
 __all__ = ["gen", "run", "gen_records", "record_hashes", "keys_sorted", "RECORD", "KEY"]
 
@@ -321,7 +321,7 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
         iterations: int = 1, seed: int = 0, check: bool = True, num_partitions: int | None = None,
         output: str | None = None) -> Outcome:
     """``iterations`` is accepted for the common signature and not used (one sort)."""
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     if api not in ("records", "batches"):
         raise ValueError(f"api must be records or batches, got {api!r}")

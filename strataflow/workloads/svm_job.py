@@ -8,7 +8,7 @@ one job per iteration. Data, formats, training and the check are in glm.py.
 
 from __future__ import annotations
 
-from . import glm
+from strataflow.workloads import glm
 
 __all__ = ["gen", "run", "KIND"]
 

@@ -31,7 +31,7 @@ from collections import Counter
 
 import numpy as np
 
-from .api import Outcome, Progress, write_manifest
+from strataflow.workloads.api import Outcome, Progress, write_manifest
 
 __all__ = ["gen", "run", "gen_text", "vocabulary_words", "split_words", "count_file"]
 
@@ -194,7 +194,7 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
     """``iterations`` is accepted for the common signature and not used (one count)."""
     import pyarrow as pa
 
-    from ..storage.level import StorageLevel
+    from strataflow.storage.level import StorageLevel
 
     level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
     n = num_partitions or 4 * ctx.default_parallelism

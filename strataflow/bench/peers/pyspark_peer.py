@@ -380,8 +380,8 @@ def _kmeans_check(data_dir: str, manifest: dict, centres, training_cost: float |
     reported beside it, not compared: different inits reach different local optima."""
     import numpy as np
 
-    from ...workloads.kmeans import init_centres, kmeans_numpy, kmeans_partition
-    from ...workloads.kmeans_job import read_all_points
+    from strataflow.workloads.kmeans import init_centres, kmeans_numpy, kmeans_partition
+    from strataflow.workloads.kmeans_job import read_all_points
 
     data = read_all_points(data_dir, manifest)
     c = np.asarray(centres, dtype=np.float64)
@@ -411,7 +411,7 @@ def _lr_check(data_dir: str, manifest: dict, path: str, res: dict, iterations: i
     gradient descent's loss is reported beside it."""
     import numpy as np
 
-    from ...workloads.glm import read_all_points, train_numpy
+    from strataflow.workloads.glm import read_all_points, train_numpy
 
     x, y = read_all_points(data_dir, manifest)
     w = np.asarray(res["weights"], dtype=np.float64)
@@ -467,7 +467,7 @@ def run_pyspark(workload: str, data_dir: str, *, path: str, level: str, storage_
     covers: reading, caching, iterating), without the JVM's start (``jvm_start_s``,
     reported apart). ``iteration_s``: the durations (submission to completion) of the
     iteration jobs in the event log (``iteration_source`` says which jobs)."""
-    from ...workloads.api import read_manifest
+    from strataflow.workloads.api import read_manifest
 
     if workload not in WORKLOADS:
         raise ValueError(f"the PySpark peer runs {', '.join(WORKLOADS)}, not {workload!r}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .adaptive import AdaptivePolicy
-from .base import Policy, Promotion
-from .lineage import LineagePolicy
-from .no_recache import NoRecachePolicy
-from .spark import SparkPolicy
-from ...options import ConfigError
+from strataflow.storage.policies.adaptive import AdaptivePolicy
+from strataflow.storage.policies.base import Policy, Promotion
+from strataflow.storage.policies.lineage import LineagePolicy
+from strataflow.storage.policies.no_recache import NoRecachePolicy
+from strataflow.storage.policies.spark import SparkPolicy
+from strataflow.options import ConfigError
 
 __all__ = ["Policy", "Promotion", "POLICIES", "make_policy", "DEFAULT_POLICY"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Promotion
-from .no_recache import NoRecachePolicy
+from strataflow.storage.policies.base import Promotion
+from strataflow.storage.policies.no_recache import NoRecachePolicy
 
 __all__ = ["AdaptivePolicy"]
 

@@ -68,9 +68,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .adaptive import AdaptivePolicy
-from .base import Promotion
-from .next_use import NextUseTable
+from strataflow.storage.policies.adaptive import AdaptivePolicy
+from strataflow.storage.policies.base import Promotion
+from strataflow.storage.policies.next_use import NextUseTable
 
 __all__ = ["LineagePolicy"]
 

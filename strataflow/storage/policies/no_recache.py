@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Promotion
-from .spark import SparkPolicy
+from strataflow.storage.policies.base import Promotion
+from strataflow.storage.policies.spark import SparkPolicy
 
 __all__ = ["NoRecachePolicy"]
 

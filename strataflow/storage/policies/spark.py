@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Mapping
 
-from .base import Policy, Promotion
+from strataflow.storage.policies.base import Policy, Promotion
 
 __all__ = ["SparkPolicy"]
 

@@ -44,8 +44,8 @@ CHILD = r'''
 import json, os, sys, tempfile, threading, time
 import numpy as np
 import strataflow
-from strataflow.memory import MemoryManager
-from strataflow.storage.disk_store import DiskStore
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.disk.disk_store import DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy

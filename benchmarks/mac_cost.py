@@ -35,7 +35,7 @@ from contextlib import contextmanager
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from strataflow.bench.data import ensure_data  # noqa: E402
-from strataflow.storage import frame_auth  # noqa: E402
+from strataflow.storage.blocks import frame_auth
 from strataflow.workloads.runner import run_workload  # noqa: E402
 
 MB = 1 << 20

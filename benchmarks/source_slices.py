@@ -23,8 +23,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from strataflow.executor.source_slices import SliceRef, read_slice, write_slice  # noqa: E402
-from strataflow.storage.frame_auth import FrameAuth  # noqa: E402
+from strataflow.shipping.source_slices import SliceRef, read_slice, write_slice  # noqa: E402
+from strataflow.storage.blocks.frame_auth import FrameAuth  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,14 +5,15 @@
         ctx.parallelize(range(10), 4).map(lambda x: x * x).sum()
 """
 
-from strataflow.accumulators import Accumulator, AccumulatorParam
-from strataflow.broadcast import Broadcast
+from strataflow.shipping.accumulators import Accumulator, AccumulatorParam
+from strataflow.shipping.broadcast import Broadcast
 from strataflow.config import ConfigError, parse_size
 from strataflow.context import Context
 from strataflow.dataset import Dataset
 from strataflow.scheduler import ContextStopped, JobError, TaskFailedError
+from strataflow.shipping import files  # files.get(name): a file shipped with Context.add_file, in a task
 from strataflow.storage.level import StorageLevel
 
 __all__ = ["Context", "Dataset", "ConfigError", "ContextStopped", "JobError", "TaskFailedError", "StorageLevel", "parse_size",
-           "Broadcast", "Accumulator", "AccumulatorParam"]
+           "Broadcast", "Accumulator", "AccumulatorParam", "files"]
 __version__ = "0.1.0"

@@ -110,7 +110,7 @@ def _check_run_options(args: argparse.Namespace):
     in as 1GB: its real figure needs the data's size). Returns the storage level."""
     from strataflow.config import Config
     from strataflow.storage.level import StorageLevel
-    from strataflow.storage.serde import get_serializer
+    from strataflow.storage.blocks.serde import get_serializer
     from strataflow.workloads.api import workload_module
 
     level = StorageLevel.parse(args.level)

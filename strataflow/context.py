@@ -23,12 +23,12 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from strataflow.accumulators import Accumulator, Accumulators
-from strataflow.broadcast import Broadcast
-from strataflow.conf import with_layered_options
+from strataflow.shipping.accumulators import Accumulator, Accumulators
+from strataflow.shipping.broadcast import Broadcast
+from strataflow.config.layers import with_layered_options
 from strataflow.config import Config, parse_size
 from strataflow.dataset import Dataset
-from strataflow.batch import check_rows, is_dataframe
+from strataflow.common.batch import check_rows, is_dataframe
 from strataflow.io.delimited import CsvSource, CsvTypesSource, widen_types
 from strataflow.io.frames import arrow_source, pandas_source, require_pandas
 from strataflow.io.npy import NpySource
@@ -37,19 +37,19 @@ from strataflow.io.paths import PathSpec
 from strataflow.io.sources import RangeSource, collection_source, numpy_source
 from strataflow.io.text import TextSource
 from strataflow.executor.fleet import Fleet
-from strataflow.executor.source_store import SourceStore
+from strataflow.shipping.source_store import SourceStore
 from strataflow.metrics import EventBus, gc_timer
 from strataflow.metrics.events import open_event_log
-from strataflow.options import DEFAULT_WATERMARKS, MAX_PARTITIONS, check_partition_count
+from strataflow.common.checks import DEFAULT_WATERMARKS, MAX_PARTITIONS, check_partition_count
 from strataflow.scheduler import DAGScheduler
 from strataflow.scheduler.block_master import BlockMaster
 from strataflow.shuffle import MapOutputTracker
 from strataflow.storage.policies import make_policy
 from strataflow.storage.status import StorageStatus, merge_metrics, merge_status
-from strataflow.files import FileRegistry, ShippedFile
-from strataflow.files import forget as forget_files
-from strataflow.files import install as install_files
-from strataflow.workdirs import create_app_dirs, ensure_app_dir, new_app_id, remove_dirs, remove_stale
+from strataflow.shipping.files import FileRegistry, ShippedFile
+from strataflow.shipping.files import forget as forget_files
+from strataflow.shipping.files import install as install_files
+from strataflow.storage.workdirs import create_app_dirs, ensure_app_dir, new_app_id, remove_dirs, remove_stale
 
 __all__ = ["Context"]
 
@@ -93,7 +93,7 @@ class Context:
             ``spark.task.maxFailures``). Default: 1 in local mode (threads, processes, a
             Ray instance of this machine), as PySpark's ``local[N]``: a deterministic
             error is reported at once; ``max_task_attempts`` on a Ray cluster
-            (``address`` given). See ``strataflow/retries.py``.
+            (``address`` given). See ``strataflow/common/retries.py``.
         max_stage_attempts: reruns of a stage whose shuffle input was lost.
         progress: show stage progress bars (default: when stderr is a terminal).
         live: a live view of the job instead of the bars, on stderr while it runs (stages
@@ -165,7 +165,7 @@ class Context:
         conf: any of the options above by name, e.g. ``{"memory": "8GB"}``. Precedence:
             an argument, then ``conf``, then the environment variable
             ``STRATAFLOW_<OPTION>`` (``STRATAFLOW_MEMORY=8GB``, ``STRATAFLOW_BACKEND=threads``;
-            strings converted by the option's kind: see ``strataflow/conf.py``), then the
+            strings converted by the option's kind: see ``strataflow/config/layers.py``), then the
             default. ``config_sources`` says where each value came from.
     """
 
@@ -528,7 +528,7 @@ class Context:
 
     def add_file(self, path: str | os.PathLike, recursive: bool = False) -> None:
         """Ships a file (or, with ``recursive=True``, a directory) to every executor: tasks
-        open ``strataflow.files.get(basename)``. Copied now (later changes to the original
+        open ``strataflow.shipping.files.get(basename)``. Copied now (later changes to the original
         are not seen); the same path again is ignored (``files.py``).
 
         >>> from strataflow import files
@@ -542,7 +542,7 @@ class Context:
 
     def add_archive(self, path: str | os.PathLike) -> None:
         """Ships an archive (zip, jar, tar, tar.gz/tgz, tar.bz2, tar.xz), unpacked: tasks
-        find its directory at ``strataflow.files.get(basename)`` (or ``path#alias``: the
+        find its directory at ``strataflow.shipping.files.get(basename)`` (or ``path#alias``: the
         alias).
 
         >>> import os, shutil
@@ -837,7 +837,7 @@ class Context:
         >>> [(os.path.basename(p), text) for p, text in ctx.whole_text_files(tmp_dir + "/docs").collect()]
         [('a.txt', 'hello')]
         """
-        from strataflow.whole_files import whole_files
+        from strataflow.io.whole_files import whole_files
 
         return whole_files(self, path, min_partitions, encoding=encoding, recursive=recursive)
 
@@ -849,7 +849,7 @@ class Context:
         >>> [(os.path.basename(p), data) for p, data in ctx.binary_files(tmp_dir + "/blobs").collect()]
         [('b.bin', b'ab')]
         """
-        from strataflow.whole_files import whole_files
+        from strataflow.io.whole_files import whole_files
 
         return whole_files(self, path, min_partitions, binary=True, recursive=recursive)
 
@@ -861,7 +861,7 @@ class Context:
         >>> ctx.pickle_file(tmp_dir + "/objs").collect()
         [(1, {'a'}), (2, None)]
         """
-        from strataflow.pickle_files import open_pickle_file
+        from strataflow.dataset.pickle_files import open_pickle_file
 
         return open_pickle_file(self, path, recursive)
 
@@ -875,7 +875,7 @@ class Context:
         >>> ds.get_checkpoint_file().startswith(ctx.checkpoint_dir)
         True
         """
-        from strataflow.checkpoint import app_checkpoint_dir
+        from strataflow.dataset.checkpoint import app_checkpoint_dir
 
         self._checkpoint_dir = app_checkpoint_dir(path, self.app_id)
 

@@ -13,13 +13,13 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from strataflow.batch import concat, materialize, rows_list
-from strataflow.partitioner import Partitioner
+from strataflow.common.batch import concat, materialize, rows_list
+from strataflow.shuffle.partitioner import Partitioner
 from strataflow.shuffle import Aggregator, ExternalAggregator
 
 if TYPE_CHECKING:
     from strataflow.dataset import Dataset
-    from strataflow.scheduler.task import TaskContext
+    from strataflow.executor.task import TaskContext
 
 __all__ = [
     "Dependency", "NarrowDependency", "ShuffleDependency", "Node", "SourceNode",
@@ -113,7 +113,7 @@ class ListSource(SourceNode):
 
     def __getstate__(self) -> dict:
         """Large slices travel as a reference to files written once (``executor/source_store.py``)."""
-        from strataflow.executor.source_store import INLINE_BYTES, current_store, new_uid
+        from strataflow.shipping.source_store import INLINE_BYTES, current_store, new_uid
 
         state = self.__dict__.copy()
         store = current_store()
@@ -128,7 +128,7 @@ class ListSource(SourceNode):
 
     def compute(self, split: int, tc: "TaskContext") -> Any:
         if self.slices is None:
-            from strataflow.executor.source_slices import load_slice
+            from strataflow.shipping.source_slices import load_slice
 
             value = load_slice(self.ref, split)
         else:

@@ -38,7 +38,7 @@ from test_frame_auth import evil_payload, evil_pickle, forge_block, forge_bucket
 from test_mapped_damage import cut, damage
 
 from strataflow.shuffle.files import MapOutput
-from strataflow.storage.serde import SERIALIZERS
+from strataflow.storage.blocks.serde import SERIALIZERS
 
 PAGE = 4096
 

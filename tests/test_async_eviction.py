@@ -14,8 +14,8 @@ import pytest
 
 from strataflow import Context, StorageLevel
 from strataflow.config import ConfigError
-from strataflow.memory import MemoryManager
-from strataflow.storage.disk_store import DiskFull, DiskStore
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.disk.disk_store import DiskFull, DiskStore
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy
 from strataflow.storage.policies.no_recache import NoRecachePolicy

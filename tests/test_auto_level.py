@@ -22,10 +22,10 @@ from strataflow import Context, StorageLevel
 from strataflow.config import ConfigError
 from strataflow.storage.auto_level import (DROP, LOOP_READS, MAPPED, SERIALIZED, SWITCH_MARGIN, AutoLevels, DatasetFacts,
                                            DiskCosts, choose)
-from strataflow.storage.block import DatasetInfo
+from strataflow.storage.blocks.block import DatasetInfo
 from strataflow.storage.cost_clock import spend
-from strataflow.storage.layout import zero_copy_layout
-from strataflow.storage.serde import get_serializer
+from strataflow.storage.mapped.layout import zero_copy_layout
+from strataflow.storage.blocks.serde import get_serializer
 
 MB = 1 << 20
 
@@ -278,7 +278,7 @@ def test_a_timed_write_revises_every_choice_made_on_priors(write_mb_s, after):
 
 
 def test_the_lineage_policy_says_which_blocks_are_read_again_in_a_loop():
-    from strataflow.storage.block import BlockId
+    from strataflow.storage.blocks.block import BlockId
     from strataflow.storage.policies import make_policy
 
     policy = make_policy("lineage")
@@ -296,7 +296,7 @@ def test_the_lineage_policy_says_which_blocks_are_read_again_in_a_loop():
 def test_asking_about_the_ninth_dataset_does_not_index_past_the_table():
     """A regression: ``rereads`` of a block of a dataset the policy has never seen grows
     its per-dataset column; the lookup must index the grown column, not the old one."""
-    from strataflow.storage.block import BlockId
+    from strataflow.storage.blocks.block import BlockId
     from strataflow.storage.policies import make_policy
 
     policy = make_policy("lineage")

@@ -28,13 +28,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from strataflow.memory import MemoryManager
-from strataflow.storage.disk_store import DiskStore
-from strataflow.storage.tiers import Tier, TieredStore
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.disk.disk_store import DiskStore
+from strataflow.storage.disk.tiers import Tier, TieredStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy
-from strataflow.storage.region_store import RegionStore
+from strataflow.storage.mapped.region_store import RegionStore
 
 LEVELS = [l for l in StorageLevel.all() if l.is_valid]
 TOTAL = 160 * 1024

@@ -17,7 +17,7 @@ import pytest
 
 from strataflow import Context
 from strataflow.config import Config, local_slots_bound
-from strataflow.options import MAX_PARTITIONS, ConfigError, ConfigWarning
+from strataflow.common.checks import MAX_PARTITIONS, ConfigError, ConfigWarning
 from strataflow.pyspark import SparkContext
 
 HUGE = 10 ** 9
@@ -119,7 +119,7 @@ def test_memory_above_the_physical_memory_warns_naming_both_figures(tmp_path, mo
 
 
 def test_a_sample_with_replacement_larger_than_memory_could_hold_fails_naming_the_bound(ctx, monkeypatch):
-    import strataflow.sampling as sampling
+    import strataflow.dataset.sampling as sampling
 
     monkeypatch.setattr(sampling, "physical_memory", lambda: 8 << 20)  # room for 1,048,576 list slots
     ds = ctx.parallelize([1, 2, 3], 2)

@@ -1,4 +1,4 @@
-"""One configuration (``strataflow/config.py``): ``Config.build`` is the single place that
+"""One configuration (``strataflow/config/__init__.py``): ``Config.build`` is the single place that
 checks every ``Context`` option, keyword-only; the watermark check is one function, so the
 Context and the simulator reject the same values with the same message; and the storage,
 memory, shuffle and metrics layers import nothing from the layers above them."""
@@ -16,10 +16,10 @@ import strataflow
 from strataflow import Context
 from strataflow.cli import main as cli_main
 from strataflow.config import Config, ConfigError
-from strataflow.options import DEFAULT_WATERMARKS, check_watermarks
+from strataflow.common.checks import DEFAULT_WATERMARKS, check_watermarks
 from strataflow.simulate import simulate, synthetic
 from strataflow.storage.policies import SparkPolicy
-from strataflow.storage.tier_spec import TierSpec
+from strataflow.storage.disk.tier_spec import TierSpec
 
 
 def test_build_takes_keywords_only():
@@ -95,12 +95,12 @@ def test_bad_watermarks_get_one_message_from_the_context_and_the_simulator(tmp_p
 
 def test_bench_reexports_the_storage_probe():
     from strataflow.bench.devices import probe_bandwidth as from_bench
-    from strataflow.storage.probe import probe_bandwidth
+    from strataflow.storage.disk.probe import probe_bandwidth
 
     assert from_bench is probe_bandwidth
 
 
-_LOW = ["storage", "shuffle", "metrics", "memory.py"]
+_LOW = ["storage", "shuffle", "metrics", "common"]
 _HIGH = {"bench", "workloads", "cli", "context", "scheduler"}
 
 

@@ -13,7 +13,7 @@ import pytest
 import strataflow
 from strataflow.config import ConfigError
 from strataflow.lineage import CombinedNode, ShuffleDependency
-from strataflow.partitioner import HashPartitioner, RangePartitioner, default_partitioner
+from strataflow.shuffle.partitioner import HashPartitioner, RangePartitioner, default_partitioner
 
 
 def fake(n: int, partitioner=None) -> SimpleNamespace:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from strataflow import Context, TaskFailedError
-from strataflow.storage.disk_store import BlockUnavailable, DiskFull, DiskStore
+from strataflow.storage.disk.disk_store import BlockUnavailable, DiskFull, DiskStore
 from strataflow.storage.level import StorageLevel
 
 pytestmark = pytest.mark.usefixtures("no_leaks")

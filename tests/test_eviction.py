@@ -15,8 +15,8 @@ import threading
 import numpy as np
 import pytest
 
-from strataflow.memory import MemoryManager
-from strataflow.storage.disk_store import DiskStore
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.disk.disk_store import DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import make_policy

@@ -222,7 +222,7 @@ def _hold_block_write(split: int, marks: str) -> None:
         os.close(os.open(os.path.join(marks, "installed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
         return
-    from strataflow.storage import disk_store
+    from strataflow.storage.disk import disk_store
 
     real, suffix = disk_store.atomic_write, f"_{split}.blk"
 

@@ -43,7 +43,7 @@ import pytest
 import faults_util as fu
 from strataflow import Context, TaskFailedError
 from strataflow.shuffle import codec
-from strataflow.storage.serde import SERIALIZERS
+from strataflow.storage.blocks.serde import SERIALIZERS
 from test_failures import Calls
 from test_frame_auth import assert_live_forgery, events_of, read_header
 

@@ -294,8 +294,8 @@ def test_a_slice_no_driver_can_send_fails_naming_the_slice_and_the_write_error(t
     """A process with no link to a driver (a slice reference used outside an executor) and a
     source the driver could not write: the error names the write's cause -- the path, the
     errno and the device -- not a pickling error."""
-    from strataflow.executor.source_slices import SliceRef, SourceSliceError, load_slice
-    from strataflow.storage.disk_errors import describe_write_error
+    from strataflow.shipping.source_slices import SliceRef, SourceSliceError, load_slice
+    from strataflow.storage.disk.disk_errors import describe_write_error
 
     why = describe_write_error("source slices to", str(tmp_path / "x"), OSError(errno.ENOSPC, "No space left on device"))
     with pytest.raises(SourceSliceError) as info:

@@ -19,7 +19,7 @@ import pytest
 
 from strataflow import Context, StorageLevel
 from strataflow.cli import main as cli_main
-from strataflow.options import ConfigError
+from strataflow.common.checks import ConfigError
 
 
 @contextmanager

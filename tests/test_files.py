@@ -15,8 +15,8 @@ import zipfile
 import pytest
 
 import strataflow
-from strataflow import files
-from strataflow.broadcast import Broadcast
+from strataflow.shipping import files
+from strataflow.shipping.broadcast import Broadcast
 from strataflow.io.compression import CodecError, codec_name
 from strataflow.io.sources import InputError
 

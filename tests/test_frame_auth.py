@@ -26,18 +26,19 @@ import pytest
 import xxhash
 
 from strataflow import Context, StorageLevel
-from strataflow.memory import MemoryManager
+from strataflow.storage.memory.unified import MemoryManager
 from strataflow.shuffle import Aggregator, ExternalAggregator, FetchFailed, ShuffleWriter, SpillCorrupt
 from strataflow.shuffle import codec
 from strataflow.shuffle.files import read_bucket
 from strataflow.shuffle.manager import read_buckets
-from strataflow.storage import app_keys, frame_auth
-from strataflow.storage.disk_store import _HEAD, BlockUnavailable, DiskStore
-from strataflow.storage.frame_auth import FrameAuth, new_key
+from strataflow.storage.blocks import app_keys
+from strataflow.storage.blocks import frame_auth
+from strataflow.storage.disk.disk_store import _HEAD, BlockUnavailable, DiskStore
+from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
 from strataflow.storage.manager import BlockId
-from strataflow.storage.region_store import RegionStore
-from strataflow.storage.serde import SERIALIZERS
-from strataflow.executor.source_store import SourceSliceError, SourceStore, load_slice
+from strataflow.storage.mapped.region_store import RegionStore
+from strataflow.storage.blocks.serde import SERIALIZERS
+from strataflow.shipping.source_store import SourceSliceError, SourceStore, load_slice
 
 KEY = bytes(range(32))
 

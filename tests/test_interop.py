@@ -19,8 +19,8 @@ import pyarrow.csv as pacsv
 import pytest
 
 from strataflow import ConfigError, TaskFailedError
-from strataflow.actions import DatasetRowsError
-from strataflow.batch import RowsTypeError
+from strataflow.dataset.actions import DatasetRowsError
+from strataflow.common.batch import RowsTypeError
 
 pd = pytest.importorskip("pandas")
 
@@ -253,7 +253,7 @@ def test_is_dataframe_while_pandas_is_half_imported(monkeypatch):
     two tasks writing Parquet once failed with "partially initialized module 'pandas'"."""
     import types
 
-    from strataflow.batch import is_dataframe
+    from strataflow.common.batch import is_dataframe
 
     monkeypatch.setitem(sys.modules, "pandas", types.ModuleType("pandas"))
     assert is_dataframe([1, 2]) is False

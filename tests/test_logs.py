@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from strataflow.logs import StageWarnings
+from strataflow.common.logs import StageWarnings
 
 
 def test_one_warning_per_cause_per_stage_and_the_rest_counted(caplog):

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from strataflow import Context
-from strataflow.storage.disk_store import BlockUnavailable
-from strataflow.storage.block import BlockId
-from strataflow.storage.region_store import RegionStore
+from strataflow.storage.disk.disk_store import BlockUnavailable
+from strataflow.storage.blocks.block import BlockId
+from strataflow.storage.mapped.region_store import RegionStore
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"),
               pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")]

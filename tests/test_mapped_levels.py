@@ -153,7 +153,7 @@ def test_mapped_batches_are_served_without_deserializing(tmp_path, monkeypatch):
     """A mapped batch is a read-only view of the segment's map: no serializer loads it and
     nothing is copied. Counted, not timed: every serializer's ``loads`` is wrapped and the
     batches handed to the tasks are inspected."""
-    from strataflow.storage import serde
+    from strataflow.storage.blocks import serde
 
     loads = {"n": 0}
     for ser in serde.SERIALIZERS.values():

@@ -11,9 +11,9 @@ import pytest
 
 from strataflow import Context, StorageLevel
 from strataflow.config import ConfigError
-from strataflow.memory import MemoryManager
-from strataflow.storage.memory_split import MARGIN, STEPS, WINDOW_MISSES, MemorySplit
-from strataflow.storage.page_cache import MappedPageBound
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.memory.split import MARGIN, STEPS, WINDOW_MISSES, MemorySplit
+from strataflow.storage.mapped.page_cache import MappedPageBound
 
 MB = 1 << 20
 

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strataflow import TaskFailedError
-from strataflow.approximate import BoundedFloat
-from strataflow.statistics import StatCounter
+from strataflow.dataset.approximate import BoundedFloat
+from strataflow.dataset.statistics import StatCounter
 
 from layouts import SETTINGS, flat, ints, layouts, pair, py  # noqa: F401
 

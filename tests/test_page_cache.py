@@ -1,4 +1,4 @@
-"""Page-cache control (strataflow.storage.page_cache): the residency check, populate and
+"""Page-cache control (strataflow.storage.mapped.page_cache): the residency check, populate and
 release on a real mapped file, the readahead thread (a key read once at a time, waited on
 through ``wait_idle``, cancelled by ``close``), and MappedPageBound, the LRU bound on the
 pages of mapped blocks the block manager keeps under ``mmap_memory``.
@@ -13,9 +13,9 @@ from collections import namedtuple
 
 import pytest
 
-from strataflow.storage import page_cache
-from strataflow.storage.page_cache import PAGE, MappedPageBound, ReadAhead, page_span
-from strataflow.storage.segment_file import map_file
+from strataflow.storage.mapped import page_cache
+from strataflow.storage.mapped.page_cache import PAGE, MappedPageBound, ReadAhead, page_span
+from strataflow.storage.mapped.segment_file import map_file
 
 Bid = namedtuple("Bid", "dataset_id split")
 linux = pytest.mark.skipif(page_cache._MINCORE is None or not hasattr(os, "posix_fadvise"),

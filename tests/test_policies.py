@@ -29,15 +29,15 @@ import pytest
 
 from strataflow import Context
 from strataflow.config import ConfigError
-from strataflow.memory import MemoryManager
-from strataflow.storage.disk_store import _HEAD, DiskStore
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.disk.disk_store import _HEAD, DiskStore
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import DEFAULT_POLICY, POLICIES, Policy, Promotion, make_policy
 from strataflow.storage.policies.lineage import LineagePolicy
 from strataflow.storage.policies.no_recache import NoRecachePolicy
 from strataflow.storage.policies.spark import SparkPolicy
-from strataflow.storage.sizing import estimate_size
+from strataflow.storage.blocks.sizing import estimate_size
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 

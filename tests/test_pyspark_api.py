@@ -1220,7 +1220,7 @@ def test_rdd_in_a_closure_fails_clearly(sc):
 
 def test_portable_hash_is_the_engines(sc):
     """One object: partitionBy(n, portable_hash) is the engine's default hash partitioning."""
-    from strataflow.partitioner import portable_hash as native_hash
+    from strataflow.shuffle.partitioner import portable_hash as native_hash
 
     assert portable_hash is native_hash
     assert portable_hash(None) == 0 and portable_hash((None, 1)) & 0xFFFFFFFF == 219750521

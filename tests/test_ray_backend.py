@@ -249,7 +249,7 @@ def test_added_files_reach_actors_without_the_drivers_copy(rctx, tmp_path):
     writes the bytes that travelled through the object store under its own directory."""
     import shutil
 
-    from strataflow import files
+    from strataflow.shipping import files
 
     (tmp_path / "factor.txt").write_text("4")
     rctx.add_file(str(tmp_path / "factor.txt"))

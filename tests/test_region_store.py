@@ -19,11 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from strataflow.storage import layout, region_store, segment_file
+from strataflow.storage.mapped import layout
+from strataflow.storage.mapped import region_store
+from strataflow.storage.mapped import segment_file
 from strataflow.storage.manager import BlockId
-from strataflow.storage.page_cache import page_span
-from strataflow.storage.region_store import BlockUnavailable, DiskFull, RegionStore
-from strataflow.storage.serde import SerializationError
+from strataflow.storage.mapped.page_cache import page_span
+from strataflow.storage.mapped.region_store import BlockUnavailable, DiskFull, RegionStore
+from strataflow.storage.blocks.serde import SerializationError
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"),
               pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")]

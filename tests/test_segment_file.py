@@ -1,4 +1,4 @@
-"""Segment files (strataflow.storage.segment_file): created sparse at full size and never
+"""Segment files (strataflow.storage.mapped.segment_file): created sparse at full size and never
 over an existing name, written at an offset, sealed, mapped with no descriptor left open;
 a full device raises DiskFull and leaves no file."""
 
@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from strataflow.storage import segment_file
-from strataflow.storage.disk_store import DiskFull
+from strataflow.storage.mapped import segment_file
+from strataflow.storage.disk.disk_store import DiskFull
 
 
 def open_fds() -> int:

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strataflow.storage.memory_store import join_frames
-from strataflow.storage.serde import SERIALIZERS, SerializationError, get_serializer
+from strataflow.storage.memory.store import join_frames
+from strataflow.storage.blocks.serde import SERIALIZERS, SerializationError, get_serializer
 
 ALL = list(SERIALIZERS)
 PICKLING = [n for n in ALL if not n.startswith("arrow")]
@@ -321,7 +321,7 @@ def test_loaded_records_of_small_arrays_take_what_their_estimate_says():
     unpickler's memo keeps every one alive to the end): 2.6x the estimate measured."""
     import tracemalloc
 
-    from strataflow.storage.sizing import estimate_size
+    from strataflow.storage.blocks.sizing import estimate_size
 
     rows = [np.full(20, i, dtype=np.float64) for i in range(20_000)]
     payload = get_serializer("pickle").dumps(rows)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from strataflow import AccumulatorParam, Context
-from strataflow.accumulators import Accumulators
-from strataflow.broadcast import BroadcastDestroyed
-from strataflow.executor.source_store import SourceStore, spilling_sources
+from strataflow.shipping.accumulators import Accumulators
+from strataflow.shipping.broadcast import BroadcastDestroyed
+from strataflow.shipping.source_store import SourceStore, spilling_sources
 
 
 @pytest.fixture(params=["threads", "processes"])

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strataflow import Context
-from strataflow.memory import MemoryManager
-from strataflow.partitioner import HashPartitioner, RangePartitioner, hash_int_array, portable_hash
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.shuffle.partitioner import HashPartitioner, RangePartitioner, hash_int_array, portable_hash
 from strataflow.shuffle import Aggregator, ExternalAggregator
 from strataflow.shuffle.codec import decode, encode
 
@@ -49,7 +49,7 @@ def test_portable_hash_is_deterministic_for_strings_and_tuples():
     import subprocess
     import sys
 
-    code = "from strataflow.partitioner import portable_hash; print(portable_hash(('a', 1, 'ü')))"
+    code = "from strataflow.shuffle.partitioner import portable_hash; print(portable_hash(('a', 1, 'ü')))"
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={"PYTHONHASHSEED": s, "PATH": ""}).stdout for s in ("1", "2")}
     assert len(outs) == 1 and outs.pop().strip() == str(portable_hash(("a", 1, "ü")))

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from strataflow.storage import sizing
-from strataflow.storage.sizing import estimate_size
+from strataflow.storage.blocks import sizing
+from strataflow.storage.blocks.sizing import estimate_size
 
 N = 30_000
 

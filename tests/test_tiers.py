@@ -1,4 +1,4 @@
-"""Disk tiers below memory (``strataflow/storage/tiers.py``): movement down when a tier
+"""Disk tiers below memory (``strataflow/storage/disk/tiers.py``): movement down when a tier
 fills (LRU within the tier), promotion up into room (never evicting), the bottom tier's
 capacity, reads racing moves, per-tier status and metrics, configuration errors, the
 bandwidth probe, hot blocks ending in the faster tier, and results equal to NONE for
@@ -16,12 +16,12 @@ import pytest
 from strataflow import Context, StorageLevel
 from strataflow.cli import main as cli_main
 from strataflow.config import ConfigError
-from strataflow.memory import MemoryManager
-from strataflow.storage.disk_store import BlockUnavailable, DiskFull, DiskStore, file_size
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.disk.disk_store import BlockUnavailable, DiskFull, DiskStore, file_size
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import POLICIES, make_policy
-from strataflow.storage.tier_spec import parse_bandwidth, parse_tiers
-from strataflow.storage.tiers import Tier, TieredStore
+from strataflow.storage.disk.tier_spec import parse_bandwidth, parse_tiers
+from strataflow.storage.disk.tiers import Tier, TieredStore
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 

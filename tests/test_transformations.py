@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import strataflow
 from strataflow import TaskFailedError
-from strataflow.partitioner import portable_hash
+from strataflow.shuffle.partitioner import portable_hash
 
 from layouts import SETTINGS, flat, ints, layouts, pair, py, small_keys  # noqa: F401
 

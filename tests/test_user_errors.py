@@ -24,7 +24,7 @@ import pytest
 
 from strataflow import Context, TaskFailedError
 from strataflow.executor.work import RemoteTaskError
-from strataflow.retries import attempts_allowed, default_task_max_failures, infrastructure_fault
+from strataflow.common.retries import attempts_allowed, default_task_max_failures, infrastructure_fault
 from test_failures import Calls
 
 BACKENDS = ["threads", "processes"]
@@ -119,7 +119,7 @@ def test_spark_task_max_failures_through_sparkconf(tmp_path):
     from strataflow.pyspark import SparkConf, SparkContext
 
     calls = Calls(tmp_path / "calls")
-    conf = (SparkConf().set("spark.task.maxFailures", "2").set("strataflow.memory", "64MB")
+    conf = (SparkConf().set("spark.task.maxFailures", "2").set("strataflow.storage.memory.unified", "64MB")
             .set("strataflow.progress", "false").set("strataflow.local_dirs", str(tmp_path)))
     with SparkContext("local[2]", "errors", conf=conf) as sc:
         assert sc.ctx.config.task_max_failures == 2
@@ -261,7 +261,7 @@ def test_a_full_shuffle_device_is_still_retried(tmp_path, monkeypatch):
 
 
 def test_a_rows_error_keeps_its_type_through_pickle(tmp_path):
-    from strataflow.actions import DatasetRowsError
+    from strataflow.dataset.actions import DatasetRowsError
 
     with _context(tmp_path, "threads") as c:
         with pytest.raises(DatasetRowsError) as info:

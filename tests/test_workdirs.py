@@ -14,8 +14,8 @@ import time
 import pytest
 
 from strataflow import Context
-from strataflow.options import ConfigError
-from strataflow.workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
+from strataflow.common.checks import ConfigError
+from strataflow.storage.workdirs import create_app_dirs, new_app_id, remove_dirs, remove_stale
 
 
 def _churn(base: str, rounds: int, q) -> None:
@@ -43,7 +43,7 @@ def test_concurrent_starts_on_one_base_never_remove_each_others_directories(tmp_
 
 _HOLD = """
 import sys, time
-from strataflow.workdirs import create_app_dirs
+from strataflow.storage.workdirs import create_app_dirs
 d = create_app_dirs([sys.argv[1]], "other-app", "cache")[0]
 open(d + "/owner", "w").write("999999999 elsewhere\\n")  # a pid from another namespace: means nothing here
 print(d, flush=True)

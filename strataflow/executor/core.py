@@ -9,13 +9,13 @@ import threading
 import time
 from typing import Any
 
-from strataflow.accumulators import task_updates
-from strataflow.files import install as install_files
+from strataflow.shipping.accumulators import task_updates
+from strataflow.shipping.files import install as install_files
 from strataflow.lineage import narrow_ancestors
 from strataflow.metrics import gc_timer
-from strataflow.scheduler.task import ResultTask, ShuffleMapTask, TaskContext
-from strataflow.storage.block import MISS
-from strataflow.storage.disk_store import BlockUnavailable
+from strataflow.executor.task import ResultTask, ShuffleMapTask, TaskContext
+from strataflow.storage.blocks.block import MISS
+from strataflow.storage.disk.disk_store import BlockUnavailable
 from strataflow.storage.peer_blocks import locate
 from strataflow.executor.runtime import ExecutorRuntime
 from strataflow.executor.work import StageWork, TaskCancelled, TaskOutcome, TaskSpec
@@ -150,7 +150,7 @@ class ExecutorCore:
         if op == "remove_map_outputs":
             return rt.remove_map_outputs(*args)
         if op == "forget_broadcast":
-            from strataflow.broadcast import forget_loaded
+            from strataflow.shipping.broadcast import forget_loaded
 
             return forget_loaded(*args)
         if op == "registry_sizes":  # tests and benchmarks/soak.py: nothing grows with the iterations

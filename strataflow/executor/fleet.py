@@ -24,8 +24,8 @@ from typing import Callable
 
 from strataflow.config import Config
 from strataflow.metrics import EventBus
-from strataflow.storage import app_keys
-from strataflow.storage.frame_auth import FrameAuth, new_key
+from strataflow.storage.blocks import app_keys
+from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
 from strataflow.executor.backend import ExecutorHandle, SourceServer, open_session, start_executor
 from strataflow.executor.runtime import ExecutorSpec, app_dirs, executor_dirs
 from strataflow.executor.work import ExecutorLost

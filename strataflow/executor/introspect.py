@@ -32,8 +32,9 @@ def _len(obj: Any, name: str) -> int:
 
 def executor_registry_sizes(core: "ExecutorCore") -> dict[str, int]:
     """An executor's structures, by name: entry counts."""
-    from strataflow import broadcast, files
-    from strataflow.executor import source_slices
+    from strataflow.shipping import broadcast
+    from strataflow.shipping import files
+    from strataflow.shipping import source_slices
 
     rt = core.runtime
     bm = rt.block_manager

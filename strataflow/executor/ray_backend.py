@@ -55,7 +55,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from strataflow.options import ConfigError
+from strataflow.common.checks import ConfigError
 
 try:
     import ray
@@ -68,14 +68,14 @@ except ImportError as _exc:  # pragma: no cover - the extra is not installed
 from strataflow.metrics import EventBus
 from strataflow.shuffle.files import FetchFailed, MapOutput, read_bucket
 from strataflow.storage.peer_blocks import PeerBlock
-from strataflow.executor import source_store
-from strataflow.executor.source_slices import SliceRef
-from strataflow.executor.source_store import SourceStore
+from strataflow.shipping import source_store
+from strataflow.shipping.source_slices import SliceRef
+from strataflow.shipping.source_store import SourceStore
 from strataflow.executor import wire
 from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, fail_waiting
 from strataflow.executor.runtime import ExecutorSpec, app_dirs
 from strataflow.executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec, portable_error
-from strataflow.retries import infrastructure_fault
+from strataflow.common.retries import infrastructure_fault
 
 __all__ = ["RaySession", "RayExecutor", "ExecutorActor"]
 
@@ -443,7 +443,7 @@ class ExecutorActor:
     def _fetch(self, holder_id: str, bid) -> Any:
         """The block manager's ``fetch_peer``: a block in another executor's memory (or on
         another node's disk), straight from that executor's actor."""
-        from strataflow.storage.disk_store import BlockUnavailable
+        from strataflow.storage.disk.disk_store import BlockUnavailable
 
         member = self._members.get(holder_id)
         if member is None:

@@ -25,21 +25,21 @@ import threading
 from dataclasses import dataclass, field
 
 from strataflow.config import Config
-from strataflow.files import install as install_files
-from strataflow.memory import MemoryManager
+from strataflow.shipping.files import install as install_files
+from strataflow.storage.memory.unified import MemoryManager
 from strataflow.metrics import EventBus, gc_timer
 from strataflow.shuffle import ShuffleWriter
 from strataflow.shuffle.files import MapOutput, read_bucket
 from strataflow.shuffle.manager import BucketReader, remove_output
-from strataflow.storage import app_keys
-from strataflow.storage.disk_store import DiskStore
-from strataflow.storage.frame_auth import FrameAuth, new_key
+from strataflow.storage.blocks import app_keys
+from strataflow.storage.disk.disk_store import DiskStore
+from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
 from strataflow.storage.gc_free import gc_unfreeze
 from strataflow.storage.manager import BlockManager
 from strataflow.storage.policies import make_policy
-from strataflow.storage.region_store import RegionStore
+from strataflow.storage.mapped.region_store import RegionStore
 from strataflow.storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
-from strataflow.storage.tiers import Tier, TieredStore
+from strataflow.storage.disk.tiers import Tier, TieredStore
 
 __all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs", "app_dirs"]
 

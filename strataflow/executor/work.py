@@ -12,7 +12,7 @@ from strataflow.executor.remote_errors import RemoteTaskError, portable_error
 if TYPE_CHECKING:  # pragma: no cover
     from strataflow.dataset import Dataset
     from strataflow.lineage import ShuffleDependency
-    from strataflow.scheduler.task import TaskMetrics
+    from strataflow.executor.task import TaskMetrics
     from strataflow.shuffle import MapOutput
 
 __all__ = ["StageWork", "TaskSpec", "TaskOutcome", "ExecutorLost", "RemoteTaskError", "TaskCancelled",

@@ -67,7 +67,7 @@ class Worker:
     def fetch(self, holder_id: str, bid) -> object:
         """A block in another executor's memory, through the driver (``peer_blocks.py``);
         raises BlockUnavailable when the holder no longer has it or does not answer."""
-        from strataflow.storage.disk_store import BlockUnavailable
+        from strataflow.storage.disk.disk_store import BlockUnavailable
 
         req_id = next(self.fetch_ids)
         fut: Future = Future()
@@ -87,7 +87,7 @@ class Worker:
         """The driver's copy of a source slice this executor could not read from its file
         (``source_slices.py``): ``(value, file_ok)``; SourceSliceError if the driver cannot
         send it."""
-        from strataflow.executor.source_slices import SourceSliceError
+        from strataflow.shipping.source_slices import SourceSliceError
 
         req_id = next(self.fetch_ids)
         fut: Future = Future()
@@ -138,7 +138,7 @@ class Worker:
         from strataflow.executor.core import ExecutorCore
         from strataflow.executor.heap import keep_heap_warm
         from strataflow.executor.runtime import ExecutorRuntime
-        from strataflow.executor.source_slices import register_driver
+        from strataflow.shipping.source_slices import register_driver
         from strataflow.executor.work import portable_error
 
         spec = wire.recv(self.conn)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from strataflow.batch import RowsTypeError, is_dataframe, rows_list
+from strataflow.common.batch import RowsTypeError, is_dataframe, rows_list
 from strataflow.lineage import ListSource
 from strataflow.io.sources import slice_bounds
 

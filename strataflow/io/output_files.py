@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 
-from strataflow.storage.private_file import make_dirs
+from strataflow.common.private_file import make_dirs
 
 __all__ = ["current_umask", "output_file_mode", "output_dir_mode", "make_output_dirs", "open_output",
            "touch_output"]

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Iterator, Sequence, Union
 
-from strataflow.options import ConfigError
+from strataflow.common.checks import ConfigError
 from strataflow.io.output_files import make_output_dirs, touch_output
 
 __all__ = ["PathSpec", "FileRef", "PathNotFoundError", "NoMatchError", "split_paths", "expand_braces", "is_glob",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from strataflow.batch import RowsTypeError, iter_rows, num_rows, rows_list
+from strataflow.common.batch import RowsTypeError, iter_rows, num_rows, rows_list
 from strataflow.io.compression import CODECS, compressing
 from strataflow.io.frames import value_to_arrow
 from strataflow.io.manifest import part_name, write_manifest

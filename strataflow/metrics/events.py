@@ -90,7 +90,7 @@ class JsonLinesLog:
 def open_event_log(path: str) -> JsonLinesLog:
     """The log of ``Context(event_log=path)``; a ConfigError naming the option, the path
     and the errno when it cannot be opened (a directory, a read-only file system)."""
-    from strataflow.options import ConfigError
+    from strataflow.common.checks import ConfigError
 
     try:
         return JsonLinesLog(path)

@@ -15,10 +15,10 @@ RDD side only). ``sc.version`` is the Spark API version mirrored (``SPARK_API_VE
 This package never imports the real ``pyspark``.
 """
 
-from strataflow.approximate import BoundedFloat
-from strataflow.broadcast import Broadcast
+from strataflow.dataset.approximate import BoundedFloat
+from strataflow.shipping.broadcast import Broadcast
 from strataflow.pyspark.accumulators import Accumulator, AccumulatorParam
-from strataflow.partitioner import portable_hash
+from strataflow.shuffle.partitioner import portable_hash
 from strataflow.pyspark.conf import SparkConf
 from strataflow.pyspark.context import SPARK_API_VERSION, SparkContext
 from strataflow.pyspark.files import SparkFiles

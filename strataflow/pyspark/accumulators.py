@@ -1,12 +1,12 @@
 """PySpark's names for accumulators: ``AccumulatorParam`` with ``zero`` and
-``addInPlace`` over strataflow's (``strataflow/accumulators.py``, snake_case)."""
+``addInPlace`` over strataflow's (``strataflow/shipping/accumulators.py``, snake_case)."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from strataflow import accumulators as _native
-from strataflow.accumulators import Accumulator
+from strataflow.shipping import accumulators as _native
+from strataflow.shipping.accumulators import Accumulator
 
 __all__ = ["Accumulator", "AccumulatorParam"]
 

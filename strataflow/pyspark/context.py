@@ -19,11 +19,11 @@ import threading
 import time
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
-from strataflow.accumulators import Accumulator
-from strataflow.batch import iter_rows
-from strataflow.broadcast import Broadcast
+from strataflow.shipping.accumulators import Accumulator
+from strataflow.common.batch import iter_rows
+from strataflow.shipping.broadcast import Broadcast
 from strataflow.context import Context
-from strataflow.whole_files import whole_files
+from strataflow.io.whole_files import whole_files
 from strataflow.pyspark.conf import SparkConf, context_options
 from strataflow.pyspark.rdd import RDD, UnsupportedOperation, unsupported
 from strataflow.pyspark.status import StatusListener, StatusTracker
@@ -604,7 +604,7 @@ class SparkContext:
                                    "driver's environment")
 
     def broadcast(self, value: Any) -> "Broadcast":
-        """A read-only value shipped once to each executor (``strataflow.broadcast``).
+        """A read-only value shipped once to each executor (``strataflow.shipping.broadcast``).
 
         >>> lookup = sc.broadcast({1: "one", 2: "two"})
         >>> sc.parallelize([1, 2]).map(lambda k: lookup.value[k]).collect()
@@ -614,7 +614,7 @@ class SparkContext:
 
     def accumulator(self, value: Any, accum_param: Any = None) -> "Accumulator":
         """A value tasks add to and the driver reads, counted once per successful task
-        (``strataflow.accumulators``); ``accum_param``: an :class:`AccumulatorParam`.
+        (``strataflow.shipping.accumulators``); ``accum_param``: an :class:`AccumulatorParam`.
 
         >>> acc = sc.accumulator(0)
         >>> sc.parallelize([1, 2, 3]).foreach(lambda x: acc.add(x))

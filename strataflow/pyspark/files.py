@@ -1,9 +1,9 @@
 """``SparkFiles``: where a file added with ``sc.addFile`` / ``sc.addArchive`` is, on the
-machine a task runs on (``strataflow.files``)."""
+machine a task runs on (``strataflow.shipping.files``)."""
 
 from __future__ import annotations
 
-from strataflow import files
+from strataflow.shipping import files
 
 __all__ = ["SparkFiles"]
 

@@ -16,10 +16,10 @@ import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
-from strataflow.actions import EmptyDatasetError
-from strataflow.approximate import BoundedFloat
-from strataflow.batch import iter_rows
-from strataflow.partitioner import portable_hash
+from strataflow.dataset.actions import EmptyDatasetError
+from strataflow.dataset.approximate import BoundedFloat
+from strataflow.common.batch import iter_rows
+from strataflow.shuffle.partitioner import portable_hash
 from strataflow.pyspark.debug_string import debug_string, rdd_name
 from strataflow.pyspark.resultiterable import ResultIterable
 from strataflow.pyspark.statcounter import StatCounter

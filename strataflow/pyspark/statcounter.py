@@ -1,8 +1,8 @@
-"""PySpark's ``StatCounter`` names over strataflow's (``strataflow.statistics``)."""
+"""PySpark's ``StatCounter`` names over strataflow's (``strataflow.dataset.statistics``)."""
 
 from __future__ import annotations
 
-from strataflow.statistics import StatCounter as NativeStatCounter
+from strataflow.dataset.statistics import StatCounter as NativeStatCounter
 
 __all__ = ["StatCounter"]
 

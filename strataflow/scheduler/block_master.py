@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Iterable
 
-from strataflow.storage.block import BlockId
+from strataflow.storage.blocks.block import BlockId
 from strataflow.storage.peer_blocks import PeerBlock
 
 __all__ = ["BlockMaster"]

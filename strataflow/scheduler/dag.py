@@ -29,12 +29,12 @@ from strataflow.executor.work import TaskOutcome
 from strataflow.lineage import narrow_ancestors
 from strataflow.metrics import gc_timer
 from strataflow.shuffle import FetchFailed
-from strataflow.storage.block import BlockId
+from strataflow.storage.blocks.block import BlockId
 from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from strataflow.storage.task_reads import HeldBlock
-from strataflow.retries import is_user_error
+from strataflow.common.retries import is_user_error
 from strataflow.scheduler.errors import ContextStopped, JobError, TaskFailedError, add_note, task_failed_error
-from strataflow.scheduler.task import TaskContext
+from strataflow.executor.task import TaskContext
 from strataflow.scheduler.task_set import TaskFailure, TaskSetRunner
 
 if TYPE_CHECKING:

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Callable
 
 from strataflow.executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
 from strataflow.shuffle import FetchFailed
-from strataflow.executor.source_store import spilling_sources
-from strataflow.retries import attempts_allowed
+from strataflow.shipping.source_store import spilling_sources
+from strataflow.common.retries import attempts_allowed
 from strataflow.scheduler.pickling import pickle_stage
 
 if TYPE_CHECKING:

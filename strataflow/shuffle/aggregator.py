@@ -31,11 +31,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from strataflow.partitioner import portable_hash
-from strataflow.retries import infrastructure_fault
-from strataflow.storage.frame_auth import TAG_BYTES, FrameAuth, same
-from strataflow.storage.private_file import mkstemp_private
-from strataflow.storage.sizing import estimate_size
+from strataflow.shuffle.partitioner import portable_hash
+from strataflow.common.retries import infrastructure_fault
+from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.common.private_file import mkstemp_private
+from strataflow.storage.blocks.sizing import estimate_size
 
 __all__ = ["Aggregator", "ExternalAggregator", "SpillCorrupt"]
 

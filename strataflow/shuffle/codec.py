@@ -22,7 +22,7 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
-from strataflow.batch import is_dataframe, rows_list
+from strataflow.common.batch import is_dataframe, rows_list
 
 __all__ = ["encode", "decode", "unpickled_prefix"]
 

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from strataflow.storage import app_keys
-from strataflow.storage.frame_auth import TAG_BYTES, FrameAuth, same
-from strataflow.storage.private_file import atomic_write
+from strataflow.storage.blocks import app_keys
+from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.common.private_file import atomic_write
 from strataflow.shuffle.codec import unpickled_prefix
 
 __all__ = ["FetchFailed", "MapOutput", "write_map_output", "read_bucket"]

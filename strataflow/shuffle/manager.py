@@ -15,9 +15,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from strataflow.batch import is_batch, iter_rows, num_rows, take_rows
-from strataflow.retries import infrastructure_fault
-from strataflow.storage.frame_auth import FrameAuth
+from strataflow.common.batch import is_batch, iter_rows, num_rows, take_rows
+from strataflow.common.retries import infrastructure_fault
+from strataflow.storage.blocks.frame_auth import FrameAuth
 from strataflow.shuffle.codec import decode, encode
 from strataflow.shuffle.files import FetchFailed, MapOutput, forget_index, read_bucket, write_map_output
 

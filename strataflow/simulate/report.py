@@ -16,9 +16,9 @@ from typing import Sequence
 
 from rich.table import Table
 
-from strataflow.options import ConfigError, check_watermarks, parse_size
+from strataflow.common.checks import ConfigError, check_watermarks, parse_size
 from strataflow.storage.policies import POLICIES, NoRecachePolicy
-from strataflow.storage.probe import probe_bandwidth
+from strataflow.storage.disk.probe import probe_bandwidth
 from strataflow.simulate.model import CacheModel, Tally
 from strataflow.simulate.opt import BeladyModel
 from strataflow.simulate.trace import Trace

@@ -58,7 +58,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from strataflow.storage.layout import zero_copy_layout
+from strataflow.storage.mapped.layout import zero_copy_layout
 from strataflow.storage.level import StorageLevel
 
 __all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "SWITCH_MARGIN", "LOOP_READS"]

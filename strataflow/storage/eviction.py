@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from strataflow.metrics import EventBus
-from strataflow.storage.block import BlockId, DatasetInfo
+from strataflow.storage.blocks.block import BlockId, DatasetInfo
 from strataflow.storage.cache_metrics import CacheMetrics
-from strataflow.storage.disk_writes import DiskWriter
-from strataflow.storage.memory_store import MemoryEntry, MemoryStore
+from strataflow.storage.disk.disk_writes import DiskWriter
+from strataflow.storage.memory.store import MemoryEntry, MemoryStore
 from strataflow.storage.policies import Policy
 
 __all__ = ["Eviction", "Victim"]

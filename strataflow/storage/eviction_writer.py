@@ -54,7 +54,7 @@ import time
 from collections import deque
 from typing import Any, Iterable, Protocol, Sequence
 
-from strataflow.options import DEFAULT_WATERMARKS
+from strataflow.common.checks import DEFAULT_WATERMARKS
 
 __all__ = ["EvictionWriter", "EvictionHandler", "PrefetchHandler", "DEFAULT_WATERMARKS", "headroom"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strataflow.options import ConfigError
+from strataflow.common.checks import ConfigError
 
 __all__ = ["StorageLevel"]
 

@@ -46,25 +46,25 @@ from typing import Any, Callable
 
 from strataflow.metrics import EventBus
 from strataflow.storage.auto_level import AutoLevels, DiskCosts
-from strataflow.storage.block import MISS, BlockId, BlockStoreError, DatasetInfo
-from strataflow.storage.block_codec import BlockCodec
+from strataflow.storage.blocks.block import MISS, BlockId, BlockStoreError, DatasetInfo
+from strataflow.storage.blocks.codec import BlockCodec
 from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from strataflow.storage.cost_clock import from_environment
-from strataflow.storage.disk_store import BlockUnavailable, DiskStore
-from strataflow.storage.disk_writes import DiskWriter
+from strataflow.storage.disk.disk_store import BlockUnavailable, DiskStore
+from strataflow.storage.disk.disk_writes import DiskWriter
 from strataflow.storage.eviction import Eviction, Victim
 from strataflow.storage.eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
 from strataflow.storage.gc_free import gc_freeze, gc_unfreeze
-from strataflow.storage.memory_split import MemorySplit
-from strataflow.storage.memory_store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
-from strataflow.storage.page_cache import MappedPageBound
+from strataflow.storage.memory.split import MemorySplit
+from strataflow.storage.memory.store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
+from strataflow.storage.mapped.page_cache import MappedPageBound
 from strataflow.storage.peer_blocks import Fetch, PeerBlock
 from strataflow.storage.policies import Policy, Promotion
-from strataflow.storage.region_store import RegionEntry, RegionStore
-from strataflow.storage.serde import SerializationError, Serializer, get_serializer
-from strataflow.storage.sizing import estimate_size
+from strataflow.storage.mapped.region_store import RegionEntry, RegionStore
+from strataflow.storage.blocks.serde import SerializationError, Serializer, get_serializer
+from strataflow.storage.blocks.sizing import estimate_size
 from strataflow.storage.task_reads import HeldBlock
-from strataflow.storage.tiers import TieredStore
+from strataflow.storage.disk.tiers import TieredStore
 
 __all__ = ["BlockId", "BlockManager", "CacheMetrics", "DatasetInfo", "BlockStoreError", "Victim", "METRIC_KEYS"]
 

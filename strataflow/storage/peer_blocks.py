@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from strataflow.storage.disk_store import DiskEntry
-from strataflow.storage.region_store import RegionEntry
+from strataflow.storage.disk.disk_store import DiskEntry
+from strataflow.storage.mapped.region_store import RegionEntry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from strataflow.storage.block import BlockId
+    from strataflow.storage.blocks.block import BlockId
     from strataflow.storage.manager import BlockManager
 
 __all__ = ["PeerBlock", "Fetch", "locate"]

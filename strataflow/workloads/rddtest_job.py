@@ -132,7 +132,7 @@ def _payload_crc(kind: str, value) -> int:
 
 def _summary(kind: str):
     def summarize(value) -> list:
-        from strataflow.batch import num_rows
+        from strataflow.common.batch import num_rows
 
         return [(num_rows(value), _payload_crc(kind, value))]
 

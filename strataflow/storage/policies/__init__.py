@@ -7,7 +7,7 @@ from strataflow.storage.policies.base import Policy, Promotion
 from strataflow.storage.policies.lineage import LineagePolicy
 from strataflow.storage.policies.no_recache import NoRecachePolicy
 from strataflow.storage.policies.spark import SparkPolicy
-from strataflow.options import ConfigError
+from strataflow.common.checks import ConfigError
 
 __all__ = ["Policy", "Promotion", "POLICIES", "make_policy", "DEFAULT_POLICY"]
 

@@ -1,0 +1,120 @@
+"""Tasks: the work on one partition, and the context it runs in.
+
+A ShuffleMapTask computes a partition of the map-side dataset and writes it, split into
+buckets, as one map output (returned, for the driver's map-output tracker); a ResultTask
+computes a partition and applies the action's function to it. Both run on an executor
+(``executor/core.py``), and reach only that executor's services. Both count what the papers measure per task: time, records, bytes
+shuffled, bytes spilled and GC seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from strataflow.common.batch import num_rows
+from strataflow.storage.task_reads import HeldBlock
+from strataflow.shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_into_buckets
+
+if TYPE_CHECKING:
+    from strataflow.dataset import Dataset
+    from strataflow.executor.runtime import ExecutorRuntime
+    from strataflow.executor.work import StageWork
+    from strataflow.lineage import ShuffleDependency
+
+__all__ = ["TaskContext", "ShuffleMapTask", "ResultTask", "TaskMetrics"]
+
+
+@dataclass
+class TaskMetrics:
+    records_out: int = 0
+    shuffle_bytes_written: int = 0
+    shuffle_bytes_read: int = 0
+    spill_bytes: int = 0
+
+
+@dataclass
+class TaskContext:
+    """What a running task can reach: its identity, its stage, metrics and its
+    executor's services (``runtime``)."""
+
+    runtime: "ExecutorRuntime"
+    stage: "StageWork"
+    partition: int
+    attempt: int
+    task_id: int
+    #: set when the driver cancels the stage: the task stops at its next partition read
+    cancelled: threading.Event | None = None
+    metrics: TaskMetrics = field(default_factory=TaskMetrics)
+    #: The persisted block this task read last and the value it was handed: a second
+    #: read of it is served from here (``storage/task_reads.py``).
+    held: HeldBlock = field(default_factory=HeldBlock)
+    #: the persisted blocks the task asked for (reported to the driver for locality)
+    touched: list = field(default_factory=list)
+    #: blocks it will read that other executors hold (``storage/peer_blocks.py``)
+    peers: dict | None = None
+
+    @property
+    def stage_id(self) -> int:
+        return self.stage.stage_id
+
+    def read_shuffle(self, shuffle_id: int, reduce_id: int, num_maps: int) -> Iterator[Any]:
+        """The task's bucket of every map output, read straight from the files the
+        map-output tracker named (on this machine, whichever executor wrote them; on a
+        cluster, an output of another node through its writer: ``runtime.read_bucket``)."""
+        def count(n: int) -> None:
+            self.metrics.shuffle_bytes_read += n
+
+        outputs = self.stage.map_outputs.get(shuffle_id)
+        if outputs is None or len(outputs) != num_maps:
+            raise FetchFailed(shuffle_id, 0, "the stage was sent no map outputs for this shuffle")
+        return read_buckets(outputs, shuffle_id, reduce_id, on_bytes=count, read=self.runtime.read_bucket)
+
+    def aggregator(self, agg: Aggregator) -> ExternalAggregator:
+        split = self.runtime.block_manager.split
+
+        def spilled(n: int) -> None:
+            self.metrics.spill_bytes += n
+            if split is not None:  # execution short of heap: the spill's round trip is a heap miss
+                split.miss("heap", None, n, split.spill_cost(n))
+
+        return ExternalAggregator(
+            agg, self.runtime.memory, self.task_id, self.runtime.spill_dir(self.task_id), on_spill=spilled
+        )
+
+
+class ShuffleMapTask:
+    kind = "shuffle-map"
+
+    def __init__(self, dataset: "Dataset", dep: "ShuffleDependency", partition: int) -> None:
+        self.dataset = dataset
+        self.dep = dep
+        self.partition = partition
+
+    def run(self, tc: TaskContext) -> MapOutput:
+        from strataflow.lineage import map_side_combine
+
+        value = self.dataset.iterator(self.partition, tc)
+        dep = self.dep
+        if dep.aggregator is not None and dep.map_side_combine:
+            value = map_side_combine(value, dep.aggregator, tc)
+        buckets = split_into_buckets(value, dep.num_partitions, dep.partitioner, self.partition)
+        out = tc.runtime.shuffle.write(dep.shuffle_id, self.partition, buckets)
+        tc.metrics.shuffle_bytes_written += out.total_bytes
+        tc.metrics.records_out += num_rows(value)
+        return out
+
+
+class ResultTask:
+    kind = "result"
+
+    def __init__(self, dataset: "Dataset", func: Callable[[TaskContext, Any], Any], partition: int) -> None:
+        self.dataset = dataset
+        self.func = func
+        self.partition = partition
+
+    def run(self, tc: TaskContext) -> Any:
+        value = self.dataset.iterator(self.partition, tc)
+        tc.metrics.records_out += num_rows(value) if hasattr(value, "__len__") or hasattr(value, "num_rows") else 0
+        return self.func(tc, value)

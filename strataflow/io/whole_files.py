@@ -1,0 +1,57 @@
+"""Whole files as records: ``Context.whole_text_files`` (and binary files for the PySpark
+layer's ``binaryFiles``): one ``(path, content)`` record per file, for inputs whose files
+are units (documents, JSON objects, images) rather than lines. Partitions are contiguous
+runs of the files, at most ``min_partitions`` of them. Paths are any ``io/paths.py``
+takes (globs, lists, directories, URLs); a record's path is the local path or the full
+URL (``s3://bucket/key``)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Sequence
+
+from strataflow.io.paths import resolve_files, split_paths
+from strataflow.io.sources import InputError, slice_bounds
+from strataflow.lineage import SourceNode
+
+if TYPE_CHECKING:
+    from strataflow.context import Context
+    from strataflow.dataset import Dataset
+    from strataflow.executor.task import TaskContext
+
+__all__ = ["WholeFilesSource", "whole_files"]
+
+
+class WholeFilesSource(SourceNode):
+    def __init__(self, paths: Any, min_partitions: int, binary: bool = False,
+                 encoding: str = "utf-8", recursive: bool = False) -> None:
+        self.path = ",".join(split_paths(paths))
+        self.binary = binary
+        self.encoding = encoding
+        files = resolve_files(paths, "binary_files" if binary else "whole_text_files", recursive)
+        self.groups = [files[a:b] for a, b in slice_bounds(len(files), max(1, min(min_partitions, len(files))))]
+        self.num_partitions = len(self.groups)
+
+    def compute(self, split: int, tc: "TaskContext") -> list:
+        out = []
+        for ref in self.groups[split]:
+            try:
+                data = ref.read_all()
+                out.append((ref.name, data if self.binary else data.decode(self.encoding)))
+            except (OSError, UnicodeDecodeError) as exc:
+                op = "binary_files" if self.binary else "whole_text_files"
+                raise InputError(f"{op}: cannot read {ref.name!r}: {exc}") from exc
+        return out
+
+    def describe(self) -> str:
+        return self.path
+
+
+def whole_files(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]",
+                min_partitions: int | None, binary: bool = False, encoding: str = "utf-8",
+                recursive: bool = False) -> "Dataset":
+    from strataflow.dataset import Dataset
+
+    n = ctx._num(min_partitions)
+    return Dataset(ctx, WholeFilesSource(path, n, binary, encoding, recursive),
+                   "binary_files" if binary else "whole_text_files")

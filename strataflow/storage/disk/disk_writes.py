@@ -1,0 +1,115 @@
+"""Writing a block below memory: to the top disk tier, or once in the mapped layout (the
+region store), and what happens when that cannot be done.
+
+Every failure path states its guarantee: a write that fails (disk full, unwritable
+directory, a value the serializer refuses) is reported (``BlockNotStored``, a counted
+metric and a warning on the ``strataflow.storage`` logger, once per cause per stage) and
+the caller keeps its value, uncached; with ``strict`` (the
+background eviction writer's writes) it raises instead, and the block stays in memory.
+A block no level can hold at all raises :class:`BlockStoreError` naming the dataset and
+the serializer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+from strataflow.common.logs import StageWarnings
+from strataflow.metrics import EventBus
+from strataflow.storage.blocks.block import BlockId, BlockStoreError, DatasetInfo
+from strataflow.storage.blocks.codec import BlockCodec
+from strataflow.storage.cache_metrics import CacheMetrics
+from strataflow.storage.cost_clock import CostClock, MeasuredClock
+from strataflow.storage.memory.store import MemoryEntry
+from strataflow.storage.mapped.region_store import RegionStore
+from strataflow.storage.blocks.serde import SerializationError
+from strataflow.storage.disk.tiers import TieredStore
+
+__all__ = ["DiskWriter"]
+
+_log = logging.getLogger("strataflow.storage")
+
+
+class DiskWriter:
+    def __init__(self, disk: TieredStore, regions: "RegionStore | None", codec: BlockCodec, metrics: CacheMetrics,
+                 events: EventBus, on_write: Callable[[], None]) -> None:
+        self.disk, self.regions, self.codec = disk, regions, codec
+        self.metrics, self.events = metrics, events
+        self.on_write = on_write  # a block landed on disk (the prefetch scan may look again)
+        self.costs: Any = None  # the block manager's DiskCosts: every timed write is counted
+        self.clock: CostClock = MeasuredClock()  # the block manager's (declared costs in tests)
+        #: blocks not cached are logged once per cause per stage (the manager starts stages)
+        self.warnings = StageWarnings(_log)
+
+    def not_stored(self, bid: BlockId, reason: str, warn: bool = True, **fields: Any) -> None:
+        self.metrics.add(blocks_not_stored=1)
+        self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id, reason=reason, **fields)
+        if warn:  # the cause: the reason without its block's particulars
+            self.warnings.warn("block not cached: " + reason.split(":")[0], f"block {bid} not cached: {reason}")
+
+    def write_disk(self, bid: BlockId, frames: list, size: int, ser_name: str, strict: bool = False) -> bool:
+        """The block's frames to the top tier (full tiers push their LRU blocks down)."""
+        try:
+            entry = self.disk.put(bid, frames, size, ser_name)
+        except OSError as exc:
+            if strict:
+                raise
+            self.not_stored(bid, f"cannot write block to disk: {exc}")
+            return False
+        self.metrics.add(disk_bytes_written=entry.size)
+        self.on_write()
+        return True
+
+    def write_mapped(self, bid: BlockId, value: Any, info: DatasetInfo) -> bool:
+        """The block, once, in the zero-copy mapped layout."""
+        if self.regions is None:
+            raise BlockStoreError(f"dataset {info.label()}: level {info.level.name} needs a region store")
+        t0 = time.perf_counter()
+        try:
+            entry = self.regions.put(bid, value)
+        except SerializationError as exc:
+            if not info.level.use_memory:
+                raise BlockStoreError(self.codec.failure(bid, info, exc)) from exc
+            self.not_stored(bid, self.codec.failure(bid, info, exc), warn=False)
+            return False
+        except OSError as exc:  # DiskFull or an unwritable directory
+            self.not_stored(bid, f"cannot write block to its region: {exc}")
+            return False
+        seconds = time.perf_counter() - t0
+        self.metrics.add(disk_bytes_written=entry.length, serialize_s=seconds)
+        if self.costs is not None:
+            self.costs.observe("mapped", "write", entry.length, self.clock.io("mapped", "write", entry.length, seconds))
+        return True
+
+    def write_entry(self, bid: BlockId, entry: MemoryEntry, info: DatasetInfo, strict: bool = False) -> str:
+        """A memory block's disk copy at its level, unless it has one (Spark's
+        dropFromMemory): ``disk`` (written, or there already) or ``discarded`` (its level
+        has no disk, or the write failed and was reported). A serialized entry is written
+        as it is, without serializing again."""
+        if info.level.mmap:
+            ok = (self.regions is not None and bid in self.regions) or self.write_mapped(bid, entry.value, info)
+            return "disk" if ok else "discarded"
+        if not info.level.use_disk:
+            return "discarded"
+        if bid in self.disk:
+            return "disk"
+        t0 = time.perf_counter()
+        try:
+            if entry.deserialized:
+                frames, size, ser = self.codec.encode(entry.value, info, bid)
+                ser_name = ser.name
+            else:
+                frames, size, ser_name = [entry.data()], entry.size, entry.serializer
+        except SerializationError as exc:
+            if strict:
+                raise
+            self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id,
+                             reason=self.codec.failure(bid, info, exc))
+            return "discarded"
+        if not self.write_disk(bid, frames, size, ser_name, strict=strict):
+            return "discarded"
+        if self.costs is not None and entry.deserialized:  # serializing included: what a spill costs
+            self.costs.observe("serialized", "write", size,
+                               self.clock.io("serialized", "write", size, time.perf_counter() - t0))
+        return "disk"

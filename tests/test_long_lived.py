@@ -33,7 +33,9 @@ PARTITIONS = 4
 # batched on purpose, so not equal at every sample: finished stages an executor keeps until
 # the driver's next stage message tells it to drop them (``processes._FORGET_BATCH``)
 BATCHED = {"handles_to_forget": lambda n_exec: n_exec * _FORGET_BATCH,
-           "stages": lambda n_exec: _FORGET_BATCH + 4}
+           "stages": lambda n_exec: _FORGET_BATCH + 4,
+           # calls in flight when sampled (clean-ups sent without waiting): a few, not none, on a busy machine
+           "handles_replies": lambda n_exec: n_exec * 4}
 
 
 def _iteration(ctx: Context, i: int):

@@ -528,7 +528,7 @@ class Context:
 
     def add_file(self, path: str | os.PathLike, recursive: bool = False) -> None:
         """Ships a file (or, with ``recursive=True``, a directory) to every executor: tasks
-        open ``strataflow.shipping.files.get(basename)``. Copied now (later changes to the original
+        open ``strataflow.files.get(basename)``. Copied now (later changes to the original
         are not seen); the same path again is ignored (``files.py``).
 
         >>> from strataflow import files
@@ -542,7 +542,7 @@ class Context:
 
     def add_archive(self, path: str | os.PathLike) -> None:
         """Ships an archive (zip, jar, tar, tar.gz/tgz, tar.bz2, tar.xz), unpacked: tasks
-        find its directory at ``strataflow.shipping.files.get(basename)`` (or ``path#alias``: the
+        find its directory at ``strataflow.files.get(basename)`` (or ``path#alias``: the
         alias).
 
         >>> import os, shutil
@@ -861,9 +861,9 @@ class Context:
         >>> ctx.pickle_file(tmp_dir + "/objs").collect()
         [(1, {'a'}), (2, None)]
         """
-        from strataflow.dataset.pickle_files import open_pickle_file
+        from strataflow.io.pickle_files import PickleFileSource
 
-        return open_pickle_file(self, path, recursive)
+        return Dataset(self, PickleFileSource(path, recursive), "pickle_file")
 
     def set_checkpoint_dir(self, path: str | os.PathLike) -> None:
         """Where ``Dataset.checkpoint()`` writes: a directory of this application's own

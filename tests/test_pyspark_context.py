@@ -52,7 +52,7 @@ def test_spark_context_from_arguments():
 
 
 def test_spark_context_from_conf_only():
-    c = conf().setMaster("local[3]").setAppName("from-conf").set("strataflow.storage.memory.unified", "64MB")
+    c = conf().setMaster("local[3]").setAppName("from-conf").set("strataflow.memory", "64MB")
     with SparkContext(conf=c) as sc:
         assert sc.defaultParallelism == 3 and sc.appName == "from-conf"
         assert sc.ctx.config.memory == 64 * 1024 * 1024

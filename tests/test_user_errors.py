@@ -119,7 +119,7 @@ def test_spark_task_max_failures_through_sparkconf(tmp_path):
     from strataflow.pyspark import SparkConf, SparkContext
 
     calls = Calls(tmp_path / "calls")
-    conf = (SparkConf().set("spark.task.maxFailures", "2").set("strataflow.storage.memory.unified", "64MB")
+    conf = (SparkConf().set("spark.task.maxFailures", "2").set("strataflow.memory", "64MB")
             .set("strataflow.progress", "false").set("strataflow.local_dirs", str(tmp_path)))
     with SparkContext("local[2]", "errors", conf=conf) as sc:
         assert sc.ctx.config.task_max_failures == 2

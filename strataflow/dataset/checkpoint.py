@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from strataflow.io.sources import InputError
 from strataflow.lineage import SourceNode
-from strataflow.dataset.pickle_files import write_atomically
+from strataflow.io.output_files import write_atomically
 from strataflow.common.private_file import make_private_dirs
 
 if TYPE_CHECKING:

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
-from contextlib import contextmanager
-from typing import Any, BinaryIO, Iterator
+from typing import Any
 
 from strataflow.config import ConfigError
-from strataflow.io.output_files import open_output
+from strataflow.io.output_files import atomic_file
 from strataflow.io.paths import FileRef, Match, OutputDir, listing, matches
 
 __all__ = ["MANIFEST", "SUCCESS", "new_output_dir", "part_name", "atomic_file", "write_manifest", "read_manifest",
@@ -41,23 +39,6 @@ def new_output_dir(path: str | os.PathLike, op: str) -> OutputDir:
 
 def part_name(index: int, ext: str = "") -> str:
     return f"part-{index:05d}{ext}"
-
-
-@contextmanager
-def atomic_file(path: str, mode: str = "wb") -> Iterator[BinaryIO]:
-    """A file object whose contents appear at ``path`` only when the block ends without
-    error (a hidden temporary name, unique per attempt, then a rename); the file is at
-    most 0644, whatever the umask (``output_files.py``)."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    try:
-        fd = open_output(tmp, os.O_WRONLY | os.O_EXCL)
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def write_manifest(out: OutputDir, fmt: str, parts: list[dict], **shared: Any) -> dict:

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
+from contextlib import contextmanager
+from typing import IO, BinaryIO, Callable, Iterator
 
-from strataflow.common.private_file import make_dirs
+from strataflow.common.private_file import atomic_write, make_dirs
 
-__all__ = ["current_umask", "output_file_mode", "output_dir_mode", "make_output_dirs", "open_output",
+__all__ = ["atomic_file", "write_atomically", "current_umask", "output_file_mode", "output_dir_mode", "make_output_dirs", "open_output",
            "touch_output"]
 
 _FLOOR = 0o022  # at least Hadoop's default fs.permissions.umask-mode
@@ -72,3 +75,32 @@ def open_output(path: str, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
 def touch_output(path: str) -> None:
     """An empty file (``_SUCCESS``) at ``output_file_mode()``."""
     os.close(open_output(path))
+
+
+@contextmanager
+def atomic_file(path: str, mode: str = "wb") -> Iterator[BinaryIO]:
+    """A file object whose contents appear at ``path`` only when the block ends without
+    error (a hidden temporary name, unique per attempt, then a rename); the file is at
+    most 0644, whatever the umask (``output_files.py``)."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        fd = open_output(tmp, os.O_WRONLY | os.O_EXCL)
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_atomically(path: str, write: Callable[[IO[bytes]], None], private: bool = False) -> None:
+    """``write(file)`` to a temporary file beside ``path``, then renamed to ``path``: a
+    user's output (at most 0644, ``io/output_files.py``), or with ``private`` one of the
+    engine's own (0600: a checkpoint, which the engine unpickles)."""
+    if private:
+        with atomic_write(path) as f:
+            write(f)
+        return
+    with atomic_file(path) as f:
+        write(f)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterator, Sequence, Union
 
 from strataflow.common.checks import ConfigError
-from strataflow.io.output_files import make_output_dirs, touch_output
+from strataflow.io.output_files import atomic_file, make_output_dirs, touch_output
 
 __all__ = ["PathSpec", "FileRef", "PathNotFoundError", "NoMatchError", "split_paths", "expand_braces", "is_glob",
            "Match", "matches", "resolve_files", "list_directory", "listing", "OutputDir", "hidden"]
@@ -406,8 +406,6 @@ class OutputDir:
         """A file object whose contents appear as ``name`` only when the block ends
         without error."""
         if self.fs is None:
-            from strataflow.io.manifest import atomic_file
-
             with atomic_file(self.join(name), mode) as fh:
                 yield fh
             return

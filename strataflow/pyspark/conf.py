@@ -3,7 +3,7 @@
 Spark's keys are kept as given (``getAll``, ``toDebugString`` show them); those strataflow
 has a meaning for are turned into :class:`~strataflow.Context` arguments by
 :func:`context_options`, and any Context argument can be set as ``strataflow.<name>``
-(``SparkConf().set("strataflow.storage.memory.unified", "4GB").set("strataflow.backend", "threads")``).
+(``SparkConf().set("strataflow.memory", "4GB").set("strataflow.backend", "threads")``).
 """
 
 from __future__ import annotations

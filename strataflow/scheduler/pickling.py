@@ -175,7 +175,7 @@ def pickle_stage(work: Any) -> bytes:
         where = " -> ".join(p for p in path if not p.startswith("function ")) or "?"
         fn = funcs[-1][len("function "):] if funcs else "the stage's lineage"
         advice = ("Open the file inside the function (on the executor), or ship it with ctx.add_file(path) "
-                  "and open strataflow.shipping.files.get(name) there, or send its content with ctx.broadcast"
+                  "and open strataflow.files.get(name) there, or send its content with ctx.broadcast"
                   if isinstance(err, OpenFileInClosure) else
                   "Create it inside the function, or use backend='threads'")
         raise UnpicklableTaskError(

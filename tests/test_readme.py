@@ -32,4 +32,5 @@ def test_the_first_example_prints_what_the_readme_says(tmp_path):
     assert done.stdout == expected
 
 
-# Every Python block runs from an empty directory: tests/test_readme_examples.py
+# Every Python block of the README and docs/ runs from an empty directory: tests/test_readme_examples.py;
+# its length, its links and its command lines: tests/test_docs.py

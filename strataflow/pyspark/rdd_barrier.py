@@ -24,7 +24,7 @@ class RDDBarrier(Generic[T]):
     """``rdd.barrier()``: ``mapPartitions`` of a barrier stage. strataflow runs its tasks as
     ordinary tasks (no gang scheduling, no ``BarrierTaskContext.barrier()``)."""
 
-    def __init__(self, rdd: "RDD[T]") -> None:
+    def __init__(self, rdd: RDD[T]) -> None:
         self.rdd = rdd
 
     def __repr__(self) -> str:
@@ -33,7 +33,7 @@ class RDDBarrier(Generic[T]):
         return f"<pyspark.core.rdd.RDDBarrier object at {id(self):#x}>"
 
     def mapPartitions(self, f: Callable[[Iterator[T]], Iterable[U]],
-                      preservesPartitioning: bool = False) -> "RDD[U]":
+                      preservesPartitioning: bool = False) -> RDD[U]:
         """``f`` over each partition's iterator, as ``RDD.mapPartitions``; the tasks run as
         ordinary tasks, not launched together.
 
@@ -44,7 +44,7 @@ class RDDBarrier(Generic[T]):
         return self.rdd._wrap(native)
 
     def mapPartitionsWithIndex(self, f: Callable[[int, Iterator[T]], Iterable[U]],
-                               preservesPartitioning: bool = False) -> "RDD[U]":
+                               preservesPartitioning: bool = False) -> RDD[U]:
         """``f(index, iterator)`` over each partition, as ``RDD.mapPartitionsWithIndex``; the
         tasks run as ordinary tasks, not launched together.
 

@@ -11,6 +11,7 @@ import pytest
 
 from strataflow.bench.peers import pyspark_peer
 from strataflow.bench.peers.pyspark_peer import MiB, RESERVED, block_metrics, heap_plan, read_event_log
+from strataflow.bench.peers.spark_settings import level_flags
 
 
 @pytest.mark.parametrize("budget", [160_000_000, 1_000_000_000, 5_000_000, 1])
@@ -59,13 +60,13 @@ def test_heap_plan_refuses_a_budget_of_nothing():
 
 
 def test_levels_map_to_spark_flags():
-    assert pyspark_peer._level_flags("NONE") is None
-    assert pyspark_peer._level_flags("memory-and-disk-ser") == {
+    assert level_flags("NONE") is None
+    assert level_flags("memory-and-disk-ser") == {
         "use_disk": True, "use_memory": True, "off_heap": False, "deserialized": False}
-    assert pyspark_peer._level_flags("MEMORY_ONLY")["deserialized"] is True
-    assert pyspark_peer._level_flags("OFF_HEAP")["off_heap"] is True
+    assert level_flags("MEMORY_ONLY")["deserialized"] is True
+    assert level_flags("OFF_HEAP")["off_heap"] is True
     with pytest.raises(ValueError, match="level must be one of"):
-        pyspark_peer._level_flags("DISK_MMAP")
+        level_flags("DISK_MMAP")
 
 
 def test_event_log_read_back_and_replayed(tmp_path):

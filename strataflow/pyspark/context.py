@@ -7,25 +7,30 @@ fail with a clear error. Settings come from :class:`SparkConf` (see ``conf.py``:
 strataflow understands, and ``strataflow.<option>`` for any Context option). As in
 PySpark, one SparkContext may be active at a time; ``stop()`` (or leaving a ``with``
 block) ends it and its executors.
+
+This module holds the context's life cycle, facts, local properties and job groups,
+broadcasts and accumulators, and assembles the class from mixins: the sources that make
+RDDs (``context_sources``) and the shipped files (``context_files``); master URLs are
+parsed in ``master``.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-import re
 import sys
 import threading
 import time
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
+from typing import Any, ClassVar
 
 from strataflow.shipping.accumulators import Accumulator
-from strataflow.common.batch import iter_rows
 from strataflow.shipping.broadcast import Broadcast
 from strataflow.context import Context
-from strataflow.io.whole_files import whole_files
 from strataflow.pyspark.conf import SparkConf, context_options
-from strataflow.pyspark.rdd import RDD, UnsupportedOperation, unsupported
+from strataflow.pyspark.context_files import SparkContextFiles
+from strataflow.pyspark.context_sources import SparkContextSources
+from strataflow.pyspark.errors import UnsupportedOperation
+from strataflow.pyspark.master import parse_master
 from strataflow.pyspark.status import StatusListener, StatusTracker
 
 __all__ = ["SparkContext", "parse_master", "SPARK_API_VERSION"]
@@ -36,47 +41,8 @@ __all__ = ["SparkContext", "parse_master", "SPARK_API_VERSION"]
 #: for the API they meet. strataflow's own version is ``strataflow.__version__``.
 SPARK_API_VERSION = "4.0.0"
 
-_LOCAL = re.compile(r"^local(?:\[\s*(\*|\d+)\s*(?:,\s*(\d+)\s*)?\])?$")
 
-
-def parse_master(master: str | None) -> dict[str, Any]:
-    """Context arguments for a master URL."""
-    if master is None:
-        master = "local[*]"
-    m = _LOCAL.match(master.strip())
-    if m:
-        if m.group(1) == "*":
-            n = os.cpu_count() or 1
-        else:
-            n = int(m.group(1) or 1)  # plain "local": one thread
-        if n < 1:
-            raise ValueError(f"SparkContext: master {master!r} asks for {n} threads; at least 1 is needed")
-        out: dict[str, Any] = {"parallelism": n}
-        if m.group(2) is not None:
-            out["task_max_failures"] = int(m.group(2))  # Spark's maxFailures: see retries.py
-        return out
-    if master == "ray" or master.startswith("ray://"):
-        return {"backend": "ray", "address": None if master == "ray" else master}
-    raise ValueError(f"SparkContext: master {master!r} is not supported by strataflow; use local, local[N], "
-                     "local[*], local[N, maxFailures], ray or ray://host:port")
-
-
-_RECURSIVE_KEY = "spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive"
-
-
-def _local_path(path: str) -> str:
-    """A local path or ``file:`` URI; other schemes (hdfs, http...) are refused by name."""
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if path.startswith("file:"):
-        return path[len("file:"):]
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path):
-        raise UnsupportedOperation(f"{path!r}: only local files can be added in strataflow (no Hadoop "
-                                   "file systems or URLs)")
-    return path
-
-
-class SparkContext:
+class SparkContext(SparkContextSources, SparkContextFiles):
     """PySpark's SparkContext: ``SparkContext("local[4]", "app")`` or
     ``SparkContext(conf=SparkConf().setMaster("local[4]").setAppName("app"))``.
     ``sc.ctx`` is the strataflow Context it drives."""
@@ -334,193 +300,6 @@ class SparkContext:
         """
         return self.ctx.checkpoint_dir
 
-    # -- sources -------------------------------------------------------------------------------------
-    def _rdd(self, dataset: Any) -> RDD[Any]:
-        return RDD(dataset, self)
-
-    def parallelize(self, c: Iterable[Any], numSlices: int | None = None) -> RDD[Any]:
-        """An RDD of the given records in ``numSlices`` contiguous slices (``Context.parallelize``).
-
-        >>> sc.parallelize(range(5), 2).glom().collect()
-        [[0, 1], [2, 3, 4]]
-        """
-        return self._rdd(self.ctx.parallelize(c, numSlices))
-
-    def range(self, start: int, end: int | None = None, step: int = 1, numSlices: int | None = None) -> RDD[int]:
-        """Built as PySpark builds it: Python code that makes each slice's numbers from the
-        slice's index, over a collection of the indices (nothing held on the driver).
-
-        >>> sc.range(5).collect(), sc.range(2, 10, 3).collect()
-        ([0, 1, 2, 3, 4], [2, 5, 8])
-        """
-        if end is None:
-            start, end = 0, start
-        numbers = range(start, end, step)  # range's own errors: a zero step
-        n = self.defaultParallelism if numSlices is None else numSlices
-        if n < 1:
-            raise ValueError(f"range: numSlices must be >= 1, got {n}")
-        self.ctx._num(n)  # the bound (max_partitions) before the list of slice indices is made
-        return self._rdd(self.ctx.parallelize(list(range(n)), n).map_partitions_with_index(
-            lambda i, _, r=numbers, k=n: list(r[len(r) * i // k:len(r) * (i + 1) // k])))
-
-    def emptyRDD(self) -> RDD[Any]:
-        """An RDD with no partitions and no records.
-
-        >>> sc.emptyRDD().collect(), sc.emptyRDD().isEmpty()
-        ([], True)
-        """
-        return self._rdd(self.ctx.empty_dataset())
-
-    def union(self, rdds: Sequence[RDD[Any]]) -> RDD[Any]:
-        """The partitions of every RDD in ``rdds``, one after the other (no shuffle).
-
-        >>> sc.union([sc.parallelize([1]), sc.parallelize([2, 3])]).collect()
-        [1, 2, 3]
-        """
-        return self._rdd(self.ctx.union(*(r.dataset for r in rdds)))
-
-    def _recursive(self) -> bool:
-        """Hadoop's switch for reading directories' subdirectories, set as Spark sets it
-        (``spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive=true``)."""
-        return self._conf.get(_RECURSIVE_KEY, "false").strip().lower() == "true"
-
-    def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> RDD[str]:
-        r"""Lines of a file, of a directory's files, of a glob's matches, or of several
-        paths joined by commas; local (also ``file://``) or at any fsspec URL (``s3://``...).
-
-        >>> _ = open(tmp_dir + "/a.txt", "w").write("x\ny\n"); _ = open(tmp_dir + "/b.txt", "w").write("z\n")
-        >>> sc.textFile(tmp_dir + "/a.txt," + tmp_dir + "/b.txt").collect()
-        ['x', 'y', 'z']
-        """
-        n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        ds = self.ctx.text_file(name, n, recursive=self._recursive())
-        return self._rdd(ds if use_unicode else ds.map(lambda s: s.encode("utf-8")))
-
-    def wholeTextFiles(self, path: str, minPartitions: int | None = None,
-                       use_unicode: bool = True) -> RDD[tuple[str, str]]:
-        """``(path, content)`` of every file of a directory (``Context.whole_text_files``), a record
-        each.
-
-        >>> import os
-        >>> os.makedirs(tmp_dir + "/docs"); _ = open(tmp_dir + "/docs/a.txt", "w").write("hi")
-        >>> [(os.path.basename(p), text) for p, text in sc.wholeTextFiles(tmp_dir + "/docs").collect()]
-        [('a.txt', 'hi')]
-        """
-        n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        ds = self.ctx.whole_text_files(path, n, recursive=self._recursive())
-        return self._rdd(ds if use_unicode else ds.map_values(lambda s: s.encode("utf-8")))
-
-    def binaryFiles(self, path: str, minPartitions: int | None = None) -> RDD[tuple[str, bytes]]:
-        r"""``(path, bytes)`` of every file of a directory (or of one file), a record each.
-
-        >>> import os
-        >>> os.makedirs(tmp_dir + "/bin"); _ = open(tmp_dir + "/bin/a.dat", "wb").write(bytes([1, 2]))
-        >>> [(os.path.basename(p), data) for p, data in sc.binaryFiles(tmp_dir + "/bin").collect()]
-        [('a.dat', b'\x01\x02')]
-        """
-        n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        return self._rdd(whole_files(self.ctx, path, n, binary=True, recursive=self._recursive()))
-
-    def pickleFile(self, name: str, minPartitions: int | None = None) -> RDD[Any]:
-        """Records ``saveAsPickleFile`` wrote (a partition per part file; ``minPartitions``
-        is accepted and unused).
-
-        >>> sc.parallelize([{"a": 1}, [2]]).saveAsPickleFile(tmp_dir + "/p")
-        >>> sorted(sc.pickleFile(tmp_dir + "/p").collect(), key=str)
-        [[2], {'a': 1}]
-        """
-        return self._rdd(self.ctx.pickle_file(name, recursive=self._recursive()))
-
-    def runJob(self, rdd: RDD[Any], partitionFunc: Callable[[Iterator[Any]], Iterable[Any]],
-               partitions: Sequence[int] | None = None, allowLocal: bool = False) -> list[Any]:
-        """``partitionFunc`` over the records of each of ``partitions`` (default all), its
-        results flattened in partition order.
-
-        >>> rdd = sc.parallelize(range(6), 3)
-        >>> sc.runJob(rdd, lambda records: [sum(records)], partitions=[0, 2])
-        [1, 9]
-        """
-        parts = rdd.dataset._run(lambda v: list(partitionFunc(iter_rows(v))), partitions,
-                                 f"runJob {rdd.dataset.label}")
-        return [x for p in parts for x in p]
-
-    # -- not supported ---------------------------------------------------------------------------------
-    def sequenceFile(self, path: str, *args: Any, **kwargs: Any) -> RDD[Any]:
-        """Not supported (UnsupportedOperation): sequence files are a Hadoop format; use
-        ``pickleFile``.
-
-        >>> sc.sequenceFile("data.seq")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        strataflow.pyspark.rdd.UnsupportedOperation: sequenceFile is not supported in strataflow ...
-        """
-        raise unsupported("sequenceFile")
-
-    def hadoopFile(self, path: str, *args: Any, **kwargs: Any) -> RDD[Any]:
-        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
-        ``pickleFile``.
-
-        >>> sc.hadoopFile("data.seq")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        strataflow.pyspark.rdd.UnsupportedOperation: hadoopFile is not supported in strataflow ...
-        """
-        raise unsupported("hadoopFile")
-
-    def newAPIHadoopFile(self, path: str, *args: Any, **kwargs: Any) -> RDD[Any]:
-        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
-        ``pickleFile``.
-
-        >>> sc.newAPIHadoopFile("data.seq")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        strataflow.pyspark.rdd.UnsupportedOperation: newAPIHadoopFile is not supported in strataflow ...
-        """
-        raise unsupported("newAPIHadoopFile")
-
-    def hadoopRDD(self, *args: Any, **kwargs: Any) -> RDD[Any]:
-        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
-        ``pickleFile``.
-
-        >>> sc.hadoopRDD("org.apache.hadoop.mapred.TextInputFormat")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        strataflow.pyspark.rdd.UnsupportedOperation: hadoopRDD is not supported in strataflow ...
-        """
-        raise unsupported("hadoopRDD")
-
-    def newAPIHadoopRDD(self, *args: Any, **kwargs: Any) -> RDD[Any]:
-        """Not supported (UnsupportedOperation): Hadoop input formats need the JVM; use ``textFile`` or
-        ``pickleFile``.
-
-        >>> sc.newAPIHadoopRDD("org.apache.hadoop.mapreduce.lib.input.TextInputFormat")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        strataflow.pyspark.rdd.UnsupportedOperation: newAPIHadoopRDD is not supported in strataflow ...
-        """
-        raise unsupported("newAPIHadoopRDD")
-
-    def binaryRecords(self, path: str, recordLength: int) -> RDD[bytes]:
-        """Fixed-length records of ``recordLength`` bytes from each file (whose length must
-        be a multiple of it).
-
-        >>> _ = open(tmp_dir + "/recs.dat", "wb").write(b"aabbcc")
-        >>> sc.binaryRecords(tmp_dir + "/recs.dat", 2).collect()
-        [b'aa', b'bb', b'cc']
-        """
-        if recordLength < 1:
-            raise ValueError(f"binaryRecords: recordLength must be >= 1, got {recordLength}")
-
-        def records(kv: tuple) -> list:
-            name, data = kv
-            if len(data) % recordLength:
-                raise ValueError(f"binaryRecords: {name!r} holds {len(data)} bytes, not a multiple of "
-                                 f"recordLength={recordLength}")
-            return [data[i:i + recordLength] for i in range(0, len(data), recordLength)]
-
-        return self._rdd(whole_files(self.ctx, path, self.defaultParallelism, binary=True,
-                                     recursive=self._recursive()).flat_map(records))
-
     def cancelJobGroup(self, groupId: str) -> None:
         """Not supported (UnsupportedOperation): jobs cannot be cancelled from another thread;
         ``stop()`` ends them all.
@@ -528,7 +307,7 @@ class SparkContext:
         >>> sc.cancelJobGroup("nightly")
         Traceback (most recent call last):
         ...
-        strataflow.pyspark.rdd.UnsupportedOperation: cancelJobGroup is not supported in strataflow ...
+        strataflow.pyspark.errors.UnsupportedOperation: cancelJobGroup is not supported in strataflow ...
         """
         raise UnsupportedOperation("cancelJobGroup is not supported in strataflow (jobs cannot be cancelled "
                                    "from another thread; stop() ends them all)")
@@ -540,69 +319,11 @@ class SparkContext:
         >>> sc.cancelAllJobs()
         Traceback (most recent call last):
         ...
-        strataflow.pyspark.rdd.UnsupportedOperation: cancelAllJobs is not supported in strataflow; stop() ends every job
+        strataflow.pyspark.errors.UnsupportedOperation: cancelAllJobs is not supported in strataflow; stop() ends every job
         """
         raise UnsupportedOperation("cancelAllJobs is not supported in strataflow; stop() ends every job")
 
-    def addFile(self, path: str, recursive: bool = False) -> None:
-        """Ships a file (a directory with ``recursive=True``) to every executor; tasks open
-        ``SparkFiles.get(basename)``. A path added twice is ignored.
-
-        >>> from strataflow.pyspark import SparkFiles
-        >>> _ = open(tmp_dir + "/stop.txt", "w").write("a the")
-        >>> sc.addFile(tmp_dir + "/stop.txt")
-        >>> sc.parallelize([0], 1).map(lambda _: open(SparkFiles.get("stop.txt")).read()).collect()
-        ['a the']
-        """
-        self.ctx.add_file(_local_path(path), recursive)
-
-    def addArchive(self, path: str) -> None:
-        """Ships an archive (zip, jar, tar, tar.gz, tgz...) unpacked; ``SparkFiles.get(name)``
-        is its directory (``path#alias`` names it ``alias``).
-
-        >>> import os, shutil
-        >>> from strataflow.pyspark import SparkFiles
-        >>> os.makedirs(tmp_dir + "/conf"); _ = open(tmp_dir + "/conf/k.txt", "w").write("v")
-        >>> sc.addArchive(shutil.make_archive(tmp_dir + "/conf", "zip", tmp_dir + "/conf"))
-        >>> sc.parallelize([0], 1).map(lambda _: open(SparkFiles.get("conf.zip") + "/k.txt").read()).collect()
-        ['v']
-        """
-        self.ctx.add_archive(_local_path(path))
-
-    @property
-    def listFiles(self) -> list[str]:
-        """The URIs of the files and directories added with ``addFile``.
-
-        >>> _ = open(tmp_dir + "/listed.txt", "w").write("x")
-        >>> sc.addFile(tmp_dir + "/listed.txt")
-        >>> any(uri.endswith("/listed.txt") for uri in sc.listFiles)
-        True
-        """
-        return self.ctx.list_files
-
-    @property
-    def listArchives(self) -> list[str]:
-        """The URIs of the archives added with ``addArchive``.
-
-        >>> import shutil
-        >>> sc.addArchive(shutil.make_archive(tmp_dir + "/listed", "zip", tmp_dir))
-        >>> any(uri.endswith("/listed.zip") for uri in sc.listArchives)
-        True
-        """
-        return self.ctx.list_archives
-
-    def addPyFile(self, path: str) -> None:
-        """Not supported (UnsupportedOperation): executors import from the driver's environment, so
-        install the module there instead.
-
-        >>> sc.addPyFile("lib.zip")
-        Traceback (most recent call last):
-        ...
-        strataflow.pyspark.rdd.UnsupportedOperation: addPyFile is not supported in strataflow: ...
-        """
-        raise UnsupportedOperation("addPyFile is not supported in strataflow: executors import from the "
-                                   "driver's environment")
-
+    # -- shared variables -----------------------------------------------------------------------------
     def broadcast(self, value: Any) -> "Broadcast":
         """A read-only value shipped once to each executor (``strataflow.shipping.broadcast``).
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from strataflow.pyspark.conf import SparkConf
 from strataflow.pyspark.context import SparkContext
-from strataflow.pyspark.rdd import UnsupportedOperation
+from strataflow.pyspark.errors import UnsupportedOperation
 
 __all__ = ["SparkSession", "RuntimeConfig"]
 
@@ -170,7 +170,7 @@ class SparkSession:
             >>> SparkSession.builder.enableHiveSupport()
             Traceback (most recent call last):
             ...
-            strataflow.pyspark.rdd.UnsupportedOperation: enableHiveSupport is not supported in strataflow: ...
+            strataflow.pyspark.errors.UnsupportedOperation: enableHiveSupport is not supported in strataflow: ...
             """
             raise UnsupportedOperation("enableHiveSupport is not supported in strataflow: Hive tables belong to "
                                        "the SQL API, which strataflow does not have (only RDDs)")
@@ -181,7 +181,7 @@ class SparkSession:
             >>> SparkSession.builder.remote("sc://localhost")
             Traceback (most recent call last):
             ...
-            strataflow.pyspark.rdd.UnsupportedOperation: remote('sc://localhost'): Spark Connect is not supported ...
+            strataflow.pyspark.errors.UnsupportedOperation: remote('sc://localhost'): Spark Connect is not supported ...
             """
             raise UnsupportedOperation(f"remote({url!r}): Spark Connect is not supported in strataflow; give a "
                                        "master (local[N], ray or ray://host:port) instead")

@@ -26,7 +26,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from strataflow.config import ConfigError, parse_size
-from strataflow.storage.policies import DEFAULT_POLICY
 
 __all__ = ["main"]
 
@@ -115,8 +114,7 @@ def _check_run_options(args: argparse.Namespace):
 
     level = StorageLevel.parse(args.level)
     get_serializer(args.serializer)
-    Config.build(memory="1GB" if args.memory == "auto" else args.memory, parallelism=args.parallelism,
-                 policy=args.policy, event_log=args.event_log, **_context_options(args))
+    Config.build(memory="1GB" if args.memory == "auto" else args.memory, **_context_options(args))
     module = workload_module(args.workload)
     accepted = inspect.signature(module.gen).parameters
     unknown = [k for k in _params(args.set) if k not in accepted]
@@ -180,25 +178,37 @@ def parse_tier(text: str) -> dict:
 
 
 def _context_options(args: argparse.Namespace) -> dict:
+    """The Context options ``run``'s flags set: every option the table
+    (``config/options.py``) gives a flag, when the flag was given (``--mmap-memory``
+    defaults to auto under ``--level AUTO``)."""
+    from strataflow.config.options import OPTIONS
+
     opts: dict = {}
-    if getattr(args, "tier", None):
-        opts["tiers"] = args.tier
-    if getattr(args, "async_eviction", False):
-        opts["async_eviction"] = True
-    mmap_memory = getattr(args, "mmap_memory", None)
-    if mmap_memory is None and str(getattr(args, "level", "")).upper() == "AUTO":
-        mmap_memory = "auto"  # AUTO divides the memory too
-    if mmap_memory is not None:
-        opts["mmap_memory"] = mmap_memory
-    if getattr(args, "live", False):
-        opts["live"] = True
-    if getattr(args, "backend", None):
-        opts["backend"] = args.backend
-    if getattr(args, "executors", None):
-        opts["executors"] = args.executors
-    if getattr(args, "address", None):
-        opts["address"] = args.address
+    for opt in OPTIONS:
+        if opt.flag is not None:
+            value = getattr(args, opt.flag.dest(opt.name), None)
+            if value is not None and value is not False:
+                opts[opt.name] = value
+    if "mmap_memory" not in opts and str(getattr(args, "level", "")).upper() == "AUTO":
+        opts["mmap_memory"] = "auto"  # AUTO divides the memory too
     return opts
+
+
+def _add_option_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag for each Context option the table marks (``config/options.py``), but those the
+    table says this module declares itself (``--backend``, ``--tier``)."""
+    from strataflow.config.options import OPTIONS
+
+    value_types: dict[str, Any] = {"text": None, "count": _positive(int)}
+    for opt in OPTIONS:
+        flag = opt.flag
+        if flag is None or flag.in_cli:
+            continue
+        if flag.value == "switch":
+            parser.add_argument(flag.option_string(opt.name), action="store_true", help=flag.help)
+        else:
+            parser.add_argument(flag.option_string(opt.name), type=value_types[flag.value], default=None,
+                                metavar=flag.metavar, help=flag.help)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -207,15 +217,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from strataflow.workloads.runner import run_workload
 
     level = _check_run_options(args)
+    options = _context_options(args)
+    named = inspect.signature(run_workload).parameters  # policy, parallelism, event_log: the runner's own
     data = _data_dir(args)
     manifest = read_manifest(data)
     memory = args.memory
     if memory == "auto":
         memory = max(MB, int((manifest.get("bytes") or MB) / args.pressure))
-    report = run_workload(args.workload, data, api=args.api, level=level.name, policy=args.policy, memory=memory,
-                          parallelism=args.parallelism, serializer=args.serializer, iterations=args.iterations,
-                          seed=args.seed, event_log=args.event_log, progress=False if args.quiet else None,
-                          check=not args.no_check, json_out=args.json, context_options=_context_options(args),
+    report = run_workload(args.workload, data, api=args.api, level=level.name, memory=memory,
+                          serializer=args.serializer, iterations=args.iterations,
+                          seed=args.seed, progress=False if args.quiet else None,
+                          check=not args.no_check, json_out=args.json,
+                          context_options={k: v for k, v in options.items() if k not in named},
+                          **{k: v for k, v in options.items() if k in named},
                           announce_check=None if args.quiet else (lambda what: console.status(what)),
                           **({"num_partitions": args.partitions} if args.partitions else {}))
     out = Console()
@@ -379,34 +393,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="batches: numpy/Arrow partitions; records: one Python object a record")
     r.add_argument("--level", default="MEMORY_AND_DISK",
                    help="storage level of the persisted datasets (a Spark level, a mapped level or AUTO)")
-    r.add_argument("--policy", default=None, help=f"cache policy (default: the best measured one, {DEFAULT_POLICY})")
     r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd (default: auto, by the data's kind)")
     r.add_argument("--memory", type=_size, default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
     r.add_argument("--pressure", type=_positive(float), default=4.0, help="with --memory auto: data size / memory budget")
     r.add_argument("--iterations", type=_positive(int), default=None, help="iterations (default: the workload's)")
-    r.add_argument("--parallelism", type=_positive(int), default=None, help="task slots (default: the cores)")
     r.add_argument("--backend", choices=["threads", "processes", "ray"], default=None,
                    help="where tasks run (default: processes when parallelism > 1; ray: Ray actors, pip install strataflow[ray])")
-    r.add_argument("--executors", type=_positive(int), default=None, help="executor processes (default: parallelism)")
-    r.add_argument("--address", default=None,
-                   help="with --backend ray: the Ray cluster, 'auto' or ray://HOST:PORT (default: start a local one)")
     r.add_argument("--partitions", type=_positive(int), default=None,
                    help="partitions of the input (default: the workload's, 4 x parallelism for K-means)")
-    r.add_argument("--event-log", default=None, help="write the run's JSON-lines event log here (for report, simulate)")
     r.add_argument("--json", default=None, help="write the run's report as JSON here")
     r.add_argument("--no-check", action="store_true",
                    help="skip checking the result against an independent run (it re-reads the whole input)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
-    r.add_argument("--live", action="store_true",
-                   help="a live view while the job runs: stages and tasks per executor, the cache per tier, hits")
     r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="NAME:DIRS[:CAPACITY[:BW]]",
                    help="a storage tier below memory, fastest first (repeat for more), e.g. shm:/dev/shm/sf:1GB")
-    r.add_argument("--async-eviction", action="store_true",
-                   help="evict to disk from a background writer (watermarks 0.85/0.95)")
-    r.add_argument("--mmap-memory", default=None, metavar="SIZE|auto",
-                   help="page cache the mapped levels' blocks may hold; auto (the default with --level AUTO): "
-                        "the memory split moves the budget between heap and mapped pages as the job runs")
+    _add_option_flags(r)  # the Context's options that have a flag (config/options.py)
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure; or auto "

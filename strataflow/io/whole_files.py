@@ -3,23 +3,23 @@ layer's ``binaryFiles``): one ``(path, content)`` record per file, for inputs wh
 are units (documents, JSON objects, images) rather than lines. Partitions are contiguous
 runs of the files, at most ``min_partitions`` of them. Paths are any ``io/paths.py``
 takes (globs, lists, directories, URLs); a record's path is the local path or the full
-URL (``s3://bucket/key``)."""
+URL (``s3://bucket/key``).
+
+Only the source node lives here: the Context wraps it in a Dataset (``context/readers.py``),
+so this floor does not import the datasets above it."""
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from strataflow.io.paths import resolve_files, split_paths
 from strataflow.io.sources import InputError, slice_bounds
 from strataflow.lineage import SourceNode
 
 if TYPE_CHECKING:
-    from strataflow.context import Context
-    from strataflow.dataset import Dataset
     from strataflow.executor.task import TaskContext
 
-__all__ = ["WholeFilesSource", "whole_files"]
+__all__ = ["WholeFilesSource"]
 
 
 class WholeFilesSource(SourceNode):
@@ -46,12 +46,3 @@ class WholeFilesSource(SourceNode):
     def describe(self) -> str:
         return self.path
 
-
-def whole_files(ctx: "Context", path: "str | os.PathLike | Sequence[str | os.PathLike]",
-                min_partitions: int | None, binary: bool = False, encoding: str = "utf-8",
-                recursive: bool = False) -> "Dataset":
-    from strataflow.dataset import Dataset
-
-    n = ctx._num(min_partitions)
-    return Dataset(ctx, WholeFilesSource(path, n, binary, encoding, recursive),
-                   "binary_files" if binary else "whole_text_files")

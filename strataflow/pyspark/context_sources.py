@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from strataflow.common.batch import iter_rows
-from strataflow.io.whole_files import whole_files
 from strataflow.pyspark.errors import unsupported
 from strataflow.pyspark.rdd import RDD
 
@@ -121,7 +120,7 @@ class SparkContextSources:
         [('a.dat', b'\x01\x02')]
         """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        return self._rdd(whole_files(self.ctx, path, n, binary=True, recursive=self._recursive()))
+        return self._rdd(self.ctx.binary_files(path, n, recursive=self._recursive()))
 
     def pickleFile(self, name: str, minPartitions: int | None = None) -> RDD[Any]:
         """Records ``saveAsPickleFile`` wrote (a partition per part file; ``minPartitions``
@@ -220,5 +219,5 @@ class SparkContextSources:
                                  f"recordLength={recordLength}")
             return [data[i:i + recordLength] for i in range(0, len(data), recordLength)]
 
-        return self._rdd(whole_files(self.ctx, path, self.defaultParallelism, binary=True,
-                                     recursive=self._recursive()).flat_map(records))
+        return self._rdd(self.ctx.binary_files(path, self.defaultParallelism,
+                                               recursive=self._recursive()).flat_map(records))

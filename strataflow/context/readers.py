@@ -1,0 +1,137 @@
+"""Datasets read from files: lines (``text_file``), delimited text (``csv_file``), Parquet,
+``.npy``, whole files (``whole_text_files``, ``binary_files``) and ``pickle_file``; paths are
+anything ``io/paths.py`` takes (globs, lists, directories, URLs).
+
+Why a mixin of its own: each reader only builds a source node of ``strataflow.io`` and
+wraps it in a Dataset, so the list of input formats reads in one place, apart from the
+driver's wiring (:mod:`strataflow.context.core`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from strataflow.dataset import Dataset
+from strataflow.io.delimited import CsvSource, CsvTypesSource, widen_types
+from strataflow.io.npy import NpySource
+from strataflow.io.parquet import ParquetSource
+from strataflow.io.paths import PathSpec
+from strataflow.io.text import TextSource
+from strataflow.io.whole_files import WholeFilesSource
+
+__all__ = ["FileReaders"]
+
+
+class FileReaders:
+    """``Context``'s readers of files (needs ``_num``, from :class:`.sources.DataSources`)."""
+
+    if TYPE_CHECKING:
+        def _num(self, n: int | None) -> int: ...  # DataSources's
+
+    def text_file(self, path: PathSpec, min_partitions: int | None = None, recursive: bool = False) -> Dataset:
+        r"""Lines (UTF-8) of the files ``path`` names: a file, a directory's visible files
+        (its whole tree's with ``recursive``), a glob (``logs/part-*.txt``, ``?``,
+        ``[a-c]``, ``{a,b}``), several of these joined by commas or in a list, on the local
+        disk (also as ``file://``) or at any fsspec URL (``s3://``, ``gs://``,
+        ``memory://``...; see ``io/paths.py``).
+
+        >>> _ = open(tmp_dir + "/poem.txt", "w").write("to be\nor not\n")
+        >>> ctx.text_file(tmp_dir + "/poem.txt").collect()
+        ['to be', 'or not']
+        """
+        n = self._num(min_partitions)
+        return Dataset(self, TextSource(path, n, recursive=recursive), "text_file")
+
+    def csv_file(self, path: str | os.PathLike, min_partitions: int | None = None, delimiter: str = ",",
+                 column_names: list[str] | None = None, column_types: dict | None = None,
+                 header: bool = False, infer_schema: bool = True, recursive: bool = False) -> Dataset:
+        r"""Delimited text as pyarrow Table partitions that all have ONE schema (same
+        line-aligned byte ranges as ``text_file``; see ``io/delimited.py``).
+
+        ``header``: the first line of each file names the columns and is not data.
+        ``column_names`` names them instead (else ``f0``, ``f1``...); ``column_types`` maps
+        names to pyarrow types. The other columns' types are inferred from the whole
+        input when ``infer_schema`` (one pass over the data now, as Spark's
+        ``inferSchema``; mixed ints and floats give double, other mixes string), or are
+        strings. Naming every column's type skips the pass. ``path`` and ``recursive``: as
+        ``text_file``'s.
+
+        >>> _ = open(tmp_dir + "/people.csv", "w").write("name,age\nada,36\nalan,41\n")
+        >>> people = ctx.csv_file(tmp_dir + "/people.csv", header=True)
+        >>> people.collect(), people.to_arrow().schema.field("age").type
+        ([('ada', 36), ('alan', 41)], DataType(int64))
+        """
+        n = self._num(min_partitions)
+        source = CsvSource(path, n, delimiter, column_names, column_types, header, recursive)
+        if source.untyped and infer_schema:
+            found = Dataset(self, CsvTypesSource(source), "csv_file infer_schema").collect()
+            source.set_types(widen_types(found))
+        source.set_types({name: pa.string() for name in source.untyped})
+        return Dataset(self, source, "csv_file")
+
+    def parquet_file(self, path: PathSpec, num_partitions: int | None = None,
+                     columns: list[str] | None = None, recursive: bool = False) -> Dataset:
+        """A Parquet file, or a directory of them (``save_as_parquet``'s, read through its
+        manifest), as pyarrow Table partitions of whole row groups, all of one schema.
+        ``path`` and ``recursive``: as ``text_file``'s.
+
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> pq.write_table(pa.table({"x": [1, 2], "y": ["a", "b"]}), tmp_dir + "/t.parquet")
+        >>> ctx.parquet_file(tmp_dir + "/t.parquet", columns=["y"]).collect()
+        [('a',), ('b',)]
+        """
+        return Dataset(self, ParquetSource(path, self._num(num_partitions), columns, recursive), "parquet_file")
+
+    def npy_file(self, path: PathSpec, num_partitions: int | None = None, recursive: bool = False) -> Dataset:
+        """Row ranges of a memory-mapped ``.npy`` file (read-only views), or of the parts
+        of a directory (``save_as_npy``'s, read through its manifest) as one array; a
+        remote file's rows are read as byte ranges. ``path`` and ``recursive``: as
+        ``text_file``'s.
+
+        >>> import numpy as np
+        >>> np.save(tmp_dir + "/points.npy", np.arange(6.0).reshape(3, 2))
+        >>> ctx.npy_file(tmp_dir + "/points.npy", 2).map(lambda row: float(row.sum())).collect()
+        [1.0, 5.0, 9.0]
+        """
+        return Dataset(self, NpySource(path, self._num(num_partitions), recursive), "npy_file")
+
+
+    def whole_text_files(self, path: PathSpec, min_partitions: int | None = None,
+                         encoding: str = "utf-8", recursive: bool = False) -> Dataset:
+        """``(path, content)`` of every file ``path`` names (as ``text_file``'s: a
+        directory, a glob, a list, a URL), a record each.
+
+        >>> import os
+        >>> os.makedirs(tmp_dir + "/docs"); _ = open(tmp_dir + "/docs/a.txt", "w").write("hello")
+        >>> [(os.path.basename(p), text) for p, text in ctx.whole_text_files(tmp_dir + "/docs").collect()]
+        [('a.txt', 'hello')]
+        """
+        source = WholeFilesSource(path, self._num(min_partitions), encoding=encoding, recursive=recursive)
+        return Dataset(self, source, "whole_text_files")
+
+    def binary_files(self, path: PathSpec, min_partitions: int | None = None, recursive: bool = False) -> Dataset:
+        """``(path, bytes)`` of every file ``path`` names (as ``text_file``'s), a record each.
+
+        >>> import os
+        >>> os.makedirs(tmp_dir + "/blobs"); _ = open(tmp_dir + "/blobs/b.bin", "wb").write(b"ab")
+        >>> [(os.path.basename(p), data) for p, data in ctx.binary_files(tmp_dir + "/blobs").collect()]
+        [('b.bin', b'ab')]
+        """
+        source = WholeFilesSource(path, self._num(min_partitions), binary=True, recursive=recursive)
+        return Dataset(self, source, "binary_files")
+
+    def pickle_file(self, path: PathSpec, recursive: bool = False) -> Dataset:
+        """The records ``Dataset.save_as_pickle_file`` wrote (to one directory or to each of
+        a list; any path ``text_file`` takes), a partition per part file.
+
+        >>> ctx.parallelize([(1, {"a"}), (2, None)]).save_as_pickle_file(tmp_dir + "/objs")
+        >>> ctx.pickle_file(tmp_dir + "/objs").collect()
+        [(1, {'a'}), (2, None)]
+        """
+        from strataflow.io.pickle_files import PickleFileSource
+
+        return Dataset(self, PickleFileSource(path, recursive), "pickle_file")
+

@@ -269,8 +269,8 @@ def parameters(kind: inspect._ParameterKind = inspect.Parameter.POSITIONAL_OR_KE
 def docs(indent: int = 8, width: int = 100) -> str:
     """The options' entries of a Google-style ``Args:`` section, one per option."""
     pad = " " * indent
-    return "\n".join(textwrap.fill(f"{o.name}: {o.doc}", width, initial_indent=pad, subsequent_indent=pad + "    ")
-                     for o in OPTIONS)
+    return "\n".join(textwrap.fill(f"{o.name}: {o.doc}", width, initial_indent=pad, subsequent_indent=pad + "    ",
+                                   break_on_hyphens=False, break_long_words=False) for o in OPTIONS)
 
 
 def check_all(given: dict[str, Any], options: Iterable[Option], seen: Seen) -> None:

@@ -17,11 +17,8 @@ import importlib.util
 import os
 from typing import Any, Callable, Mapping
 
-from strataflow.common.checks import (ConfigError, check_dirs, check_num_partitions, check_watermarks,
-                                      make_private_dir_tree, parse_size)
+from strataflow.common.checks import ConfigError, check_dirs, check_num_partitions, make_private_dir_tree, parse_size
 from strataflow.common.retries import default_task_max_failures
-from strataflow.storage.blocks.serde import get_serializer
-from strataflow.storage.disk.tier_spec import parse_tiers
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.policies import Policy, make_policy
 

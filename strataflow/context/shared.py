@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from strataflow.shipping.accumulators import Accumulator
 from strataflow.shipping.broadcast import Broadcast
-from strataflow.shipping.files import ShippedFile
 from strataflow.shipping.files import install as install_files
 
 if TYPE_CHECKING:
     from strataflow.shipping.accumulators import Accumulators
-    from strataflow.shipping.files import FileRegistry
+    from strataflow.shipping.files import FileRegistry, ShippedFile
 
 __all__ = ["SharedVariables"]
 

@@ -231,9 +231,8 @@ def test_which_failures_are_retried():
     assert attempts_allowed(infra, 4, 1) == 4
     assert attempts_allowed(ExecutorLost("1", "killed"), 4, 1) == 4
     assert attempts_allowed(InputError("not utf-8"), 4, 3) == 1  # the engine knows it would fail again
-    assert default_task_max_failures("processes", None, 4) == 1
-    assert default_task_max_failures("ray", None, 4) == 1  # a Ray instance of this machine
-    assert default_task_max_failures("ray", "ray://head:10001", 4) == 4  # a cluster, as Spark's
+    assert default_task_max_failures(None, 4) == 1  # processes, or a Ray instance of this machine
+    assert default_task_max_failures("ray://head:10001", 4) == 4  # a cluster, as Spark's
 
 
 def test_a_full_shuffle_device_is_still_retried(tmp_path, monkeypatch):

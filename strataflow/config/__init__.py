@@ -26,6 +26,7 @@ from strataflow.common.checks import (DEFAULT_WATERMARKS, MAX_PARTITIONS, Config
                       check_num_partitions, check_watermarks, make_private_dir_tree, parse_size,
                       physical_memory)
 from strataflow.common.retries import default_task_max_failures
+from strataflow.config.backends import BACKENDS, backend_class, default_backend
 from strataflow.storage.policies import Policy, make_policy
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.blocks.serde import Serializer, get_serializer
@@ -152,7 +153,7 @@ class Config:
             parallelism=par,
             shuffle_sync=bool(shuffle_sync),
             max_task_attempts=check_num_partitions(max_task_attempts, "max_task_attempts"),
-            task_max_failures=(default_task_max_failures(kind, address, max_task_attempts)
+            task_max_failures=(default_task_max_failures(address, max_task_attempts)
                                if task_max_failures is None
                                else check_num_partitions(task_max_failures, "task_max_failures")),
             max_stage_attempts=check_num_partitions(max_stage_attempts, "max_stage_attempts"),
@@ -189,9 +190,6 @@ class Config:
         )
 
 
-BACKENDS = ("threads", "processes", "ray")
-
-
 def local_slots_bound(cores: int | None = None) -> int:
     """The most task slots (task threads of the threads backend; executor processes times
     their threads) one machine may be asked for: 8 per core, at least 64. More only
@@ -208,7 +206,7 @@ def _warn_above_physical(memory: int, executor_memory: int, executors: int, kind
     while swap and the mapped levels' reclaimable pages make some overcommit work. Ray's
     executors run on other machines, so only the driver's machine is weighed for the
     local backends."""
-    if kind == "ray":
+    if not backend_class(kind).shares_local_files:
         return
     have = physical_memory()
     total = max(memory, executor_memory * executors)
@@ -222,28 +220,30 @@ def _warn_above_physical(memory: int, executor_memory: int, executors: int, kind
 
 def _check_executors(backend: str | None, executors: int | None, cores_per_executor: int,
                      parallelism: int) -> tuple[str, int, int]:
-    """(backend, executors, cores per executor). ``processes`` is the default whenever
-    ``parallelism`` > 1; ``threads`` is one in-process executor with ``parallelism`` task
-    threads (today's engine, for debugging), so it takes neither ``executors`` > 1 nor
-    ``cores_per_executor``. ``processes`` and ``ray``: ``parallelism // cores_per_executor``
-    executors unless ``executors`` is given."""
-    kind = ("processes" if parallelism > 1 else "threads") if backend is None else str(backend).lower()
-    if kind not in BACKENDS:
-        raise ConfigError(f"backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if kind == "ray" and importlib.util.find_spec("ray") is None:
-        raise ConfigError("backend: 'ray' needs Ray, which is not installed (pip install strataflow[ray])")
+    """(backend, executors, cores per executor), the backend one of the registry's
+    (``config/backends.py``), by its capabilities: ``processes`` is the default whenever
+    ``parallelism`` > 1; a backend in the driver's process (``threads``) is one executor
+    with ``parallelism`` task threads (today's engine, for debugging), so it takes neither
+    ``executors`` > 1 nor ``cores_per_executor``. The others: ``parallelism //
+    cores_per_executor`` executors unless ``executors`` is given, bounded by this
+    machine's cores where they run on it."""
+    kind = default_backend(parallelism) if backend is None else str(backend).lower()
+    cls = backend_class(kind)
+    if cls.requires_module is not None and importlib.util.find_spec(cls.requires_module) is None:
+        raise ConfigError(f"backend: {kind!r} needs {cls.requires_module}, which is not installed "
+                          f"(pip install strataflow[{kind}])")
     per = check_num_partitions(cores_per_executor, "cores_per_executor")
     bound = local_slots_bound()
-    if kind == "threads":
+    if cls.in_driver_process:
         if executors not in (None, 1):
-            raise ConfigError(f"executors: the threads backend runs one in-process executor, got executors={executors!r} "
-                              f"(use backend='processes' for more)")
+            raise ConfigError(f"executors: the {kind} backend runs one executor in the driver's process, got "
+                              f"executors={executors!r} (use backend={default_backend(2)!r} for more)")
         if parallelism > bound:
             raise ConfigError(f"parallelism: {parallelism:,} task threads is above the bound of {bound:,} for this "
                               f"machine (8 per core, at least 64)")
         return kind, 1, parallelism
     n = max(1, parallelism // per) if executors is None else check_num_partitions(executors, "executors")
-    if kind == "processes" and n * per > bound:
+    if cls.shares_local_files and n * per > bound:
         name = "parallelism" if executors is None else "executors"
         raise ConfigError(f"{name}: {n:,} executors x {per} cores = {n * per:,} task slots is above the bound of "
                           f"{bound:,} for this machine (8 per core, at least 64)")
@@ -256,8 +256,9 @@ def _check_address(address: object, kind: str) -> str | None:
     Client) or ``"host:port"`` (a head node's GCS); only with the ``ray`` backend."""
     if address is None:
         return None
-    if kind != "ray":
-        raise ConfigError(f"address: only for backend='ray' (the {kind} backend runs on this machine), got {address!r}")
+    if not backend_class(kind).takes_address:
+        takers = " or ".join(f"backend={name!r}" for name, cls in BACKENDS.items() if cls.takes_address)
+        raise ConfigError(f"address: only for {takers} (the {kind} backend runs on this machine), got {address!r}")
     text = str(address).strip()
     rest = text[len("ray://"):] if text.startswith("ray://") else text
     host, _, port = rest.rpartition(":")

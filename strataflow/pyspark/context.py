@@ -21,6 +21,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 from strataflow.shipping.accumulators import Accumulator
 from strataflow.common.batch import iter_rows
+from strataflow.config.backends import backend_for_master
 from strataflow.shipping.broadcast import Broadcast
 from strataflow.context import Context
 from strataflow.io.whole_files import whole_files
@@ -55,8 +56,8 @@ def parse_master(master: str | None) -> dict[str, Any]:
         if m.group(2) is not None:
             out["task_max_failures"] = int(m.group(2))  # Spark's maxFailures: see retries.py
         return out
-    if master == "ray" or master.startswith("ray://"):
-        return {"backend": "ray", "address": None if master == "ray" else master}
+    if (cluster := backend_for_master(master)) is not None:  # "ray", "ray://host:port"
+        return {"backend": cluster[0], "address": cluster[1]}
     raise ValueError(f"SparkContext: master {master!r} is not supported by strataflow; use local, local[N], "
                      "local[*], local[N, maxFailures], ray or ray://host:port")
 

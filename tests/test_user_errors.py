@@ -26,8 +26,9 @@ from strataflow import Context, TaskFailedError
 from strataflow.executor.work import RemoteTaskError
 from strataflow.common.retries import attempts_allowed, default_task_max_failures, infrastructure_fault
 from test_failures import Calls
+from conftest import local_backends
 
-BACKENDS = ["threads", "processes"]
+BACKENDS = local_backends()
 HERE = os.path.abspath(__file__)
 
 

@@ -46,8 +46,8 @@ def double(request):
 
 
 def _backend_choices(parser, command: str) -> list[str]:
-    sub = next(a for a in parser._actions if a.dest == "command" or getattr(a, "choices", None)
-               and command in (a.choices or {}))
+    """The ``--backend`` choices of a subcommand (``run``, ``bench``)."""
+    sub = next(a for a in parser._actions if a.dest == "command")
     action = next(a for a in sub.choices[command]._actions if a.dest == "backend")
     return list(action.choices)
 
@@ -147,15 +147,16 @@ def test_no_code_outside_the_executors_tests_a_backends_name():
 
 def test_the_backends_import_only_the_interface_not_the_registry():
     """The registry imports the backends; a backend importing it back (even inside a
-    function) would make the import circle issue 40 removed."""
+    function) would make the import circle issue 40 removed. And no executor module is
+    over 500 lines (``ray_backend.py`` was 829)."""
     executor = PACKAGE / "executor"
     backends = [executor / "threads.py", executor / "processes.py", *_py_files(executor / "ray")]
     for path in [*backends, executor / "backend.py"]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom):
                 assert node.module != "strataflow.executor.backends", f"{path} imports the registry"
-    for path in _py_files(PACKAGE):
-        assert sum(1 for _ in path.open()) <= 500 or "executor" not in path.parts, f"{path} is over 500 lines"
+    for path in _py_files(executor):
+        assert sum(1 for _ in path.open()) <= 500, f"{path} is over 500 lines"
 
 
 def test_importing_strataflow_loads_no_ray():

@@ -26,6 +26,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from strataflow.config import ConfigError, parse_size
+from strataflow.config.backends import BACKENDS, local_backends
+from strataflow.storage.policies import DEFAULT_POLICY
 
 __all__ = ["main"]
 
@@ -398,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
     r.add_argument("--pressure", type=_positive(float), default=4.0, help="with --memory auto: data size / memory budget")
     r.add_argument("--iterations", type=_positive(int), default=None, help="iterations (default: the workload's)")
-    r.add_argument("--backend", choices=["threads", "processes", "ray"], default=None,
+    r.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="where tasks run (default: processes when parallelism > 1; ray: Ray actors, pip install strataflow[ray])")
     r.add_argument("--partitions", type=_positive(int), default=None,
                    help="partitions of the input (default: the workload's, 4 x parallelism for K-means)")
@@ -425,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True)
     b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")
     b.add_argument("--parallelism", type=_positive(int), default=2)
-    b.add_argument("--backend", choices=["threads", "processes"], default=None,
+    b.add_argument("--backend", choices=local_backends(), default=None,
                    help="where the runs' tasks run (default: the Context's, processes when parallelism > 1); "
                         "threads is the quieter measure on a machine with few cores")
     b.add_argument("--warmup", type=_positive(int, zero=True), default=None,

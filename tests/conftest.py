@@ -19,10 +19,25 @@ import time
 import pytest
 
 import strataflow
+from strataflow.config.backends import BACKENDS
 from waits import HANG_S
 
 _FD_DIR = "/proc/self/fd"
 _MAPS = "/proc/self/maps"
+
+
+def local_backends(**capabilities: object) -> list[str]:
+    """The registered backends that need no cluster (their executors run on this machine
+    and share its files), for the tests that run on every backend: a backend added to the
+    registry is tested by them without editing them. ``capabilities`` keeps those whose
+    handle class has each attribute at the value given, for a test that truly needs a
+    subset, which the capability names: ``in_driver_process=True`` for a test whose
+    functions share objects with the test or that patches the engine in this process,
+    ``in_driver_process=False`` for one about executors in processes of their own."""
+    names = [name for name, cls in BACKENDS.items() if cls.shares_local_files
+             and all(getattr(cls, key) == want for key, want in capabilities.items())]
+    assert names, f"no registered local backend has {capabilities}"
+    return names
 
 
 def _session_context(tmp_path_factory, backend: str):
@@ -38,20 +53,21 @@ def _session_context(tmp_path_factory, backend: str):
     return c, local, shuffle
 
 
-@pytest.fixture(scope="session", params=["threads", "processes"])
+@pytest.fixture(scope="session", params=local_backends())
 def ctx(request, tmp_path_factory):
-    """The session's Context, once per backend: every test that takes it runs on both."""
+    """The session's Context, once per local backend: every test that takes it runs on each."""
     c, local, shuffle = _session_context(tmp_path_factory, request.param)
     yield c
     c.stop()
     assert not os.listdir(local) and not os.listdir(shuffle), "stop() left working directories behind"
 
 
-@pytest.fixture(scope="session")
-def local_ctx(tmp_path_factory):
-    """A threads-backend Context, for the tests whose functions share state with the test
-    itself (a lock, a list of calls): on executor processes they would see copies."""
-    c, local, shuffle = _session_context(tmp_path_factory, "threads")
+@pytest.fixture(scope="session", params=local_backends(in_driver_process=True))
+def local_ctx(request, tmp_path_factory):
+    """A Context of a backend in the driver's process, for the tests whose functions share
+    state with the test itself (a lock, a list of calls): on executor processes they would
+    see copies."""
+    c, local, shuffle = _session_context(tmp_path_factory, request.param)
     yield c
     c.stop()
     assert not os.listdir(local) and not os.listdir(shuffle), "stop() left working directories behind"

@@ -26,6 +26,7 @@ from strataflow.storage.blocks.block import DatasetInfo
 from strataflow.storage.cost_clock import spend
 from strataflow.storage.mapped.layout import zero_copy_layout
 from strataflow.storage.blocks.serde import get_serializer
+from conftest import local_backends
 
 MB = 1 << 20
 
@@ -127,7 +128,7 @@ def _dear_records(it):
     return [(i, str(i) * 3) for i in it]
 
 
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_auto_chooses_per_dataset_under_pressure(tmp_path, backend, declared_costs):
     """8 MB of memory per executor against ~25 MB of each dataset (each larger than both
     executors' memory, so each must leave memory however the tasks were spread over the

@@ -24,6 +24,7 @@ from faults_util import fail_tasks_sent_together
 from waits import HANG_S, hold_until, wait_for, wait_for_file
 from strataflow import Context, TaskFailedError
 from strataflow.scheduler.pickling import UnpicklableTaskError
+from conftest import local_backends
 
 
 def _context(tmp_path, **kw) -> Context:
@@ -195,7 +196,7 @@ def test_events_of_executors_reach_the_driver_log_with_their_id(tmp_path):
     assert started and started[0]["executors"] == 2 and len(started[0]["pids"]) == 2
 
 
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_stop_from_another_thread_fails_the_running_job_promptly(tmp_path, backend):
     from strataflow import ContextStopped
 

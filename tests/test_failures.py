@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from strataflow import ConfigError, Context, JobError, TaskFailedError
+from conftest import local_backends
 
 
 def _context(tmp_path, backend):
@@ -20,17 +21,17 @@ def _context(tmp_path, backend):
                    event_log=str(tmp_path / "events.jsonl"), backend=backend)
 
 
-@pytest.fixture(params=["threads", "processes"])
+@pytest.fixture(params=local_backends())
 def ctx(tmp_path, request):
     c = _context(tmp_path, request.param)
     yield c
     c.stop()
 
 
-@pytest.fixture
-def local_ctx(tmp_path):
+@pytest.fixture(params=local_backends(in_driver_process=True))
+def local_ctx(tmp_path, request):
     """For tests that patch the engine's code in this process."""
-    c = _context(tmp_path, "threads")
+    c = _context(tmp_path, request.param)
     yield c
     c.stop()
 

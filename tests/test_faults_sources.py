@@ -41,6 +41,7 @@ import faults_util as fu
 from strataflow import Context
 from test_failures import Calls
 from test_frame_auth import events_of
+from conftest import local_backends
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"),
               pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs Linux /proc")]
@@ -214,7 +215,7 @@ def test_threads_backend_reads_the_drivers_slices(tmp_path, monkeypatch, kind):
 
 # -- the cache's directory deleted mid-job ----------------------------------------------------------
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_cache_directory_deleted_mid_job(tmp_path, backend, kind):
     """A task deletes the application's cache directory while the job runs: blocks written
     there are lost and recomputed from the slices, which live apart; the answer is right,

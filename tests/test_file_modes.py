@@ -20,6 +20,7 @@ import pytest
 from strataflow import Context, StorageLevel
 from strataflow.cli import main as cli_main
 from strataflow.common.checks import ConfigError
+from conftest import local_backends
 
 
 @contextmanager
@@ -63,7 +64,7 @@ def _job(c: Context, tmp_path) -> list:
     return [big, records, reduced, ck]
 
 
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_engine_files_are_private_under_umask_000(tmp_path, backend):
     base = tmp_path / "made" / "cache"  # none of it exists: made, 0700
     with umask(0):
@@ -99,7 +100,7 @@ def test_an_existing_event_log_is_made_private(tmp_path):
 
 @pytest.mark.parametrize("mask, file_mode, dir_mode", [(0o000, 0o644, 0o755), (0o022, 0o644, 0o755),
                                                         (0o077, 0o600, 0o700), (0o027, 0o640, 0o750)])
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_saved_outputs_follow_the_umask_but_never_more_than_0644(tmp_path, backend, mask, file_mode, dir_mode):
     with umask(mask):
         with Context(backend=backend, parallelism=2, progress=False, local_dirs=[str(tmp_path)],

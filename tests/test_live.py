@@ -11,6 +11,7 @@ from rich.console import Console
 
 from strataflow import Context, StorageLevel
 from strataflow.metrics.live import LiveState, LiveView
+from conftest import local_backends
 
 
 def _text(renderable) -> str:
@@ -19,7 +20,7 @@ def _text(renderable) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_the_view_shows_stages_tasks_per_executor_and_the_cache(tmp_path, backend):
     with Context(memory="8MB", parallelism=2, backend=backend, local_dirs=str(tmp_path), progress=False) as ctx:
         state = LiveState(ctx.config.memory)

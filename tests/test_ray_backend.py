@@ -319,7 +319,7 @@ def test_large_sources_go_through_the_object_store(cluster, tmp_path):
     """from_numpy and parallelize over 1 MB: the driver writes no slice files (another
     node could not read them); each executor gets its slices from Ray's object store, as
     arrays of its own (writable: not the store's read-only copy)."""
-    from strataflow.executor.ray_backend import RaySourceStore
+    from strataflow.executor.ray.session import RaySourceStore
 
     arr = np.arange(600_000.0).reshape(-1, 3)  # 4.8 MB
     recs = [(i, str(i)) for i in range(40_000)]
@@ -558,7 +558,7 @@ def test_tasks_the_driver_waits_for_together_are_one_actor_call_per_executor(clu
     is one ``run_many`` call per executor, the answer right; a failing task and a result
     that does not pickle fail their job with their own errors, and the others in the
     same call are not lost."""
-    from strataflow.executor.ray_backend import RayExecutor
+    from strataflow.executor.ray.handle import RayExecutor
 
     kinds: list[str] = []
     real_watch = RayExecutor._watch
@@ -651,7 +651,7 @@ def test_a_ray_client_session_that_fails_to_start_is_tried_again(caplog):
     """Ray Client's server forks a process per client, and that process dies at birth now
     and then (ray-project/ray#63202): the connection is tried again, with a warning, and
     the last failure goes to the caller naming the address; other errors are not retried."""
-    from strataflow.executor.ray_backend import connect_ray_client
+    from strataflow.executor.ray.session import connect_ray_client
 
     calls = []
 

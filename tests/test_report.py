@@ -23,6 +23,7 @@ from strataflow.report.events import by_time
 from strataflow.report.occupancy import fold_occupancy
 from strataflow.report.timeline import fold_timeline
 from strataflow.storage.policies import POLICIES
+from conftest import local_backends
 
 MB = 1 << 20
 SECTIONS = ("summary", "timeline", "occupancy", "moves", "hits", "simulator")
@@ -41,7 +42,7 @@ def _thrashing_run(path: str, backend: str) -> dict:
         return ctx.metrics()
 
 
-@pytest.fixture(scope="module", params=["threads", "processes"])
+@pytest.fixture(scope="module", params=local_backends())
 def run(request, tmp_path_factory):
     """A real run's log and metrics, and its report rendered through the CLI."""
     base = tmp_path_factory.mktemp(f"report-{request.param}")

@@ -14,9 +14,11 @@ from strataflow import AccumulatorParam, Context
 from strataflow.shipping.accumulators import Accumulators
 from strataflow.shipping.broadcast import BroadcastDestroyed
 from strataflow.shipping.source_store import SourceStore, spilling_sources
+from strataflow.config.backends import BACKENDS
+from conftest import local_backends
 
 
-@pytest.fixture(params=["threads", "processes"])
+@pytest.fixture(params=local_backends())
 def ctx(request, tmp_path):
     # task_max_failures=2: a task whose code fails once is retried (accumulators of retried tasks)
     with Context(memory="64MB", parallelism=2, backend=request.param, local_dirs=str(tmp_path),
@@ -33,7 +35,7 @@ def test_a_broadcast_is_read_in_tasks_and_loaded_once_per_executor(ctx):
         seen |= set(ds.map_partitions(lambda it: [(os.getpid(), id(table.value))]).collect())
     pids = {pid for pid, _ in seen}
     assert len(seen) == len(pids)  # one object per process, across stages
-    assert len(pids) == (2 if ctx.backend == "processes" else 1)
+    assert len(pids) == (1 if BACKENDS[ctx.backend].in_driver_process else ctx.config.executors)
 
 
 def test_a_large_broadcast_travels_as_a_reference(tmp_path):

@@ -18,6 +18,7 @@ from strataflow.storage.memory.unified import MemoryManager
 from strataflow.shuffle.partitioner import HashPartitioner, RangePartitioner, hash_int_array, portable_hash
 from strataflow.shuffle import Aggregator, ExternalAggregator
 from strataflow.shuffle.codec import decode, encode
+from conftest import local_backends
 
 
 @pytest.mark.parametrize("value", [
@@ -186,7 +187,7 @@ def _shuffle_files(ctx) -> list[str]:
     return [os.path.join(r, f) for d in ctx.shuffle_dirs for r, _, fs in os.walk(d) for f in fs]
 
 
-@pytest.mark.parametrize("backend", ["threads", "processes"])
+@pytest.mark.parametrize("backend", local_backends())
 def test_a_shuffle_no_dataset_reads_any_more_is_removed(tmp_path, backend):
     """Spark's ContextCleaner: a loop making a new shuffle each iteration does not pile up
     shuffle files; a shuffle still referenced keeps its files (and its map stage is skipped)."""

@@ -26,8 +26,9 @@ from strataflow import Context, TaskFailedError
 from strataflow.executor.work import RemoteTaskError
 from strataflow.common.retries import attempts_allowed, default_task_max_failures, infrastructure_fault
 from test_failures import Calls
+from conftest import local_backends
 
-BACKENDS = ["threads", "processes"]
+BACKENDS = local_backends()
 HERE = os.path.abspath(__file__)
 
 
@@ -231,9 +232,8 @@ def test_which_failures_are_retried():
     assert attempts_allowed(infra, 4, 1) == 4
     assert attempts_allowed(ExecutorLost("1", "killed"), 4, 1) == 4
     assert attempts_allowed(InputError("not utf-8"), 4, 3) == 1  # the engine knows it would fail again
-    assert default_task_max_failures("processes", None, 4) == 1
-    assert default_task_max_failures("ray", None, 4) == 1  # a Ray instance of this machine
-    assert default_task_max_failures("ray", "ray://head:10001", 4) == 4  # a cluster, as Spark's
+    assert default_task_max_failures(None, 4) == 1  # processes, or a Ray instance of this machine
+    assert default_task_max_failures("ray://head:10001", 4) == 4  # a cluster, as Spark's
 
 
 def test_a_full_shuffle_device_is_still_retried(tmp_path, monkeypatch):

@@ -53,10 +53,11 @@ def attempts_allowed(exc: BaseException, max_task_attempts: int, task_max_failur
     return max_task_attempts if retryable else 1
 
 
-def default_task_max_failures(backend: str, address: str | None, max_task_attempts: int) -> int:
+def default_task_max_failures(address: str | None, max_task_attempts: int) -> int:
     """Attempts of a task whose user code fails, when ``task_max_failures`` is not given:
     one in local mode (threads, processes, a Ray instance of this machine), as PySpark's
-    ``local[N]``; ``max_task_attempts`` on a Ray cluster."""
-    if backend == "ray" and address is not None:
+    ``local[N]``; ``max_task_attempts`` on a cluster, which an ``address`` names (only a
+    backend that takes one is given one: ``Config`` checks)."""
+    if address is not None:
         return max_task_attempts
     return 1

@@ -25,7 +25,8 @@ from typing import Any
 from strataflow.common.checks import (ConfigError, ConfigWarning, check_num_partitions, check_watermarks, parse_size,
                                       physical_memory)
 from strataflow.config.options import NAMES, OPTIONS, check_all, parameters
-from strataflow.config.validation import BACKENDS, Seen, local_slots_bound
+from strataflow.config.backends import BACKENDS, backend_class
+from strataflow.config.validation import Seen, local_slots_bound
 
 __all__ = ["BACKENDS", "Config", "ConfigError", "parse_size", "check_num_partitions", "check_watermarks",
            "local_slots_bound"]
@@ -84,7 +85,7 @@ def _warn_above_physical(memory: int, executor_memory: int, executors: int, kind
     while swap and the mapped levels' reclaimable pages make some overcommit work. Ray's
     executors run on other machines, so only the driver's machine is weighed for the
     local backends."""
-    if kind == "ray":
+    if not backend_class(kind).shares_local_files:
         return
     have = physical_memory()
     total = max(memory, executor_memory * executors)

@@ -19,12 +19,12 @@ from typing import Any, Callable, Mapping
 
 from strataflow.common.checks import ConfigError, check_dirs, check_num_partitions, make_private_dir_tree, parse_size
 from strataflow.common.retries import default_task_max_failures
+from strataflow.config.backends import BACKENDS, backend_class, default_backend
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.policies import Policy, make_policy
 
-__all__ = ["BACKENDS", "Seen", "local_slots_bound"]
+__all__ = ["Seen", "local_slots_bound"]
 
-BACKENDS = ("threads", "processes", "ray")
 
 #: a check: (argument, the options checked so far) -> the value Config keeps
 Check = Callable[[Any, "Seen"], Any]
@@ -100,39 +100,41 @@ def _check_parallelism(parallelism: Any, seen: Seen) -> int:
     return check_num_partitions(cores() if parallelism is None else parallelism, "parallelism")
 
 
-# The backend, its executors and their cores: ``processes`` is the default whenever
-# ``parallelism`` > 1; ``threads`` is one in-process executor with ``parallelism`` task
+# The backend, its executors and their cores, by the backend's capabilities (the registry,
+# ``config/backends.py``): ``processes`` is the default whenever ``parallelism`` > 1; a
+# backend in the driver's process (``threads``) is one executor with ``parallelism`` task
 # threads (today's engine, for debugging), so it takes neither ``executors`` > 1 nor
-# ``cores_per_executor``. ``processes`` and ``ray``: ``parallelism // cores_per_executor``
-# executors unless ``executors`` is given. Checked in this order: backend, cores, executors.
+# ``cores_per_executor``. The others: ``parallelism // cores_per_executor`` executors unless
+# ``executors`` is given, bounded by this machine's cores where they run on it. Checked in
+# this order: backend, cores, executors.
 def _check_backend(backend: Any, seen: Seen) -> str:
-    parallelism = seen["parallelism"]
-    kind = ("processes" if parallelism > 1 else "threads") if backend is None else str(backend).lower()
-    if kind not in BACKENDS:
-        raise ConfigError(f"backend: unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if kind == "ray" and importlib.util.find_spec("ray") is None:
-        raise ConfigError("backend: 'ray' needs Ray, which is not installed (pip install strataflow[ray])")
+    kind = default_backend(seen["parallelism"]) if backend is None else str(backend).lower()
+    cls = backend_class(kind)
+    if cls.requires_module is not None and importlib.util.find_spec(cls.requires_module) is None:
+        raise ConfigError(f"backend: {kind!r} needs {cls.requires_module}, which is not installed "
+                          f"(pip install strataflow[{kind}])")
     return kind
 
 
 def _check_cores_per_executor(cores_per_executor: Any, seen: Seen) -> int:
     per = check_num_partitions(cores_per_executor, "cores_per_executor")
-    return seen["parallelism"] if seen["backend"] == "threads" else per
+    return seen["parallelism"] if backend_class(seen["backend"]).in_driver_process else per
 
 
 def _check_executors(executors: Any, seen: Seen) -> int:
     kind, parallelism, per = seen["backend"], seen["parallelism"], seen["cores_per_executor"]
+    cls = backend_class(kind)
     bound = local_slots_bound()
-    if kind == "threads":
+    if cls.in_driver_process:
         if executors not in (None, 1):
-            raise ConfigError(f"executors: the threads backend runs one in-process executor, got executors={executors!r} "
-                              f"(use backend='processes' for more)")
+            raise ConfigError(f"executors: the {kind} backend runs one executor in the driver's process, got "
+                              f"executors={executors!r} (use backend={default_backend(2)!r} for more)")
         if parallelism > bound:
             raise ConfigError(f"parallelism: {parallelism:,} task threads is above the bound of {bound:,} for this "
                               f"machine (8 per core, at least 64)")
         return 1
     n = max(1, parallelism // per) if executors is None else check_num_partitions(executors, "executors")
-    if kind == "processes" and n * per > bound:
+    if cls.shares_local_files and n * per > bound:
         name = "parallelism" if executors is None else "executors"
         raise ConfigError(f"{name}: {n:,} executors x {per} cores = {n * per:,} task slots is above the bound of "
                           f"{bound:,} for this machine (8 per core, at least 64)")
@@ -150,7 +152,7 @@ def _check_executor_memory(executor_memory: Any, seen: Seen) -> int:
 
 def _check_task_max_failures(task_max_failures: Any, seen: Seen) -> int:
     if task_max_failures is None:
-        return default_task_max_failures(seen["backend"], seen["address"], seen["max_task_attempts"])
+        return default_task_max_failures(seen["address"], seen["max_task_attempts"])
     return check_num_partitions(task_max_failures, "task_max_failures")
 
 
@@ -168,8 +170,9 @@ def _check_address(address: object, seen: Seen) -> str | None:
     if address is None:
         return None
     kind = seen["backend"]
-    if kind != "ray":
-        raise ConfigError(f"address: only for backend='ray' (the {kind} backend runs on this machine), got {address!r}")
+    if not backend_class(kind).takes_address:
+        takers = " or ".join(f"backend={name!r}" for name, cls in BACKENDS.items() if cls.takes_address)
+        raise ConfigError(f"address: only for {takers} (the {kind} backend runs on this machine), got {address!r}")
     text = str(address).strip()
     rest = text[len("ray://"):] if text.startswith("ray://") else text
     host, _, port = rest.rpartition(":")

@@ -25,6 +25,7 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from strataflow.config.backends import SHIPS_BY_OBJECT_STORE, backend_class
 from strataflow.config import Config
 from strataflow.config.layers import with_layered_options
 from strataflow.config.options import docs as option_docs
@@ -115,17 +116,17 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews):
             #: files and archives shipped to the executors (``add_file`` / ``add_archive``): with the
             #: sources, apart from the cache, since nothing recomputes them either
             self._files = FileRegistry(os.path.join(self.source_dirs[0], "files"),
-                                       broadcast=self.broadcast if cfg.backend == "ray" else None)
+                                       broadcast=self.broadcast if backend_class(cfg.backend).ships_by == SHIPS_BY_OBJECT_STORE else None)
             #: shuffles whose reading dataset was garbage-collected (``_clean_shuffles``)
             self._dead_shuffles: collections.deque[int] = collections.deque()
             #: broadcasts the program no longer holds, for the executors to drop (``_clean_broadcasts``)
             self._dead_broadcasts: collections.deque[str] = collections.deque()
-            self.map_outputs = MapOutputTracker(local_files=cfg.backend != "ray")
+            self.map_outputs = MapOutputTracker(local_files=backend_class(cfg.backend).shares_local_files)
             self._registry: "weakref.WeakValueDictionary[int, Dataset]" = weakref.WeakValueDictionary()
             self._ids = itertools.count()
             self._lock = threading.Lock()
             self._blas_limits = (threadpool_limits(limits=cfg.blas_threads, user_api="blas")
-                                 if cfg.backend == "threads" else None)
+                                 if backend_class(cfg.backend).in_driver_process else None)
             gc_timer.acquire()
             self._gc_timed = True
             self.fleet = Fleet(cfg, self.events, self.local_dirs, self.shuffle_dirs, tier_dirs, os.getpid(),
@@ -146,7 +147,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews):
             self._release()
             raise
         live = self.fleet.live()
-        self._local_executor = live[0] if cfg.backend == "threads" else None
+        self._local_executor = live[0] if backend_class(cfg.backend).in_driver_process else None
         self.scheduler = DAGScheduler(self)
         self._closed = False
         _live.add(self)
@@ -259,7 +260,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews):
         bids = []
         while self._dead_broadcasts:
             bids.append(self._dead_broadcasts.popleft())
-        if not bids or self.config.backend == "threads":  # threads: nothing was loaded
+        if not bids or backend_class(self.config.backend).in_driver_process:  # nothing was loaded
             return
         for handle in self.fleet.live():
             handle.call_async("forget_broadcast", *bids)

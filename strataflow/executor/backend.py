@@ -2,26 +2,30 @@
 
 An :class:`ExecutorHandle` is the driver's view of one executor, whatever runs it: it
 accepts tasks (the stage's work goes first, once), answers questions (``call``), and
-reports its loss to the callback it was given. Three implementations: :class:`LocalExecutor`
-(the ``threads`` backend: one executor inside the driver's process, today's engine, for
-debugging: nothing is pickled), ``processes.ProcessExecutor`` (one process each) and
-``ray_backend.RayExecutor`` (a Ray actor each, on a cluster's nodes): a third handle,
-not a new scheduler.
+reports its loss to the callback it was given. Its class is the backend: class attributes
+declare what the backend can do, which the rest of the engine asks instead of testing a
+backend's name, and ``start``/``open_session`` how its executors start. The built-in ones
+(``threads.LocalExecutor``: one executor inside the driver's process, for debugging,
+nothing pickled; ``processes.ProcessExecutor``: one process each; ``ray.handle.RayExecutor``:
+a Ray actor each, on a cluster's nodes) are registered by name in ``backends.py``; each
+imports only this module, never the registry.
 """
 
 from __future__ import annotations
 
 import abc
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from strataflow.config.backends import SHIPS_BY_FILE
 from strataflow.metrics import EventBus
-from strataflow.executor.core import ExecutorCore
-from strataflow.executor.runtime import ExecutorRuntime, ExecutorSpec
-from strataflow.executor.work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
+from strataflow.executor.work import StageWork, TaskOutcome, TaskSpec
 
-__all__ = ["ExecutorHandle", "LocalExecutor", "fail_waiting", "LostCallback", "Peers", "SourceServer", "open_session",
-           "start_executor"]
+if TYPE_CHECKING:
+    from strataflow.config import Config
+    from strataflow.executor.runtime import ExecutorSpec
+
+__all__ = ["ExecutorHandle", "fail_waiting", "LostCallback", "Peers", "SourceServer"]
 
 #: ``on_lost(handle, reason)``: called once, from any thread, when an executor is gone
 LostCallback = Callable[["ExecutorHandle", str], None]
@@ -34,15 +38,54 @@ SourceServer = Callable[[str, int, "str | None", str], tuple]
 
 
 class ExecutorHandle(abc.ABC):
-    """One executor, seen from the driver."""
+    """One executor, seen from the driver; the class is its backend."""
+
+    # -- what the backend is and can do (class attributes, read through the registry) --------
+    #: the name ``backend=`` and the CLI's ``--backend`` take (lower case)
+    name: ClassVar[str]
+    #: one executor inside the driver's process: its task threads share the driver's objects
+    #: (nothing is pickled, a monkeypatch reaches them, the driver's GC is the executor's), it
+    #: uses the application's directories themselves, and it takes no ``executors`` > 1
+    in_driver_process: ClassVar[bool] = False
+    #: the executors run on the driver's machine and read its files: map outputs are read
+    #: from their files, and the machine's memory and task-slot bounds apply
+    shares_local_files: ClassVar[bool] = True
+    #: how sources, broadcasts and added files reach the executors: ``"file"`` (written once
+    #: under the application's directories) or ``"object_store"`` (the cluster's)
+    ships_by: ClassVar[str] = SHIPS_BY_FILE
+    #: ``kill()`` ends an executor as a crash would (fault tests, Ctrl-C)
+    can_kill: ClassVar[bool] = False
+    #: a module the backend needs that is an optional extra (``pip install strataflow[<name>]``)
+    requires_module: ClassVar[str | None] = None
+    #: takes ``address=`` (a cluster to connect to; None: it starts its own)
+    takes_address: ClassVar[bool] = False
 
     executor_id: str
     cores: int
-    #: whether ``submit`` needs the stage's work pickled (it crosses a process boundary)
-    needs_pickled_stages: bool = True
     #: the cluster node it runs on (None: the driver's machine); delay scheduling's
     #: node-local level prefers a busy holder's node
     node_id: str | None = None
+
+    @property
+    def needs_pickled_stages(self) -> bool:
+        """Whether ``submit`` needs the stage's work pickled (it crosses a process boundary)."""
+        return not self.in_driver_process
+
+    # -- how it starts ---------------------------------------------------------------------
+    @classmethod
+    def open_session(cls, config: "Config") -> Any:
+        """What the backend shares among an application's executors, made before the first
+        one starts and closed (``close()``) after the last stops: a cluster's connection;
+        None when nothing is shared."""
+        return None
+
+    @classmethod
+    @abc.abstractmethod
+    def start(cls, spec: "ExecutorSpec", events: EventBus, on_lost: LostCallback, peers: "Peers | None",
+              session: Any, sources: "SourceServer | None") -> "ExecutorHandle":
+        """A new executor (it may still be starting: ``wait_ready``). ``peers``: the other
+        live executors; ``session``: what ``open_session`` made; ``sources``: the driver's
+        source store, answering an executor that could not read a slice."""
 
     @property
     @abc.abstractmethod
@@ -91,51 +134,6 @@ class ExecutorHandle(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot be killed")
 
 
-class LocalExecutor(ExecutorHandle):
-    """The threads backend's executor: a runtime in the driver's process and a pool of
-    task threads; events go straight to the driver's bus."""
-
-    needs_pickled_stages = False
-
-    def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback | None = None) -> None:
-        self.executor_id = spec.executor_id
-        self.cores = spec.config.cores_per_executor
-        self.runtime = ExecutorRuntime(spec, events)
-        self.core = ExecutorCore(self.runtime)
-        self.pool = ThreadPoolExecutor(max_workers=self.cores, thread_name_prefix="strataflow-task")
-        self._alive = True
-
-    @property
-    def alive(self) -> bool:
-        return self._alive
-
-    def wait_ready(self, timeout: float) -> None:
-        return None
-
-    def submit(self, work: StageWork, payload: bytes | None, plan: list | None, spec: TaskSpec) -> "Future[TaskOutcome]":
-        if not self._alive:
-            fut: Future = Future()
-            fut.set_exception(ExecutorLost(self.executor_id, "stopped"))
-            return fut
-        if not self.core.has_stage(work.key):
-            self.core.add_stage(work, plan)
-        return self.pool.submit(self.core.run, spec)
-
-    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
-        return self.core.call(op, *args)
-
-    def forget_stage(self, key: str) -> None:
-        self.core.forget_stage(key)
-
-    def stop(self) -> None:
-        if not self._alive:
-            return
-        self._alive = False
-        self.core.cancel_all()  # running tasks stop at their next partition read
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        self.runtime.close()
-
-
 def fail_waiting(ready: Future, pending: list[Future], err: BaseException) -> None:
     """An executor gone (lost or stopped): whoever waits for it to be ready, and for its
     pending tasks and answers, gets ``err``."""
@@ -144,33 +142,3 @@ def fail_waiting(ready: Future, pending: list[Future], err: BaseException) -> No
     for fut in pending:
         if not fut.done():
             fut.set_exception(err)
-
-
-def open_session(config: Any) -> Any:
-    """What a backend shares among an application's executors, made before the first one
-    starts and closed after the last stops (``close()``): the ray backend's connection and
-    placement group; None for the others."""
-    if config.backend == "ray":
-        from strataflow.executor.ray_backend import RaySession
-
-        return RaySession(config)
-    return None
-
-
-def start_executor(kind: str, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
-                   peers: Peers | None = None, session: Any = None,
-                   sources: SourceServer | None = None) -> ExecutorHandle:
-    """A new executor of the backend ``kind`` (it may still be starting: ``wait_ready``);
-    ``session``: what ``open_session`` made for the application; ``sources``: the driver's
-    source store, answering an executor process that could not read a slice."""
-    if kind == "threads":
-        return LocalExecutor(spec, events, on_lost)
-    if kind == "processes":
-        from strataflow.executor.processes import ProcessExecutor
-
-        return ProcessExecutor(spec, events, on_lost, peers, sources)
-    if kind == "ray":
-        from strataflow.executor.ray_backend import RayExecutor
-
-        return RayExecutor(spec, events, on_lost, peers, session)
-    raise ValueError(f"unknown backend {kind!r}")

@@ -26,7 +26,8 @@ from strataflow.config import Config
 from strataflow.metrics import EventBus
 from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
-from strataflow.executor.backend import ExecutorHandle, SourceServer, open_session, start_executor
+from strataflow.executor.backend import ExecutorHandle, SourceServer
+from strataflow.executor.backends import backend_class, open_session, start_executor
 from strataflow.executor.runtime import ExecutorSpec, app_dirs, executor_dirs
 from strataflow.executor.work import ExecutorLost
 
@@ -79,7 +80,8 @@ class Fleet:
     def _spec(self) -> ExecutorSpec:
         cache, shuffle, tiers, pid = self._dirs
         return ExecutorSpec(str(next(self._ids)), self.config, cache, shuffle, tiers, pid, auth_key=self._key,
-                            source_dirs=self._source_dirs)
+                            source_dirs=self._source_dirs,
+                            in_driver_process=backend_class(self.config.backend).in_driver_process)
 
     def _register_key(self) -> None:
         """The driver's writers (source slices) find the key by directory."""

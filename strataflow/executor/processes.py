@@ -40,7 +40,13 @@ _BLAS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
 class ProcessExecutor(ExecutorHandle):
     """The driver's end of one executor process."""
 
-    needs_pickled_stages = True
+    name = "processes"
+    can_kill = True
+
+    @classmethod
+    def start(cls, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback, peers: Peers | None,
+              session: Any, sources: SourceServer | None) -> "ProcessExecutor":
+        return cls(spec, events, on_lost, peers, sources)
 
     def __init__(self, spec: ExecutorSpec, events: EventBus, on_lost: LostCallback,
                  peers: Peers | None = None, sources: SourceServer | None = None) -> None:

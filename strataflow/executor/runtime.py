@@ -61,12 +61,15 @@ class ExecutorSpec:
     auth_key: bytes = field(default_factory=new_key, repr=False)
     #: where the driver writes the source slices this executor reads (``source_store.py``)
     source_dirs: list[str] = field(default_factory=list)
+    #: its backend runs it in the driver's process (decided by the driver, where the backend
+    #: is registered: an executor process need not know its backend's class)
+    in_driver_process: bool = False
 
 
 def _subdir(spec: ExecutorSpec) -> str:
-    """``exec-<id>``; the threads backend's one executor uses the application's
-    directories themselves (it is never lost, and nothing else writes there)."""
-    return "" if spec.config.backend == "threads" else f"exec-{spec.executor_id}"
+    """``exec-<id>``; the one executor of a backend in the driver's process uses the
+    application's directories themselves (it is never lost, and nothing else writes there)."""
+    return "" if spec.in_driver_process else f"exec-{spec.executor_id}"
 
 
 def executor_dirs(spec: ExecutorSpec) -> list[str]:

@@ -13,6 +13,8 @@ import os
 import re
 from typing import Any
 
+from strataflow.config.backends import backend_for_master
+
 __all__ = ["parse_master"]
 
 _LOCAL = re.compile(r"^local(?:\[\s*(\*|\d+)\s*(?:,\s*(\d+)\s*)?\])?$")
@@ -34,7 +36,7 @@ def parse_master(master: str | None) -> dict[str, Any]:
         if m.group(2) is not None:
             out["task_max_failures"] = int(m.group(2))  # Spark's maxFailures: see retries.py
         return out
-    if master == "ray" or master.startswith("ray://"):
-        return {"backend": "ray", "address": None if master == "ray" else master}
+    if (cluster := backend_for_master(master)) is not None:  # "ray", "ray://host:port"
+        return {"backend": cluster[0], "address": cluster[1]}
     raise ValueError(f"SparkContext: master {master!r} is not supported by strataflow; use local, local[N], "
                      "local[*], local[N, maxFailures], ray or ray://host:port")

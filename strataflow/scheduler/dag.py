@@ -33,6 +33,7 @@ from strataflow.storage.blocks.block import BlockId
 from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from strataflow.storage.task_reads import HeldBlock
 from strataflow.common.retries import is_user_error
+from strataflow.config.backends import backend_class
 from strataflow.scheduler.errors import ContextStopped, JobError, TaskFailedError, add_note, task_failed_error
 from strataflow.executor.task import TaskContext
 from strataflow.scheduler.task_set import TaskFailure, TaskSetRunner
@@ -226,7 +227,7 @@ class DAGScheduler:
         other processes, the driver's own."""
         cache = self.totals.total()
         gc_s, gc_n = cache.pop("gc_s"), cache.pop("gc_collections")
-        if self.config.backend != "threads":
+        if not backend_class(self.config.backend).in_driver_process:
             d_s, d_n = gc_timer.snapshot()
             gc_s, gc_n = gc_s + d_s, gc_n + d_n
         return cache, gc_s, gc_n
@@ -404,6 +405,6 @@ class DAGScheduler:
             f"{not_retried}); last error: {what}",
             origin, split, failure.attempts, error, failure.executor,
         )
-        if remote and self.config.backend != "threads":
+        if remote and not backend_class(self.config.backend).in_driver_process:
             err.remote_traceback = remote
         return err

@@ -26,6 +26,8 @@ import uuid
 import weakref
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from strataflow.config.backends import backend_class
+
 if TYPE_CHECKING:  # pragma: no cover
     from strataflow.context import Context
 
@@ -89,7 +91,7 @@ class Broadcast(Generic[T]):
         [10, 20]
         """
         ctx = self._ctx() if self._ctx is not None else None
-        if ctx is not None and not ctx._closed and ctx.backend != "threads":
+        if ctx is not None and not ctx._closed and not backend_class(ctx.backend).in_driver_process:
             ctx.fleet.ask_all("forget_broadcast", self.bid)
 
     def destroy(self, blocking: bool = False) -> None:

@@ -33,7 +33,7 @@ Each loss is a ``SourceSliceLost`` event (which executor, which slice, why, and 
 the file was re-written), each write that fails a ``SourceNotWritten`` event; ``metrics()``
 counts ``source_slices_lost``, ``source_slices_rewritten`` and ``source_slices_sent``.
 On a cluster the ray backend's store puts the slices in Ray's object store instead
-(``ray_backend.RaySourceStore``).
+(``executor/ray/session.RaySourceStore``).
 """
 
 from __future__ import annotations

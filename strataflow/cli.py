@@ -163,12 +163,30 @@ def _cache_summary(report: dict) -> Table:
     return t
 
 
+_TIER_USAGE = "NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]] or name=NAME,kind=KIND,dir=DIR[,dir=DIR...][,KEY=VALUE...]"
+
+
 def parse_tier(text: str) -> dict:
-    """``NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]]`` -> a ``Context(tiers=[...])`` entry, e.g.
-    ``shm:/dev/shm/sf:2GB`` or ``hdd:/mnt/a,/mnt/b``. Sizes are checked by the Context."""
+    """One ``--tier`` -> a ``Context(tiers=[...])`` entry. Two forms:
+
+    - positional, a ``disk`` tier: ``NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]]``, e.g.
+      ``shm:/dev/shm/sf:2GB`` or ``hdd:/mnt/a,/mnt/b``;
+    - keyed, any tier kind: ``name=ssd,kind=disk,dir=/x,capacity=10GB,bandwidth=1GB/s``;
+      ``dir`` repeats for more directories, and a kind's own keys (``spec_options``)
+      are allowed. Keyed because a kind's options vary: names say which value is which,
+      in any order, where a sixth positional field would not.
+
+    The form is told by the text before the first ``:``: a ``=`` there (never in a tier
+    name) makes it keyed. Keys and kinds are checked here, naming the bad part; sizes,
+    bandwidths and directories are checked by the Context."""
+    head = text.split(":", 1)[0]
+    return _keyed_tier(text) if "=" in head else _positional_tier(text)
+
+
+def _positional_tier(text: str) -> dict:
     parts = text.split(":")
     if len(parts) < 2 or not parts[0] or not parts[1]:
-        raise argparse.ArgumentTypeError(f"--tier: expected NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]], got {text!r}")
+        raise argparse.ArgumentTypeError(f"--tier: expected {_TIER_USAGE}, got {text!r}")
     tier: dict = {"name": parts[0], "dirs": [d for d in parts[1].split(",") if d]}
     if len(parts) > 2 and parts[2]:
         tier["capacity"] = parts[2]
@@ -177,6 +195,43 @@ def parse_tier(text: str) -> dict:
     if len(parts) > 4:
         raise argparse.ArgumentTypeError(f"--tier: too many ':' fields in {text!r}")
     return tier
+
+
+def _keyed_tier(text: str) -> dict:
+    from strataflow.storage.disk.kinds import DEFAULT_KIND, TIER_KINDS
+    from strataflow.storage.disk.tier_spec import COMMON_KEYS
+
+    tier: dict = {}
+    dirs: list[str] = []
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if not eq or not key or not value:
+            raise argparse.ArgumentTypeError(f"--tier: {part!r} in {text!r} is not KEY=VALUE")
+        if key in ("dir", "dirs"):
+            dirs.append(value)
+        elif key in tier:
+            raise argparse.ArgumentTypeError(f"--tier: {key!r} given twice in {text!r}")
+        else:
+            tier[key] = value
+    kind = tier.get("kind", DEFAULT_KIND)
+    if kind not in TIER_KINDS:
+        raise argparse.ArgumentTypeError(f"--tier: kind={kind!r} in {text!r} is not a tier kind; "
+                                         f"known: {sorted(TIER_KINDS)}")
+    known = (COMMON_KEYS - {"dirs"}) | {"dir"} | set(TIER_KINDS[kind].spec_options)
+    unknown = sorted(set(tier) - known)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"--tier: unknown key(s) {unknown} in {text!r} for a tier of kind "
+                                         f"{kind!r}; known: {sorted(known)}")
+    if "name" not in tier or not dirs:
+        raise argparse.ArgumentTypeError(f"--tier: {text!r} needs name= and at least one dir=")
+    if "write_parallelism" in tier:
+        try:
+            tier["write_parallelism"] = int(tier["write_parallelism"])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--tier: write_parallelism={tier['write_parallelism']!r} in "
+                                             f"{text!r} is not a whole number") from None
+    return {**tier, "dirs": dirs}
 
 
 def _context_options(args: argparse.Namespace) -> dict:
@@ -400,8 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--live", action="store_true",
                    help="a live view while the job runs: stages and tasks per executor, the cache per tier, hits")
-    r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="NAME:DIRS[:CAPACITY[:BW]]",
-                   help="a storage tier below memory, fastest first (repeat for more), e.g. shm:/dev/shm/sf:1GB")
+    r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="TIER",
+                   help="a storage tier below memory, fastest first (repeat for more): NAME:DIRS[:CAPACITY[:BW]], "
+                        "e.g. shm:/dev/shm/sf:1GB, or name=NAME,kind=KIND,dir=DIR[,KEY=VALUE...] for any tier kind")
     r.add_argument("--async-eviction", action="store_true",
                    help="evict to disk from a background writer (watermarks 0.85/0.95)")
     r.add_argument("--mmap-memory", default=None, metavar="SIZE|auto",

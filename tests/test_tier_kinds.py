@@ -162,6 +162,8 @@ def test_the_factory_builds_each_tier_by_its_kind(kind, tmp_path):
 
 # -- a new kind: one class plus a ``kind`` key ---------------------------------------------------------
 def _count(value: Any, option: str) -> int:
+    if isinstance(value, str) and value.isdigit():  # from the CLI
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{option}: expected a number of blocks >= 1, got {value!r}")
     return value
@@ -237,3 +239,18 @@ def test_a_kinds_own_keys_are_checked_with_the_config(few_blocks_kind, tmp_path)
         with pytest.raises(ConfigError, match=message):
             Context(memory="8MB", parallelism=1, progress=False, local_dirs=[str(tmp_path)],
                     shuffle_dirs=[str(tmp_path)], tiers=[bad])
+
+
+def test_the_cli_carries_a_kind_and_its_options(few_blocks_kind, tmp_path):
+    import argparse
+
+    from strataflow.cli import parse_tier
+
+    assert parse_tier(f"name=small,kind=few,dir={tmp_path},max_blocks=2") == {
+        "name": "small", "kind": "few", "dirs": [str(tmp_path)], "max_blocks": "2"}
+    with pytest.raises(argparse.ArgumentTypeError, match=r"unknown key\(s\) \['max_block'\] .* kind 'few'"):
+        parse_tier(f"name=small,kind=few,dir={tmp_path},max_block=2")
+    with Context(backend="threads", memory="8MB", parallelism=1, progress=False, local_dirs=[str(tmp_path)],
+                 shuffle_dirs=[str(tmp_path)], tiers=[parse_tier(f"name=small,kind=few,dir={tmp_path},max_blocks=3")]) as c:
+        (tier,) = c.disk_store.tiers
+        assert type(tier.store) is FewBlocks and tier.store.max_blocks == 3

@@ -132,7 +132,8 @@ class StackedStore(TierStore, Protocol):
 
     #: the kind's own tier-spec keys, each with the parser that validates its value when the
     #: configuration is read (``parser(value, option_name)``, raising ``ConfigError``);
-    #: the parsed values reach :meth:`from_spec` in ``spec.options``
+    #: the parsed values reach :meth:`from_spec` in ``spec.options``. A value may arrive as
+    #: text (the CLI's ``--tier name=...,KEY=VALUE``): a parser reads both.
     spec_options: dict[str, Callable[[Any, str], Any]]
 
     @classmethod

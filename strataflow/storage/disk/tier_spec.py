@@ -11,11 +11,12 @@ from typing import Any, Mapping, Sequence
 from strataflow.common.checks import ConfigError, check_dirs, parse_size
 from strataflow.storage.disk.kinds import DEFAULT_KIND, TIER_KINDS
 
-__all__ = ["TierSpec", "parse_tiers", "parse_bandwidth", "DEFAULT_WRITE_PARALLELISM"]
+__all__ = ["TierSpec", "parse_tiers", "parse_bandwidth", "DEFAULT_WRITE_PARALLELISM", "COMMON_KEYS"]
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 #: the keys every tier kind takes; a kind's own keys are its class's ``spec_options``
-_KEYS = {"name", "kind", "dirs", "capacity", "bandwidth", "write_parallelism"}
+COMMON_KEYS = frozenset({"name", "kind", "dirs", "capacity", "bandwidth", "write_parallelism"})
+_KEYS = COMMON_KEYS
 DEFAULT_WRITE_PARALLELISM = 2
 
 

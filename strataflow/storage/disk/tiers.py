@@ -16,7 +16,7 @@ rules, each small enough to reason about and each tested:
 - A block read from a lower tier moves up one tier when the upper tier has room, never
   evicting anything to do so (the thrash the ``adaptive`` policy avoids in memory would
   otherwise reappear between disks).
-- Capacity is enforced by accounting (each tier's :class:`DiskStore` counts the bytes of
+- Capacity is enforced by accounting (each tier's store counts the bytes of
   its files, headers included), not by asking the device.
 - Moving a block copies it verified (checksum) to the lower tier before it is removed
   from the upper, so a crash or a failed write never loses it; a reader racing a move

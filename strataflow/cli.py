@@ -27,6 +27,7 @@ from rich.table import Table
 
 from strataflow.config import ConfigError, parse_size
 from strataflow.config.backends import BACKENDS, local_backends
+from strataflow.storage.disk.tier_text import parse_tier_text
 from strataflow.storage.policies import DEFAULT_POLICY
 
 __all__ = ["main"]
@@ -164,19 +165,11 @@ def _cache_summary(report: dict) -> Table:
 
 
 def parse_tier(text: str) -> dict:
-    """``NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]]`` -> a ``Context(tiers=[...])`` entry, e.g.
-    ``shm:/dev/shm/sf:2GB`` or ``hdd:/mnt/a,/mnt/b``. Sizes are checked by the Context."""
-    parts = text.split(":")
-    if len(parts) < 2 or not parts[0] or not parts[1]:
-        raise argparse.ArgumentTypeError(f"--tier: expected NAME:DIR[,DIR...][:CAPACITY[:BANDWIDTH]], got {text!r}")
-    tier: dict = {"name": parts[0], "dirs": [d for d in parts[1].split(",") if d]}
-    if len(parts) > 2 and parts[2]:
-        tier["capacity"] = parts[2]
-    if len(parts) > 3 and parts[3]:
-        tier["bandwidth"] = parts[3]
-    if len(parts) > 4:
-        raise argparse.ArgumentTypeError(f"--tier: too many ':' fields in {text!r}")
-    return tier
+    """One ``--tier`` -> a ``Context(tiers=[...])`` entry (the forms: ``storage/disk/tier_text.py``)."""
+    try:
+        return parse_tier_text(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _context_options(args: argparse.Namespace) -> dict:
@@ -408,8 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-check", action="store_true",
                    help="skip checking the result against an independent run (it re-reads the whole input)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
-    r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="NAME:DIRS[:CAPACITY[:BW]]",
-                   help="a storage tier below memory, fastest first (repeat for more), e.g. shm:/dev/shm/sf:1GB")
+    r.add_argument("--tier", action="append", type=parse_tier, default=None, metavar="TIER",
+                   help="a storage tier below memory, fastest first (repeat for more): NAME:DIRS[:CAPACITY[:BW]], "
+                        "e.g. shm:/dev/shm/sf:1GB, or name=NAME,kind=KIND,dir=DIR[,KEY=VALUE...] for any tier kind")
     _add_option_flags(r)  # the Context's options that have a flag (config/options.py)
     r.set_defaults(func=cmd_run)
 

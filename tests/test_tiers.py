@@ -8,6 +8,7 @@ every policy with tiers. Unit tests assert the contents of every tier after each
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import numpy as np
@@ -17,28 +18,41 @@ from strataflow import Context, StorageLevel
 from strataflow.cli import main as cli_main
 from strataflow.config import ConfigError
 from strataflow.storage.memory.unified import MemoryManager
-from strataflow.storage.disk.disk_store import BlockUnavailable, DiskFull, DiskStore, file_size
+from strataflow.storage.disk.disk_store import BlockUnavailable, DiskFull, DiskStore
+from strataflow.storage.disk.kinds import TIER_KINDS
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.policies import POLICIES, make_policy
-from strataflow.storage.disk.tier_spec import parse_bandwidth, parse_tiers
+from strataflow.storage.disk.tier_spec import TierSpec, parse_bandwidth, parse_tiers
 from strataflow.storage.disk.tiers import Tier, TieredStore
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 KB = 1024
 BLOCK = 1000  # payload bytes of a unit-test block
-FILE = file_size(BLOCK, "pickle")
 
 
 def blob(i: int) -> bytes:
     return bytes([i % 251]) * BLOCK
 
 
-def two_tiers(tmp_path, top_blocks: int = 2, bottom_blocks: int | None = 3, events=None) -> TieredStore:
-    (tmp_path / "fast").mkdir(exist_ok=True)
-    (tmp_path / "slow").mkdir(exist_ok=True)
-    fast = DiskStore([str(tmp_path / "fast")], capacity=top_blocks * FILE)
-    slow = DiskStore([str(tmp_path / "slow")], capacity=None if bottom_blocks is None else bottom_blocks * FILE)
+@pytest.fixture(params=sorted(TIER_KINDS))
+def kind(request) -> str:
+    """The stack's rules hold whatever kind its tiers are: every registered kind."""
+    return request.param
+
+
+def _tier_store(kind: str, path, blocks: int | None):
+    path.mkdir(exist_ok=True)
+    cls = TIER_KINDS[kind]
+    store = cls.from_spec(TierSpec(path.name, [str(path)], kind=kind), [str(path)], None, None)
+    store.capacity = None if blocks is None else blocks * store.footprint(BLOCK, "pickle")
+    return store
+
+
+def two_tiers(tmp_path, top_blocks: int = 2, bottom_blocks: int | None = 3, events=None,
+              kind: str = "disk") -> TieredStore:
+    fast = _tier_store(kind, tmp_path / "fast", top_blocks)
+    slow = _tier_store(kind, tmp_path / "slow", bottom_blocks)
     post = (lambda name, **f: events.append({"event": name, **f})) if events is not None else None
     return TieredStore([Tier("fast", fast), Tier("slow", slow)], post=post)
 
@@ -55,15 +69,15 @@ def check_files(ts: TieredStore) -> None:
     """Each tier's directory holds exactly its indexed blocks' files, and capacity holds."""
     for t in ts.tiers:
         names = {n for d in t.store.dirs for n in os.listdir(d)}
-        assert names == {os.path.basename(e.path) for _, e in t.store.items()}
+        assert len(names) == len(t.store.items())  # one file per block, none left behind
         assert t.capacity is None or t.used <= t.capacity
         assert t.used == sum(e.size for _, e in t.store.items())
 
 
 # -- the tier stack ------------------------------------------------------------------------------
-def test_a_full_tier_moves_its_least_recently_used_block_down(tmp_path):
+def test_a_full_tier_moves_its_least_recently_used_block_down(tmp_path, kind):
     events: list = []
-    ts = two_tiers(tmp_path, events=events)
+    ts = two_tiers(tmp_path, events=events, kind=kind)
     put(ts, 0)
     put(ts, 1)
     assert layout(ts) == {"fast": ["b0", "b1"], "slow": []}
@@ -80,8 +94,8 @@ def test_a_full_tier_moves_its_least_recently_used_block_down(tmp_path):
     check_files(ts)
 
 
-def test_when_every_tier_is_full_the_block_goes_down_or_raises_disk_full(tmp_path):
-    ts = two_tiers(tmp_path, top_blocks=1, bottom_blocks=1)
+def test_when_every_tier_is_full_the_block_goes_down_or_raises_disk_full(tmp_path, kind):
+    ts = two_tiers(tmp_path, top_blocks=1, bottom_blocks=1, kind=kind)
     put(ts, 0)
     put(ts, 1)  # b0 moves down, b1 takes the fast tier
     assert layout(ts) == {"fast": ["b1"], "slow": ["b0"]}
@@ -91,15 +105,15 @@ def test_when_every_tier_is_full_the_block_goes_down_or_raises_disk_full(tmp_pat
     check_files(ts)
 
 
-def test_a_block_larger_than_a_tier_goes_to_the_next_one(tmp_path):
-    ts = two_tiers(tmp_path, top_blocks=1, bottom_blocks=None)
+def test_a_block_larger_than_a_tier_goes_to_the_next_one(tmp_path, kind):
+    ts = two_tiers(tmp_path, top_blocks=1, bottom_blocks=None, kind=kind)
     ts.put("big", [b"x" * (3 * BLOCK)], 3 * BLOCK, "pickle")
     assert layout(ts) == {"fast": [], "slow": ["big"]}
 
 
-def test_promotion_moves_up_one_tier_only_into_room(tmp_path):
+def test_promotion_moves_up_one_tier_only_into_room(tmp_path, kind):
     events: list = []
-    ts = two_tiers(tmp_path, top_blocks=2, events=events)
+    ts = two_tiers(tmp_path, top_blocks=2, events=events, kind=kind)
     for i in range(4):
         put(ts, i)
     assert layout(ts) == {"fast": ["b2", "b3"], "slow": ["b0", "b1"]}
@@ -115,11 +129,12 @@ def test_promotion_moves_up_one_tier_only_into_room(tmp_path):
     check_files(ts)
 
 
-def test_a_corrupt_block_found_while_moving_is_dropped_with_block_lost(tmp_path):
+def test_a_corrupt_block_found_while_moving_is_dropped_with_block_lost(tmp_path, kind):
     events: list = []
-    ts = two_tiers(tmp_path, top_blocks=1, events=events)
+    ts = two_tiers(tmp_path, top_blocks=1, events=events, kind=kind)
     put(ts, 0)
-    with open(ts.entry("b0").path, "r+b") as f:
+    (name,) = os.listdir(ts.tiers[0].store.dirs[0])  # its one block's file, whatever the kind names it
+    with open(os.path.join(ts.tiers[0].store.dirs[0], name), "r+b") as f:
         f.seek(-1, os.SEEK_END)
         f.write(b"?")
     put(ts, 1)
@@ -128,8 +143,8 @@ def test_a_corrupt_block_found_while_moving_is_dropped_with_block_lost(tmp_path)
     check_files(ts)
 
 
-def test_readers_racing_moves_always_get_the_block(tmp_path):
-    ts = two_tiers(tmp_path, top_blocks=2, bottom_blocks=None)
+def test_readers_racing_moves_always_get_the_block(tmp_path, kind):
+    ts = two_tiers(tmp_path, top_blocks=2, bottom_blocks=None, kind=kind)
     for i in range(3):
         put(ts, i)
     errors: list = []
@@ -346,8 +361,8 @@ def test_probe_command_prints_cold_and_warm(tmp_path, capsys):
 
 
 # -- the block manager over tiers ---------------------------------------------------------------------------
-def test_block_manager_promotes_between_tiers_on_a_disk_hit(tmp_path):
-    ts = two_tiers(tmp_path, top_blocks=3, bottom_blocks=None)
+def test_block_manager_promotes_between_tiers_on_a_disk_hit(tmp_path, kind):
+    ts = two_tiers(tmp_path, top_blocks=3, bottom_blocks=None, kind=kind)
     mm = MemoryManager(1 << 20, 0.5)
     bm = BlockManager(mm, ts, make_policy("no-recache"))
     bm.register(1, lambda: "ds", StorageLevel.DISK_ONLY, "pickle", 6)
@@ -399,6 +414,19 @@ def test_run_command_takes_tiers_and_async_eviction(tmp_path, capsys):
                                                  "bandwidth": "2GB/s"}
     for bad in ("shm", ":/a", "shm:", "a:/b:1GB:1GB/s:x"):
         with pytest.raises(Exception, match="--tier"):
+            parse_tier(bad)
+    # the keyed form carries a kind (and its own keys); ``dir`` repeats; ':' is fine in a value
+    assert parse_tier("name=ssd,kind=disk,dir=/a,dir=/b:c,capacity=10GB,bandwidth=1GB/s,write_parallelism=3") == {
+        "name": "ssd", "kind": "disk", "dirs": ["/a", "/b:c"], "capacity": "10GB", "bandwidth": "1GB/s",
+        "write_parallelism": 3}
+    assert parse_tier("name=ssd,dir=/a") == {"name": "ssd", "dirs": ["/a"]}
+    for bad, part in [("name=ssd,kind=tape,dir=/a", rf"kind='tape' .* known: {re.escape(str(sorted(TIER_KINDS)))}"),
+                      ("name=ssd,dir=/a,size=1GB", r"unknown key\(s\) \['size'\]"),
+                      ("name=ssd,dir=/a,capacity", r"'capacity' in .* is not KEY=VALUE"),
+                      ("name=ssd,name=hdd,dir=/a", r"'name' given twice"),
+                      ("name=ssd,capacity=1GB", r"needs name= and at least one dir="),
+                      ("name=ssd,dir=/a,write_parallelism=two", r"write_parallelism='two' .* not a whole number")]:
+        with pytest.raises(Exception, match=part):
             parse_tier(bad)
     fast, slow = tmp_path / "fast", tmp_path / "slow"
     fast.mkdir()

@@ -32,14 +32,12 @@ from strataflow.shuffle import ShuffleWriter
 from strataflow.shuffle.files import MapOutput, read_bucket
 from strataflow.shuffle.manager import BucketReader, remove_output
 from strataflow.storage.blocks import app_keys
-from strataflow.storage.disk.disk_store import DiskStore
 from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
 from strataflow.storage.gc_free import gc_unfreeze
 from strataflow.storage.manager import BlockManager
 from strataflow.storage.policies import make_policy
-from strataflow.storage.mapped.region_store import RegionStore
 from strataflow.storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
-from strataflow.storage.disk.tiers import Tier, TieredStore
+from strataflow.storage.stores import build_stores
 
 __all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs", "app_dirs"]
 
@@ -116,16 +114,10 @@ class ExecutorRuntime:
         self.local_dirs = _make_dirs(spec.cache_dirs, sub)
         self.shuffle_dirs = _make_dirs(spec.shuffle_dirs, sub)
         key = spec.auth_key
-        if cfg.tiers is None:
-            self.disk_store = TieredStore.single(DiskStore(self.local_dirs, _share(cfg.disk_capacity, n), key=key))
-        else:
-            made = []
-            for tspec, bases in zip(cfg.tiers, spec.tier_dirs):
-                store = DiskStore(_make_dirs(bases, sub), _share(tspec.capacity, n), key=key)
-                made.append(Tier(tspec.name, store, tspec.bandwidth, tspec.write_parallelism))
-            self.disk_store = TieredStore(made)
+        stores = build_stores(cfg.tiers, [_make_dirs(bases, sub) for bases in spec.tier_dirs], self.local_dirs,
+                              cfg.disk_capacity, n, key)
+        self.disk_store, self.regions = stores.tiers, stores.regions
         self.memory = MemoryManager(cfg.executor_memory, cfg.storage_fraction)
-        self.regions = RegionStore(self.local_dirs, capacity=_share(cfg.disk_capacity, n), key=key)
         self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
                                           self.events, regions=self.regions,
                                           mmap_memory=None if cfg.memory_split else _share(cfg.mmap_memory, n),

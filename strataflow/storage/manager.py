@@ -42,7 +42,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from strataflow.metrics import EventBus
 from strataflow.storage.auto_level import AutoLevels, DiskCosts
@@ -50,7 +50,7 @@ from strataflow.storage.blocks.block import MISS, BlockId, BlockStoreError, Data
 from strataflow.storage.blocks.codec import BlockCodec
 from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from strataflow.storage.cost_clock import from_environment
-from strataflow.storage.disk.disk_store import BlockUnavailable, DiskStore
+from strataflow.storage.tier_store import BlockUnavailable, StackedStore
 from strataflow.storage.disk.disk_writes import DiskWriter
 from strataflow.storage.eviction import Eviction, Victim
 from strataflow.storage.eviction_writer import DEFAULT_WATERMARKS, EvictionWriter
@@ -58,13 +58,15 @@ from strataflow.storage.gc_free import gc_freeze, gc_unfreeze
 from strataflow.storage.memory.split import MemorySplit
 from strataflow.storage.memory.store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
 from strataflow.storage.mapped.page_cache import MappedPageBound
-from strataflow.storage.peer_blocks import Fetch, PeerBlock
+from strataflow.storage.peer_blocks import Fetch, PeerBlock, read_peer, serve_peer
 from strataflow.storage.policies import Policy, Promotion
-from strataflow.storage.mapped.region_store import RegionEntry, RegionStore
 from strataflow.storage.blocks.serde import SerializationError, Serializer, get_serializer
 from strataflow.storage.blocks.sizing import estimate_size
 from strataflow.storage.task_reads import HeldBlock
 from strataflow.storage.disk.tiers import TieredStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from strataflow.storage.mapped.region_store import RegionStore
 
 __all__ = ["BlockId", "BlockManager", "CacheMetrics", "DatasetInfo", "BlockStoreError", "Victim", "METRIC_KEYS"]
 
@@ -76,7 +78,7 @@ class BlockManager:
     a put short of room waits at most ``async_wait_s`` for it before evicting
     synchronously. Call ``close()`` to stop the writer (the Context does, on stop)."""
 
-    def __init__(self, memory, disk: "DiskStore | TieredStore", policy: Policy, serializer: Serializer | None = None,
+    def __init__(self, memory, disk: "StackedStore | TieredStore", policy: Policy, serializer: Serializer | None = None,
                  events: EventBus | None = None, regions: "RegionStore | None" = None,
                  mmap_memory: int | None = None, gc_free: bool = True, async_eviction: bool = False,
                  watermarks: tuple[float, float] = DEFAULT_WATERMARKS, async_wait_s: float = 1.0,
@@ -348,50 +350,12 @@ class BlockManager:
         return value
 
     def _get_peer(self, bid: BlockId, peer: PeerBlock) -> Any:
-        """The block from another executor (see ``peer_blocks.py``), or MISS when it is
-        not there any more (the task then computes it)."""
-        try:
-            if isinstance(peer.source, RegionEntry):
-                value = RegionStore.read_extent(peer.source)
-                nbytes = peer.source.length
-            elif peer.source is not None:
-                payload, ser_name = DiskStore.read_entry(peer.source)
-                value, nbytes = self.codec.decode(payload, ser_name, bid), payload.nbytes
-            elif self.fetch_peer is not None:
-                value = self.fetch_peer(peer.executor_id, bid)
-                nbytes = estimate_size(value)
-            else:
-                return MISS
-        except (BlockUnavailable, SerializationError) as exc:
-            self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
-                             result="peer-miss", executor_held=peer.executor_id, reason=str(exc))
-            return MISS
-        self.metrics.add(peer_hits=1, peer_bytes_read=nbytes)
-        self.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
-                         result="peer", bytes=nbytes, executor_held=peer.executor_id, where=peer.where,
-                         file=peer.source is not None)
-        return readonly(value)
+        """The block from another executor, or MISS (``peer_blocks.read_peer``)."""
+        return read_peer(self, bid, peer)
 
     def serve_peer(self, bid: BlockId) -> Any:
-        """The block for another executor's task: from memory, else from disk; MISS if
-        it is not here. Not counted as a hit here, and nothing is re-cached."""
-        with self.memory.lock:
-            entry = self.memory_store.get(bid)
-        if entry is not None:
-            value = entry.value if entry.deserialized else self.codec.decode(entry.data(), entry.serializer, bid)
-        else:
-            try:
-                if self.regions is not None and bid in self.regions:
-                    value = self.regions.get(bid)
-                elif bid in self.disk:
-                    payload, ser_name, _ = self.disk.read(bid)
-                    value = self.codec.decode(payload, ser_name, bid)
-                else:
-                    return MISS
-            except (BlockUnavailable, SerializationError):
-                return MISS
-        self.metrics.add(peer_blocks_served=1)
-        return value
+        """The block for another executor's task, or MISS (``peer_blocks.serve_peer``)."""
+        return serve_peer(self, bid)
 
     def _lost(self, bid: BlockId, exc: Exception) -> None:
         self.metrics.add(blocks_lost=1)

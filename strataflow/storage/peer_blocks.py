@@ -22,22 +22,27 @@ the budget); the next stage places its task on the holder again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from strataflow.storage.disk.disk_store import DiskEntry
-from strataflow.storage.mapped.region_store import RegionEntry
+from strataflow.storage.blocks.block import MISS
+from strataflow.storage.blocks.serde import SerializationError
+from strataflow.storage.blocks.sizing import estimate_size
+from strataflow.storage.memory.store import readonly
+from strataflow.storage.stores import store_class_of
+from strataflow.storage.tier_store import BlockUnavailable, StoreEntry
 
 if TYPE_CHECKING:  # pragma: no cover
     from strataflow.storage.blocks.block import BlockId
     from strataflow.storage.manager import BlockManager
 
-__all__ = ["PeerBlock", "Fetch", "locate"]
+__all__ = ["PeerBlock", "Fetch", "locate", "read_peer", "serve_peer"]
 
 #: ``fetch(executor_id, block_id)``: the value of a block in another executor's memory,
 #: or raises BlockUnavailable (the holder no longer has it, or is gone)
 Fetch = Callable[[str, "BlockId"], Any]
 
-Source = Union[DiskEntry, RegionEntry, None]
+#: a store's entry (``tier_store.StoreEntry``: a tier kind's or the region store's)
+Source = Optional[StoreEntry]
 
 
 @dataclass(frozen=True)
@@ -59,3 +64,51 @@ def locate(bm: "BlockManager", bid: "BlockId") -> tuple[str, Source] | None:
     if bid in bm.memory_store:
         return "memory", source
     return ("disk", source) if source is not None else None
+
+
+def read_peer(bm: "BlockManager", bid: "BlockId", peer: PeerBlock) -> Any:
+    """The block from another executor, or MISS when it is not there any more (the task
+    then computes it). A file is read by the store class whose entry it is
+    (``TierStore.load_entry``); a block only in the holder's memory is fetched."""
+    try:
+        if peer.source is not None:
+            store = store_class_of(peer.source)
+            if store is None:
+                raise BlockUnavailable(f"no store here reads a {type(peer.source).__name__}")
+            value, nbytes = store.load_entry(peer.source, lambda payload, ser: bm.codec.decode(payload, ser, bid))
+        elif bm.fetch_peer is not None:
+            value = bm.fetch_peer(peer.executor_id, bid)
+            nbytes = estimate_size(value)
+        else:
+            return MISS
+    except (BlockUnavailable, SerializationError) as exc:
+        bm.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                       result="peer-miss", executor_held=peer.executor_id, reason=str(exc))
+        return MISS
+    bm.metrics.add(peer_hits=1, peer_bytes_read=nbytes)
+    bm.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
+                   result="peer", bytes=nbytes, executor_held=peer.executor_id, where=peer.where,
+                   file=peer.source is not None)
+    return readonly(value)
+
+
+def serve_peer(bm: "BlockManager", bid: "BlockId") -> Any:
+    """The block for another executor's task: from memory, else from disk; MISS if
+    it is not here. Not counted as a hit here, and nothing is re-cached."""
+    with bm.memory.lock:
+        entry = bm.memory_store.get(bid)
+    if entry is not None:
+        value = entry.value if entry.deserialized else bm.codec.decode(entry.data(), entry.serializer, bid)
+    else:
+        try:
+            if bm.regions is not None and bid in bm.regions:
+                value = bm.regions.get(bid)
+            elif bid in bm.disk:
+                payload, ser_name, _ = bm.disk.read(bid)
+                value = bm.codec.decode(payload, ser_name, bid)
+            else:
+                return MISS
+        except (BlockUnavailable, SerializationError):
+            return MISS
+    bm.metrics.add(peer_blocks_served=1)
+    return value

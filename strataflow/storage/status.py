@@ -83,7 +83,7 @@ def blocks_of(bm: "BlockManager", dataset_id: int) -> tuple[dict, dict]:
         mem = {b.split: e.size for b, e in bm.memory_store.items() if b.dataset_id == dataset_id}
     disk = {b.split: e.size for b, e in bm.disk.items() if b.dataset_id == dataset_id}
     if bm.regions is not None:
-        disk.update({b.split: e.length for b, e in bm.regions.entries() if b.dataset_id == dataset_id})
+        disk.update({b.split: e.size for b, e in bm.regions.items() if b.dataset_id == dataset_id})
     return mem, disk
 
 

@@ -43,7 +43,7 @@ import os
 import struct
 import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pyarrow as pa
 import xxhash
@@ -52,6 +52,10 @@ from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.common.private_file import atomic_write
 from strataflow.storage.blocks.serde import unpickled_prefix
+from strataflow.storage.tier_store import BlockUnavailable, Decode, DiskFull
+
+if TYPE_CHECKING:  # pragma: no cover
+    from strataflow.storage.disk.tier_spec import TierSpec
 
 __all__ = ["DiskStore", "DiskEntry", "DiskFull", "BlockUnavailable", "file_size"]
 
@@ -106,20 +110,6 @@ def file_size(payload_size: int, serializer: str) -> int:
     return _HEAD.size + len(serializer.encode()) + payload_size
 
 
-class DiskFull(OSError):
-    """No room for a block (device full or the store's capacity reached). Should one end a
-    task, it is the infrastructure's fault: the task is retried (``retries.py``)."""
-
-    retryable = True
-
-
-class BlockUnavailable(Exception):
-    """A block file is missing, short, or fails its checksum or its authentication. Should
-    one end a task, it is the infrastructure's fault: the task is retried (``retries.py``)."""
-
-    retryable = True
-
-
 @dataclass(frozen=True)
 class DiskEntry:
     path: str
@@ -128,6 +118,12 @@ class DiskEntry:
 
 
 class DiskStore:
+    """The ``disk`` tier kind (:class:`~strataflow.storage.tier_store.StackedStore`)."""
+
+    #: no options beyond the common tier keys
+    spec_options: dict[str, Callable[[Any, str], Any]] = {}
+    entry_type = DiskEntry
+
     def __init__(self, dirs: list[str], capacity: int | None = None, sync: bool = False,
                  key: bytes | None = None) -> None:
         """``key``: the application's secret (``frame_auth.py``); without one the store
@@ -144,6 +140,16 @@ class DiskStore:
         self._writing: set = set()  # blocks being written now
         self._next = itertools.count()
         self.used = 0
+
+    @classmethod
+    def from_spec(cls, spec: "TierSpec", dirs: Sequence[str], capacity: int | None,
+                  key: bytes | None) -> "DiskStore":
+        """One executor's store of the tier ``spec`` (see ``StackedStore.from_spec``)."""
+        return cls(list(dirs), capacity, key=key)
+
+    def footprint(self, payload_size: int, serializer: str) -> int:
+        """Bytes the block's file would take (header included): what capacity counts."""
+        return file_size(payload_size, serializer)
 
     @property
     def free(self) -> int | None:
@@ -244,6 +250,12 @@ class DiskStore:
         except OSError as exc:
             raise BlockUnavailable(f"block file {entry.path} cannot be read: {exc}") from None
         return cls._verified(entry, auth, head, raw_name, payload)
+
+    @classmethod
+    def load_entry(cls, entry: DiskEntry, decode: Decode) -> tuple[Any, int]:
+        """``(value, bytes read)`` of another executor's block file (a peer read)."""
+        payload, ser_name = cls.read_entry(entry)
+        return decode(payload, ser_name), payload.nbytes
 
     @staticmethod
     def _read(entry: DiskEntry) -> tuple[bytes, bytes, memoryview]:

@@ -5,15 +5,18 @@ needs only this parsing, not the stores (see :mod:`strataflow.storage.disk.tiers
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from strataflow.common.checks import ConfigError, check_dirs, parse_size
+from strataflow.storage.disk.kinds import DEFAULT_KIND, TIER_KINDS
 
-__all__ = ["TierSpec", "parse_tiers", "parse_bandwidth", "DEFAULT_WRITE_PARALLELISM"]
+__all__ = ["TierSpec", "parse_tiers", "parse_bandwidth", "DEFAULT_WRITE_PARALLELISM", "COMMON_KEYS"]
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-_KEYS = {"name", "dirs", "capacity", "bandwidth", "write_parallelism"}
+#: the keys every tier kind takes; a kind's own keys are its class's ``spec_options``
+COMMON_KEYS = frozenset({"name", "kind", "dirs", "capacity", "bandwidth", "write_parallelism"})
+_KEYS = COMMON_KEYS
 DEFAULT_WRITE_PARALLELISM = 2
 
 
@@ -21,13 +24,16 @@ DEFAULT_WRITE_PARALLELISM = 2
 class TierSpec:
     """One tier as configured: ``dirs`` are base directories (the application makes its
     own subdirectory under each), ``capacity`` bytes or None (no bound but the device's),
-    ``bandwidth`` read bytes/s or None (unknown until measured)."""
+    ``bandwidth`` read bytes/s or None (unknown until measured), ``kind`` the tier kind
+    that builds its store (``kinds.py``) and ``options`` that kind's own keys, parsed."""
 
     name: str
     dirs: list[str]
     capacity: int | None = None
     bandwidth: float | None = None
     write_parallelism: int = DEFAULT_WRITE_PARALLELISM
+    kind: str = DEFAULT_KIND
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def parse_bandwidth(value: Any, option: str = "bandwidth") -> float:
@@ -57,9 +63,14 @@ def parse_tiers(tiers: Sequence[Mapping[str, Any]]) -> list[TierSpec]:
         where = f"tiers[{i}]"
         if not isinstance(t, Mapping):
             raise ConfigError(f"{where}: expected a dict with 'name' and 'dirs', got {t!r}")
-        unknown = set(t) - _KEYS
+        kind = t.get("kind", DEFAULT_KIND)
+        if not isinstance(kind, str) or kind not in TIER_KINDS:
+            raise ConfigError(f"{where}.kind: unknown tier kind {kind!r}; known: {sorted(TIER_KINDS)}")
+        own = TIER_KINDS[kind].spec_options
+        unknown = set(t) - _KEYS - set(own)
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(_KEYS)}")
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} for a tier of kind {kind!r}; "
+                              f"known: {sorted(_KEYS | set(own))}")
         name = t.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise ConfigError(f"{where}.name: expected a short name of letters, digits, '-' or '_' "
@@ -81,7 +92,8 @@ def parse_tiers(tiers: Sequence[Mapping[str, Any]]) -> list[TierSpec]:
         par = t.get("write_parallelism", DEFAULT_WRITE_PARALLELISM)
         if isinstance(par, bool) or not isinstance(par, int) or par < 1:
             raise ConfigError(f"{where}.write_parallelism: expected an integer >= 1, got {par!r}")
-        out.append(TierSpec(name, dirs, capacity, bandwidth, par))
+        options = {k: parse(t[k], f"{where}.{k}") for k, parse in own.items() if t.get(k) is not None}
+        out.append(TierSpec(name, dirs, capacity, bandwidth, par, kind, options))
     all_dirs = [d for s in out for d in s.dirs]
     if len(set(all_dirs)) != len(all_dirs):
         dup = sorted({d for d in all_dirs if all_dirs.count(d) > 1})

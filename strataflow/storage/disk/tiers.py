@@ -1,4 +1,5 @@
-"""Storage tiers below memory: a stack of disk stores, fastest first (ssd above hdd, or a
+"""Storage tiers below memory: a stack of tier stores (``tier_store.StackedStore``; the
+``disk`` kind is :class:`DiskStore`), fastest first (ssd above hdd, or a
 tmpfs on /dev/shm above a disk), after Tachyon/Alluxio's tiered storage.
 
 Why tiers: a cache larger than memory spills to disk, but not all disk is alike; a small
@@ -15,7 +16,7 @@ rules, each small enough to reason about and each tested:
 - A block read from a lower tier moves up one tier when the upper tier has room, never
   evicting anything to do so (the thrash the ``adaptive`` policy avoids in memory would
   otherwise reappear between disks).
-- Capacity is enforced by accounting (each tier's :class:`DiskStore` counts the bytes of
+- Capacity is enforced by accounting (each tier's store counts the bytes of
   its files, headers included), not by asking the device.
 - Moving a block copies it verified (checksum) to the lower tier before it is removed
   from the upper, so a crash or a failed write never loses it; a reader racing a move
@@ -42,9 +43,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from strataflow.storage.disk.disk_store import BlockUnavailable, DiskEntry, DiskFull, DiskStore, file_size
 from strataflow.storage.disk.probe import probe_bandwidth
 from strataflow.storage.disk.tier_spec import DEFAULT_WRITE_PARALLELISM
+from strataflow.storage.tier_store import BlockUnavailable, DiskFull, StackedStore, StoreEntry
 
 __all__ = ["Tier", "TieredStore"]
 
@@ -54,7 +55,7 @@ class Tier:
     """One level of the stack: its store, its write slots and its LRU order."""
 
     name: str
-    store: DiskStore
+    store: StackedStore
     bandwidth: float | None = None  # read bytes/s: given, or measured by measure()
     write_parallelism: int = DEFAULT_WRITE_PARALLELISM
     measured: dict | None = None
@@ -94,7 +95,7 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
 
 
 class TieredStore:
-    """Disk tiers behind the interface of one :class:`DiskStore` (``put``, ``get``,
+    """Disk tiers behind the interface of one store (``put``, ``get``,
     ``remove``, ``entry``, ``items``, ``used``, ``in``), so the block manager sees one disk.
 
     One lock guards the index (which tier holds a block, each tier's LRU order, the
@@ -114,7 +115,7 @@ class TieredStore:
         self._busy: set = set()  # blocks being moved between tiers
 
     @classmethod
-    def single(cls, store: DiskStore, name: str = "disk") -> "TieredStore":
+    def single(cls, store: StackedStore, name: str = "disk") -> "TieredStore":
         """One tier over an existing store: the cache without a tiers configuration."""
         return cls([Tier(name, store)])
 
@@ -136,12 +137,12 @@ class TieredStore:
             t = self._where.get(block_id)
         return None if t is None else self.tiers[t].name
 
-    def entry(self, block_id: Any) -> DiskEntry | None:
+    def entry(self, block_id: Any) -> StoreEntry | None:
         with self._lock:
             t = self._where.get(block_id)
         return None if t is None else self.tiers[t].store.entry(block_id)
 
-    def items(self) -> list[tuple[Any, DiskEntry]]:
+    def items(self) -> list[tuple[Any, StoreEntry]]:
         """Every block on any tier, each once (a block being moved: where it is indexed)."""
         with self._lock:
             where = dict(self._where)
@@ -152,7 +153,7 @@ class TieredStore:
                 out.append((bid, e))
         return out
 
-    def items_by_tier(self) -> dict[str, list[tuple[Any, DiskEntry]]]:
+    def items_by_tier(self) -> dict[str, list[tuple[Any, StoreEntry]]]:
         with self._lock:
             where = dict(self._where)
         out: dict[str, list] = {t.name: [] for t in self.tiers}
@@ -171,7 +172,7 @@ class TieredStore:
                 for t, n in zip(self.tiers, blocks)]
 
     # -- writes -------------------------------------------------------------------------------
-    def put(self, block_id: Any, frames: list, payload_size: int, serializer: str) -> DiskEntry:
+    def put(self, block_id: Any, frames: list, payload_size: int, serializer: str) -> StoreEntry:
         """Writes a block to the highest tier that has or can make room (see the module's
         rules); returns its entry. Raises DiskFull when no tier can take it, OSError when
         a directory cannot be written."""
@@ -189,12 +190,12 @@ class TieredStore:
         return entry
 
     def _place(self, block_id: Any, frames: list, payload_size: int, serializer: str,
-               top: int) -> tuple[DiskEntry, int]:
+               top: int) -> tuple[StoreEntry, int]:
         """Writes the block into tier ``top`` or below (not indexed yet); returns where."""
-        need = file_size(payload_size, serializer)
         last: OSError | None = None
         for t in range(top, len(self.tiers)):
             tier = self.tiers[t]
+            need = tier.store.footprint(payload_size, serializer)
             if tier.capacity is not None and need > tier.capacity:
                 last = DiskFull(errno.ENOSPC, f"block {block_id} ({need} bytes) is larger than the capacity "
                                               f"of tier {tier.name!r} ({tier.capacity} bytes)")
@@ -263,7 +264,7 @@ class TieredStore:
         self._commit_move(block_id, src, dst, entry, "down")
         return True
 
-    def _commit_move(self, block_id: Any, src: int, dst: int, entry: DiskEntry, direction: str) -> None:
+    def _commit_move(self, block_id: Any, src: int, dst: int, entry: StoreEntry, direction: str) -> None:
         with self._lock:
             live = self._where.get(block_id) == src
             if live:
@@ -287,7 +288,7 @@ class TieredStore:
                 return False
             up = self.tiers[src - 1]
             free = up.store.free
-            if free is not None and free < file_size(payload.nbytes, serializer):
+            if free is not None and free < up.store.footprint(payload.nbytes, serializer):
                 return False
             self._busy.add(block_id)
         try:
@@ -325,7 +326,7 @@ class TieredStore:
         payload, ser, _ = self.read(block_id)
         return payload, ser
 
-    def remove(self, block_id: Any) -> DiskEntry | None:
+    def remove(self, block_id: Any) -> StoreEntry | None:
         with self._lock:
             t = self._where.pop(block_id, None)
             if t is not None:

@@ -40,17 +40,8 @@ inode, is not seen. A failed checksum, a missing segment file or a file too shor
 extent raises :class:`BlockUnavailable` (and forgets the block), and the block manager
 recomputes the partition.
 
-Authentication, for the bytes that are unpickled. An unkeyed hash guards against accidents,
-not against a forger: a ``pickle`` or ``pickle5`` extent rewritten in place (after its one
-verified read, or with a colliding XXH3, which is not a cryptographic hash) would run code
-when unpickled. So the bytes of an extent that ``layout.decode`` unpickles or trusts to
-locate them (``meta["pickled"]``: the stream, and a pickle5 extent's buffer table and
-trailer; never the out-of-band buffers, nor anything of an ``ndarray`` or ``arrow``
-extent) carry a keyed BLAKE2b tag (``frame_auth.py``, the application's key), kept in the
-entry, and checked before EVERY decode of the extent: it costs less than the unpickling
-it guards. A failed tag is treated as a failed checksum. A store built without a key
-makes its own; ``read_extent`` of another executor's extent finds the application's key
-by the segment's path (``app_keys.py``). Segment files are created mode 0600.
+Authentication, for the bytes that are unpickled: a keyed tag in the entry, checked before
+EVERY decode (why and of which bytes: :mod:`.extents`). Segment files are created mode 0600.
 
 Lifetimes. ``get`` returns read-only views of the mapping (numpy raises its usual
 "assignment destination is read-only" on a write: copy to modify). A view stays valid after
@@ -70,106 +61,39 @@ from __future__ import annotations
 import errno
 import itertools
 import os
-import re
 import secrets
-import struct
 import threading
-import weakref
 from concurrent.futures import CancelledError, Future
-from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import xxhash
 
-from strataflow.storage.blocks import app_keys
+from strataflow.storage.blocks.frame_auth import FrameAuth
 from strataflow.storage.mapped import layout
 from strataflow.storage.mapped import page_cache
 from strataflow.storage.mapped import segment_file
-from strataflow.storage.disk.disk_store import BlockUnavailable, DiskFull
-from strataflow.storage.blocks.frame_auth import FrameAuth, same
+from strataflow.storage.mapped.extents import RegionEntry, _authentic, _tag, read_extent
 from strataflow.storage.mapped.page_cache import PAGE as _PAGE
+from strataflow.storage.mapped.segments import Segments, _Segment, _sig
+from strataflow.storage.tier_store import BlockUnavailable, Decode, DiskFull
 
 __all__ = ["RegionStore", "RegionEntry", "DiskFull", "BlockUnavailable", "SEGMENT_BYTES"]
 
 SEGMENT_BYTES = 256 << 20
-_DOMAIN = b"sf-region-v1"
-_SPANS = struct.Struct("<QQQB")  # extent length, pickled head, pickled tail, kind's length
 
 
 def _round_up(n: int, align: int) -> int:
     return -(-n // align) * align
 
 
-def _slice(views: Sequence[memoryview], start: int, stop: int) -> list[memoryview]:
-    """Bytes ``start:stop`` of the views written back to back, as views (no copy)."""
-    out = []
-    pos = 0
-    for v in views:
-        lo, hi = max(start - pos, 0), min(stop - pos, v.nbytes)
-        if lo < hi:
-            out.append(v[lo:hi])
-        pos += v.nbytes
-    return out
+class RegionStore(Segments):
+    """The mapped levels' store; a :class:`~strataflow.storage.tier_store.TierStore`
+    (not a tier kind: it stores values in its own layout, outside the tier stack)."""
 
+    entry_type = RegionEntry
 
-def _tag(auth: FrameAuth, kind: str, length: int, spans: tuple[int, int], views: Sequence[memoryview]) -> bytes:
-    """The tag of an extent's pickled bytes (its first ``head`` and last ``tail`` bytes)."""
-    head, tail = spans
-    name = kind.encode()
-    parts = [_SPANS.pack(length, head, tail, len(name)), name]
-    return auth.tag(_DOMAIN, *parts, *_slice(views, 0, head), *_slice(views, length - tail, length))
-
-
-@dataclass(frozen=True)
-class RegionEntry:
-    segment: str  # the segment file's path
-    offset: int
-    length: int
-    kind: str  # a layout kind: ndarray, arrow, pickle5, pickle
-    meta: dict
-    digest: int  # xxh3-64 of the extent
-    zero_copy: bool
-    #: keyed tag of the bytes that decoding unpickles (``meta["pickled"]``); empty when none is
-    tag: bytes = field(default=b"", repr=False)
-
-    @property
-    def pickled(self) -> tuple[int, int]:
-        """``(head, tail)``: the bytes at the extent's ends that decoding unpickles."""
-        return tuple(self.meta.get("pickled", (self.length, 0)))  # type: ignore[return-value]
-
-
-def _sig(st: os.stat_result) -> tuple[int, int, int, int]:
-    """What a read compares to tell whether a segment file changed: size, mtime, ctime (which
-    ``os.utime`` cannot set back) and inode (a file replaced under the same name)."""
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
-
-
-class _Segment:
-    """One segment file of one dataset; mutated only under the store's lock."""
-
-    __slots__ = ("path", "dataset_id", "capacity", "end", "live", "pending", "buf", "dropped",
-                 "sig", "epoch", "suspect")
-
-    def __init__(self, path: str, dataset_id: Any, capacity: int) -> None:
-        self.path, self.dataset_id, self.capacity = path, dataset_id, capacity
-        self.end = 0  # bytes reserved so far (the next extent starts at or after it)
-        self.live = 0  # extents registered and not removed
-        self.pending = 0  # extents reserved and being written
-        self.buf: pa.Buffer | None = None  # the whole map, once mapped
-        self.dropped = False
-        #: the file's ``_sig`` as of the store's own last change to it (create, write, seal);
-        #: a read that stats anything else re-verifies the extent it serves
-        self.sig: tuple | None = None
-        #: bumped when the file changed behind the store: extents verified before are hashed again
-        self.epoch = 0
-        #: a change was seen while the store's own writes were under way (ambiguous): the
-        #: epoch is bumped when they are done
-        self.suspect = False
-
-
-class RegionStore:
     def __init__(self, dirs: list[str], segment_bytes: int = SEGMENT_BYTES, capacity: int | None = None,
                  readahead: bool = True, key: bytes | None = None) -> None:
         """``key``: the application's secret (``frame_auth.py``); without one the store
@@ -218,6 +142,18 @@ class RegionStore:
     def entries(self) -> list[tuple[Any, RegionEntry]]:
         with self._lock:
             return list(self._entries.items())
+
+    items = entries  # TierStore's name
+
+    @property
+    def used(self) -> int:
+        """TierStore's ``used``: :attr:`bytes_on_disk`, what ``capacity`` counts."""
+        return self.bytes_on_disk
+
+    @property
+    def free(self) -> int | None:
+        with self._lock:
+            return None if self.capacity is None else self.capacity - self._used
 
     def segments(self) -> list[str]:
         """The paths of the live segment files."""
@@ -350,88 +286,6 @@ class RegionStore:
         self._used += seg.end - before
         return seg, offset, before
 
-    # -- segment files changed behind the store ---------------------------------------------------
-    def _after_own_change(self, seg: _Segment) -> int:
-        """Under the lock, after the store's own write into or seal of ``seg``: the file's
-        stat now is the one reads compare with (a truncation seen here is handled first).
-        Returns the file's size (-1: gone)."""
-        try:
-            st = os.stat(seg.path)
-        except OSError:
-            return -1
-        if st.st_size < self._expected_size(seg) or (seg.sig is not None and st.st_ino != seg.sig[3]):
-            self._changed(seg, st)
-        seg.sig = _sig(st)
-        if seg.pending == 0 and seg.suspect:
-            seg.epoch += 1
-            seg.suspect = False
-        return st.st_size
-
-    def _expected_size(self, seg: _Segment) -> int:
-        """The size the store left the file at: its capacity while filled, then its end."""
-        return seg.capacity if self._current.get(seg.dataset_id) is seg else seg.end
-
-    def _changed(self, seg: _Segment, st: os.stat_result) -> None:
-        """Under the lock: ``seg``'s file is not as the store left it (``st``: its stat now).
-        The extents now past its end are forgotten (their blocks raise BlockUnavailable and
-        are recomputed), the segment is never appended to again, a replaced file's map is
-        dropped (mapped again at the next read), and every extent of it is hashed again at
-        its next read (the epoch). While the store's own writes into it are under way the
-        change may be theirs: then the epoch is bumped once they are done."""
-        size = st.st_size
-        truncated = size < self._expected_size(seg)
-        if size < seg.end:
-            for bid, e in list(self._entries.items()):
-                if e.segment == seg.path and e.offset + e.length > size:
-                    self._remove_locked(bid)
-                    self._cut[bid] = (f"its extent was cut off: segment {seg.path} was truncated to {size} bytes "
-                                      f"(the extent ends at {e.offset + e.length})")
-            if seg.dropped:  # none of its blocks left: deleted
-                return
-        if (truncated or seg.pending == 0) and self._current.get(seg.dataset_id) is seg:
-            del self._current[seg.dataset_id]  # sealed for good: never appended to again
-        if seg.buf is not None and seg.sig is not None and st.st_ino != seg.sig[3]:
-            self._unmap(seg)  # another file under the same name
-        if seg.pending == 0:
-            seg.sig = _sig(st)
-            seg.epoch += 1
-        else:
-            seg.suspect = True
-
-    def _unmap(self, seg: _Segment) -> None:
-        """Drops the store's reference to ``seg``'s map (views keep it alive, counted in
-        ``mapped_bytes`` while they do)."""
-        buf, seg.buf = seg.buf, None
-        if buf is not None:
-            ref = weakref.ref(buf)
-            nbytes = min(seg.end, buf.size)
-            del buf
-            if ref() is not None:
-                self._deferred.append((ref, nbytes))
-
-    def _new_segment(self, dataset_id: Any, length: int) -> _Segment:
-        own = length > self.segment_bytes
-        size = length if own else self.segment_bytes
-        tag = re.sub(r"[^\w.-]", "_", str(dataset_id))
-        while True:
-            n = next(self._names)
-            path = os.path.join(self.dirs[n % len(self.dirs)], f"region-{tag}-{self._token}-{n}.seg")
-            try:
-                segment_file.create(path, size)
-                break
-            except FileExistsError:
-                continue
-        seg = _Segment(path, dataset_id, size)
-        try:
-            seg.sig = _sig(os.stat(path))
-        except OSError:
-            pass  # gone already: its first read finds so
-        self._segments[path] = seg
-        self._by_dataset.setdefault(dataset_id, []).append(seg)
-        if not own:
-            self._current[dataset_id] = seg
-        return seg
-
     # -- get -------------------------------------------------------------------------------------
     def get(self, block_id: Any) -> Any:
         """The block's value, mapped: arrays are read-only views of the segment's map. The
@@ -476,36 +330,13 @@ class RegionStore:
             self._stats["decode_s"] += dt
         return value, dt
 
+    read_extent = staticmethod(read_extent)
+
     @staticmethod
-    def read_extent(entry: RegionEntry, auth: FrameAuth | None = None) -> Any:
-        """The value of an extent of another store's segment (another executor's, on this
-        machine), mapped zero-copy like ``get``. Its checksum is verified at every such
-        read: this store does not know when the owner removed, reclaimed or rewrote the
-        segment. Raises BlockUnavailable if it is gone, short, corrupt, unauthenticated or
-        undecodable. Without ``auth`` the key is the application's that registered the
-        segment's directory (``app_keys.py``)."""
-        auth = auth or app_keys.auth_for(entry.segment)
-        if auth is None:
-            raise BlockUnavailable(f"segment {entry.segment} is not under a directory of this application: "
-                                   f"no key to authenticate it")
-        try:
-            size = os.stat(entry.segment).st_size  # first: touching a page past EOF is SIGBUS
-            if size < entry.offset + entry.length:
-                raise BlockUnavailable(f"segment {entry.segment} has {size} bytes, the block ends at "
-                                       f"{entry.offset + entry.length}")
-            buf = segment_file.map_file(entry.segment)
-        except (OSError, pa.ArrowException) as exc:
-            raise BlockUnavailable(f"segment {entry.segment} cannot be read: {exc}") from None
-        view = memoryview(buf)[entry.offset : entry.offset + entry.length]
-        if xxhash.xxh3_64_intdigest(view) != entry.digest:
-            raise BlockUnavailable(f"an extent of {entry.segment} fails its checksum")
-        if not _authentic(auth, entry, view):
-            raise BlockUnavailable(f"an extent of {entry.segment} fails authentication: not written by this "
-                                   f"application, or corrupt")
-        try:
-            return layout.decode(entry.kind, view, entry.meta)
-        except Exception as exc:  # noqa: BLE001 - changed under us after the check
-            raise BlockUnavailable(f"an extent of {entry.segment} cannot be decoded: {exc}") from exc
+    def load_entry(entry: RegionEntry, decode: Decode) -> tuple[Any, int]:
+        """TierStore's peer read: the extent's value (mapped, not ``decode``d) and its bytes."""
+        return read_extent(entry), entry.length
+
 
     def _view(self, block_id: Any) -> tuple[RegionEntry, memoryview, bool, Future | None, int | None]:
         """The entry, a view of its extent in the segment's map (mapped now if need be),
@@ -656,35 +487,3 @@ class RegionStore:
             seg.live -= 1
             self._maybe_reclaim(seg)
         return entry
-
-    def _maybe_reclaim(self, seg: _Segment) -> None:
-        if seg.live == 0 and seg.pending == 0 and not seg.dropped:
-            self._drop_segment(seg)
-
-    def _drop_segment(self, seg: _Segment) -> None:
-        seg.dropped = True
-        self._segments.pop(seg.path, None)
-        segs = self._by_dataset.get(seg.dataset_id, [])
-        if seg in segs:
-            segs.remove(seg)
-        if not segs:
-            self._by_dataset.pop(seg.dataset_id, None)
-        if self._current.get(seg.dataset_id) is seg:
-            del self._current[seg.dataset_id]
-        self._used -= seg.end
-        try:
-            os.unlink(seg.path)
-        except FileNotFoundError:
-            pass
-        self._unmap(seg)  # unmapped now, unless views hold it: then with the last of them
-
-
-def _authentic(auth: FrameAuth, entry: RegionEntry, view: memoryview) -> bool:
-    """Whether the extent's pickled bytes are the ones its entry's tag was made for, and
-    the only ones ``layout.decode`` would unpickle. True for an extent with none."""
-    spans = entry.pickled
-    if spans == (0, 0):
-        return entry.kind not in ("pickle", "pickle5")  # a pickled kind always has a span
-    if layout.pickled_spans(entry.kind, view) != spans:
-        return False
-    return same(entry.tag, _tag(auth, entry.kind, entry.length, spans, [view]))

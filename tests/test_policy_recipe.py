@@ -32,6 +32,7 @@ from strataflow.dataset.actions import ActionOps
 from strataflow.simulate import simulate, synthetic
 from strataflow.storage.level import StorageLevel
 from strataflow.storage.policies import POLICIES, Policy, Promotion, make_policy
+from test_policies import assert_policy_is_complete
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -101,6 +102,7 @@ def test_the_config_accepts_the_new_policy(tmp_path, fifo):
     assert cfg.policy == "fifo"
     assert isinstance(make_policy("fifo"), FifoPolicy)
     assert make_policy("fifo") is not make_policy("fifo")  # a fresh state per context
+    assert_policy_is_complete("fifo", tmp_path)  # what every registered policy is checked for
 
 
 def test_the_command_line_takes_the_new_policy(tmp_path, fifo, capsys):

@@ -189,3 +189,34 @@ def test_the_pyspark_layer_reaches_the_new_method_through_its_dataset(local_ctx,
     rdd = RDD(local_ctx.parallelize(range(7), 2), None)  # the wrapper alone: no SparkContext needed to read it
     assert rdd.dataset.count_by_partition() == [3, 4]
     assert not hasattr(rdd, "count_by_partition") and not hasattr(rdd, "countByPartition")  # forwarded by hand
+
+
+# -- no hand lists --------------------------------------------------------------------------------
+def _hand_lists(path) -> list[str]:
+    """List, tuple and set literals of two or more registered policy names in a test module,
+    outside a ``policy_subset`` marker (which must name its policies, and says why)."""
+    import ast
+
+    tree = ast.parse(path.read_text(), str(path))
+    allowed = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "policy_subset":
+            allowed.update(id(a) for a in node.args)
+    names = set(POLICIES)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2:
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(values) == len(node.elts) and set(values) <= names and not allowed & {id(e) for e in node.elts}:
+                found.append(f"{path.name}:{node.lineno}: {values}")
+    return found
+
+
+def test_no_test_lists_the_policies_by_hand():
+    """Every per-policy test takes its names from ``registered_policies()`` (conftest), so a
+    new policy runs through it; a list of policy names written out would silently leave the
+    new one out."""
+    from pathlib import Path
+
+    found = [hit for path in sorted(Path(__file__).parent.glob("*.py")) for hit in _hand_lists(path)]
+    assert not found, "policies listed by hand (use registered_policies() or policy_subset): " + "; ".join(found)

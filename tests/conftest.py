@@ -186,3 +186,55 @@ def _fresh_references():
 
     clear_references()
     yield
+
+
+# -- policies, drawn from the registry ---------------------------------------------------------------
+def registered_policies() -> list[str]:
+    """The names of every registered cache policy (``strataflow.storage.policies.POLICIES``),
+    sorted. Tests that run per policy take their list from here, never a list of their own:
+    a policy added to the registry is then run by every such test without editing it."""
+    from strataflow.storage.policies import POLICIES
+
+    return sorted(POLICIES)
+
+
+def _policy_subset(metafunc) -> list[str] | None:
+    """The names a ``policy_subset`` marker keeps, checked: each must be registered (a
+    renamed or removed policy fails collection instead of silently running nothing) and
+    the marker must say why the test does not hold for every policy."""
+    marker = metafunc.definition.get_closest_marker("policy_subset")
+    if marker is None:
+        return None
+    names, reason = list(marker.args), marker.kwargs.get("reason", "")
+    where = metafunc.definition.nodeid
+    if not names or not str(reason).strip():
+        raise pytest.UsageError(f"{where}: policy_subset needs the policies' names and reason='why not every policy'")
+    unknown = [n for n in names if n not in registered_policies()]
+    if unknown:
+        raise pytest.UsageError(f"{where}: policy_subset names unregistered policies {unknown}; "
+                                f"registered: {registered_policies()}")
+    return names
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "policy_subset(*names, reason): run a test that takes `policy` for these registered policies only "
+        "(default: every registered policy); reason says what the test asserts that not every policy does")
+
+
+def pytest_generate_tests(metafunc):
+    """A test that takes a ``policy`` argument, and does not parametrize it itself, runs once
+    per registered policy, or per the names of its ``policy_subset`` marker."""
+    if "policy" not in metafunc.fixturenames:
+        return
+    subset = _policy_subset(metafunc)
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        argnames = mark.args[0]
+        argnames = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+        if "policy" in argnames:
+            if subset is not None:
+                raise pytest.UsageError(f"{metafunc.definition.nodeid}: policy_subset on a test that parametrizes "
+                                        "`policy` itself; take `policy` as an argument and let the marker choose")
+            return
+    metafunc.parametrize("policy", subset if subset is not None else registered_policies())

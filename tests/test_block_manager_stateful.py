@@ -28,6 +28,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from conftest import registered_policies
 from strataflow.storage.memory.unified import MemoryManager
 from strataflow.storage.disk.disk_store import DiskStore
 from strataflow.storage.disk.tiers import Tier, TieredStore
@@ -69,7 +70,7 @@ class BlockManagerMachine(RuleBasedStateMachine):
         self.corrupted: set[BlockId] = set()
         self.task_ids = iter(range(10**6, 2 * 10**6))
 
-    @initialize(policy=st.sampled_from(["spark", "no-recache", "adaptive", "lineage"]), fraction=st.sampled_from([0.0, 0.5, 1.0]),
+    @initialize(policy=st.sampled_from(registered_policies()), fraction=st.sampled_from([0.0, 0.5, 1.0]),
                 tiered=st.booleans(), async_eviction=st.booleans())
     def setup(self, policy, fraction, tiered, async_eviction):
         self.memory = MemoryManager(TOTAL, fraction)

@@ -271,7 +271,6 @@ def test_disk_only_corrupt_or_deleted_block_is_recomputed(make_ctx):
     assert len(lost) == 2 and c.metrics()["disk_hits"] - after["disk_hits"] == 4
 
 
-@pytest.mark.parametrize("policy", ["no-recache", "spark"])
 def test_memory_and_disk_block_lost_on_disk_is_recomputed(make_ctx, policy):
     c = make_ctx(memory="1MB", policy=policy)
     lost = record(c, "BlockLost")

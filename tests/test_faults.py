@@ -14,6 +14,13 @@ backend: a monkeypatch does not reach executor processes) and ``kill9`` (an exec
 SIGKILLed, processes backend). The file faults run on the threads backend for every target
 and on executor processes for a few, to show that executors behave the same.
 
+The policy axis: the matrix runs under the default cache policy; the targets whose blocks a
+policy decides about (the ``MEMORY_AND_DISK*`` levels under pressure: which blocks go to
+disk, whether one read from disk comes back to memory) run through the file faults again
+under every other registered policy (``registered_policies()``), so a new policy is put
+through the matrix without editing it. DISK_ONLY blocks never enter memory and the
+shuffle's map outputs are not cached blocks: no policy is asked about them.
+
 Each cell: persist, run the action (blocks or map outputs written), inject the fault into
 the files on disk (found under the Context's ``local_dirs`` / ``shuffle_dirs``), run the
 action again: the answer equals the one computed here without the engine, the lost blocks
@@ -41,9 +48,11 @@ import numpy as np
 import pytest
 
 import faults_util as fu
+from conftest import registered_policies
 from strataflow import Context, TaskFailedError
 from strataflow.shuffle import codec
 from strataflow.storage.blocks.serde import SERIALIZERS
+from strataflow.storage.policies import DEFAULT_POLICY
 from test_failures import Calls
 from test_frame_auth import assert_live_forgery, events_of, read_header
 
@@ -57,6 +66,8 @@ FILE_FAULTS = ["flip", "truncate", "delete", "forge"]
 #: the cells run again on executor processes: one target of each file format, both kinds
 ON_PROCESSES = ["DISK_ONLY-records", "MEMORY_AND_DISK_SER-numpy", "DISK_MMAP-numpy", "MEMORY_AND_DISK_MMAP-records",
                 "shuffle-numpy", "shuffle-records"]
+#: the targets a cache policy decides about, run again under every registered policy
+POLICY_TARGETS = [t for t in TARGETS if t.startswith("MEMORY_AND_DISK")]
 
 PARTS = 4
 MEMORY = "2MB"
@@ -181,10 +192,10 @@ REASONS = {
 
 
 # -- flip, truncate, delete, forge ----------------------------------------------------------------
-def run_file_fault(tmp_path, backend: str, target: str, fault: str) -> None:
+def run_file_fault(tmp_path, backend: str, target: str, fault: str, **options) -> None:
     marker = tmp_path / "pwned"
     calls = Calls(tmp_path / "calls")
-    with application(tmp_path, backend) as c:
+    with application(tmp_path, backend, **options) as c:
         lost = events_of(c, "BlockLost")
         fetch_failed = events_of(c, "FetchFailed")
         w = Work(c, target, calls)
@@ -242,6 +253,18 @@ def test_file_fault(tmp_path, target, fault):
 @pytest.mark.parametrize("target, fault", file_cells(ON_PROCESSES))
 def test_file_fault_on_executor_processes(tmp_path, target, fault):
     run_file_fault(tmp_path, "processes", target, fault)
+
+
+def policy_cells() -> list:
+    """(policy, target, fault) for every registered policy but the default, whose cells are
+    ``test_file_fault``'s."""
+    return [pytest.param(p, t, f, id=f"{p}-{t}-{f}") for p in registered_policies() if p != DEFAULT_POLICY
+            for t in POLICY_TARGETS for f in FILE_FAULTS]
+
+
+@pytest.mark.parametrize("policy, target, fault", policy_cells())
+def test_file_fault_under_every_policy(tmp_path, policy, target, fault):
+    run_file_fault(tmp_path, "threads", target, fault, policy=policy)
 
 
 def forged_loaders(c: Context, w: Work) -> list:

@@ -25,13 +25,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from conftest import registered_policies
 from strataflow import Context
 from strataflow.storage.level import StorageLevel
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 LEVELS = StorageLevel.all()
-POLICIES = ["spark", "no-recache", "adaptive", "lineage"]
+POLICIES = registered_policies()
 DISK_AND_MEMORY = {"MEMORY_AND_DISK", "MEMORY_AND_DISK_SER"}
 MEMORY_ONLY = {"MEMORY_ONLY", "MEMORY_ONLY_SER", "OFF_HEAP"}
 

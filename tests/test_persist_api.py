@@ -242,7 +242,6 @@ def test_uncached_batches_stay_writable(cx):
     assert ds.map_partitions(lambda a: [a.flags.writeable]).collect() == [True, True]
 
 
-@pytest.mark.parametrize("policy", ["spark", "no-recache"])
 def test_metrics_of_drops_and_recaches_between_two_datasets(tmp_path, policy):
     """Two MEMORY_AND_DISK datasets of 1.2 MB in 2 MB: caching the second drops blocks of
     the first to disk; reading the first again re-caches them under ``spark`` only."""

@@ -171,7 +171,6 @@ def _run_logged(tmp_path, policy: str) -> tuple[str, dict]:
     return log, metrics
 
 
-@pytest.mark.parametrize("policy", ["spark", "no-recache", "lineage"])
 def test_event_log_replay_reproduces_the_run(tmp_path, policy):
     """Replaying a run's own log with the policy it ran reproduces its memory hits, disk
     hits and misses, one by one: the model mirrors the block manager."""

@@ -21,7 +21,7 @@ from strataflow.storage.memory.unified import MemoryManager
 from strataflow.storage.disk.disk_store import BlockUnavailable, DiskFull, DiskStore
 from strataflow.storage.disk.kinds import TIER_KINDS
 from strataflow.storage.manager import BlockId, BlockManager
-from strataflow.storage.policies import POLICIES, make_policy
+from strataflow.storage.policies import make_policy
 from strataflow.storage.disk.tier_spec import TierSpec, parse_bandwidth, parse_tiers
 from strataflow.storage.disk.tiers import Tier, TieredStore
 
@@ -311,7 +311,6 @@ def test_hot_blocks_end_in_the_faster_tier(tmp_path):
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"strataflow-{c.app_id}")]
 
 
-@pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("level", [StorageLevel.MEMORY_AND_DISK, StorageLevel.MEMORY_AND_DISK_SER,
                                    StorageLevel.DISK_ONLY])
 def test_results_equal_none_for_every_policy_with_tiers(tier_dirs, policy, level):

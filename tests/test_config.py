@@ -1,18 +1,15 @@
 """One configuration (``strataflow/config/__init__.py``): ``Config.build`` is the single place that
 checks every ``Context`` option, keyword-only; the watermark check is one function, so the
-Context and the simulator reject the same values with the same message; and the storage,
-memory, shuffle and metrics layers import nothing from the layers above them."""
+Context and the simulator reject the same values with the same message. (The import rules
+between layers: ``tests/test_house.py``.)"""
 
 from __future__ import annotations
 
-import ast
 import inspect
 import os
-import pathlib
 
 import pytest
 
-import strataflow
 from strataflow import Context
 from strataflow.cli import main as cli_main
 from strataflow.config import Config, ConfigError
@@ -98,41 +95,6 @@ def test_bench_reexports_the_storage_probe():
     from strataflow.storage.disk.probe import probe_bandwidth
 
     assert from_bench is probe_bandwidth
-
-
-_LOW = ["storage", "shuffle", "metrics", "common"]
-_HIGH = {"bench", "workloads", "cli", "context", "scheduler"}
-
-
-def _imported(path: pathlib.Path, package: list[str]) -> set[str]:
-    """Top-level strataflow subpackages/modules that ``path`` imports (late imports too)."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
-                names = [base + [a.name] for a in node.names] if not node.module else [base]
-            else:
-                names = [(node.module or "").split(".")]
-        elif isinstance(node, ast.Import):
-            names = [a.name.split(".") for a in node.names]
-        else:
-            continue
-        out.update(n[1] for n in names if len(n) > 1 and n[0] == "strataflow")
-    return out
-
-
-def test_low_layers_do_not_import_higher_ones():
-    root = pathlib.Path(strataflow.__file__).parent
-    files = [p for low in _LOW for p in ([root / low] if low.endswith(".py") else (root / low).rglob("*.py"))]
-    assert len(files) > 10
-    bad = {}
-    for path in files:
-        package = ["strataflow", *path.relative_to(root).parent.parts]
-        up = _imported(path, package) & _HIGH
-        if up:
-            bad[str(path.relative_to(root))] = sorted(up)
-    assert not bad, bad
 
 
 def test_options_come_from_arguments_then_conf_then_the_environment_then_defaults(monkeypatch, tmp_path):

@@ -134,3 +134,46 @@ def test_every_option_a_synopsis_names_exists(where, command):
 
 def test_the_pages_show_command_lines():
     assert len(SHELL) >= 8 and len(SYNOPSES) >= 8
+
+
+_ARCH = ROOT / "docs" / "architecture.md"
+_CODE_PATH = re.compile(r"`((?:strataflow|tests)/[\w/<>.*-]+)`")
+
+
+def _recipes() -> dict[str, str]:
+    text = _ARCH.read_text()
+    parts = re.split(r"^### (.+)$", text.split("## Recipes", 1)[1], flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_every_file_the_architecture_page_names_exists():
+    """The package map and the recipes name real files and folders (a placeholder like
+    ``<name>`` stands for the new file and only its folder must exist; a glob must match)."""
+    missing = []
+    for path in _CODE_PATH.findall(_ARCH.read_text()):
+        target = ROOT / path
+        if "<" in path:
+            target = ROOT / path.split("<", 1)[0]
+        if not (target.exists() or ("*" in path and list(ROOT.glob(path)))):
+            missing.append(path)
+    assert missing == []
+
+
+def test_each_recipe_touches_at_most_three_files():
+    recipes = _recipes()
+    assert {"Add a policy", "Add a backend", "Add a tier kind", "Add a Dataset method", "Add an option"} <= set(recipes)
+    for name, body in recipes.items():
+        steps = re.findall(r"^\d+\. ", body, flags=re.M)
+        assert 1 <= len(steps) <= 3, (name, len(steps))
+
+
+def test_the_package_map_lists_every_floor():
+    """Every floor of tests/test_house.py appears in the map, in the same order."""
+    from test_house import FLOORS
+
+    text = _ARCH.read_text().split("## The packages", 1)[1].split("## Recipes", 1)[0]
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
+    named = "\n".join(rows)
+    order = [named.find(f"`{f}/`" if f not in ("lineage", "cli") else f"`{f}.py`") for f in FLOORS if f != "__init__"]
+    assert -1 not in order, [f for f, i in zip([f for f in FLOORS if f != "__init__"], order) if i == -1]
+    assert order == sorted(order)

@@ -190,7 +190,8 @@ OPTIONS: tuple[Option, ...] = (
            lambda value, seen: None if value is None else parse_tiers(value),
            "disk tiers below memory, fastest first, e.g. ``[{\"name\": \"ssd\", \"dirs\": [...], \"capacity\": "
            "\"20GB\", \"bandwidth\": \"1.5GB/s\"}, {\"name\": \"hdd\", \"dirs\": [...]}]`` (``capacity``, "
-           "``bandwidth`` and ``write_parallelism``, default 2, are optional). A block dropped from memory goes "
+           "``bandwidth`` and ``write_parallelism``, default 2, are optional; ``kind`` picks a registered tier "
+           "kind, ``disk`` by default, and a kind's own options sit beside them). A block dropped from memory goes "
            "to the top tier; a full tier moves its least recently used blocks down; a block read from a lower "
            "tier moves up when the tier above has room. Without ``tiers``: one ``disk`` tier on ``local_dirs`` "
            "with ``disk_capacity``. Mapped levels (``DISK_MMAP``...) stay in their region store on "

@@ -37,7 +37,7 @@ from strataflow.storage.gc_free import gc_unfreeze
 from strataflow.storage.manager import BlockManager
 from strataflow.storage.policies import make_policy
 from strataflow.storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
-from strataflow.storage.stores import build_stores
+from strataflow.storage.stores import build_stores, share
 
 __all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs", "app_dirs"]
 
@@ -83,10 +83,6 @@ def app_dirs(cache_dirs: list[str], shuffle_dirs: list[str], tier_dirs: list[lis
     return cache_dirs + shuffle_dirs + [d for dirs in tier_dirs for d in dirs]
 
 
-def _share(value: int | None, n: int) -> int | None:
-    return None if value is None else max(1, value // n)
-
-
 def _make_dirs(bases: list[str], sub: str) -> list[str]:
     out = []
     for b in bases:
@@ -120,7 +116,7 @@ class ExecutorRuntime:
         self.memory = MemoryManager(cfg.executor_memory, cfg.storage_fraction)
         self.block_manager = BlockManager(self.memory, self.disk_store, make_policy(cfg.policy), cfg.serializer,
                                           self.events, regions=self.regions,
-                                          mmap_memory=None if cfg.memory_split else _share(cfg.mmap_memory, n),
+                                          mmap_memory=None if cfg.memory_split else share(cfg.mmap_memory, n),
                                           split=cfg.memory_split,
                                           gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
                                           watermarks=cfg.eviction_watermarks)

@@ -12,14 +12,11 @@ from __future__ import annotations
 import math
 import sys
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from strataflow.dataset.actions import EmptyDatasetError
+from strataflow.pyspark.rdd_group import RDDGroup
 
-if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
-    from strataflow.pyspark.rdd import RDD
 
 #: PySpark's bound on ``takeSample``'s num (``RDD.takeSample``: sys.maxsize less ten sigma)
 MAX_SAMPLE = sys.maxsize - int(10 * math.sqrt(sys.maxsize))
@@ -29,14 +26,8 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
-class RDDActions(Generic[T]):
+class RDDActions(RDDGroup[T]):
     """Jobs that bring records (or their effects) to the driver (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     def collect(self) -> list[T]:
         """Every record, in partition order, as a list on the driver.

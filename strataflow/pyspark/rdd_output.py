@@ -7,28 +7,18 @@ cannot do as PySpark does (the JVM's output formats) beside the two writers it h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from strataflow.io.compression import CodecError
 from strataflow.pyspark.errors import UnsupportedOperation, unsupported
-
-if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
-    from strataflow.pyspark.rdd import RDD
+from strataflow.pyspark.rdd_group import RDDGroup
 
 
 T = TypeVar("T")
 
 
-class RDDOutput(Generic[T]):
+class RDDOutput(RDDGroup[T]):
     """Writing the records to files (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     def saveAsTextFile(self, path: str, compressionCodecClass: str | None = None) -> None:
         """A ``part-NNNNN`` file per partition, a line per record (gzip, bzip2, deflate or xz by codec

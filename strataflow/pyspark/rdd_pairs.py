@@ -9,14 +9,13 @@ join without ``numPartitions`` takes PySpark's partition count
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar
 
 from strataflow.shuffle.partitioner import portable_hash
 from strataflow.pyspark.resultiterable import ResultIterable
+from strataflow.pyspark.rdd_group import RDDGroup
 
 if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
     from strataflow.pyspark.rdd import RDD
 
 
@@ -51,14 +50,8 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
-class RDDPairs(Generic[T]):
+class RDDPairs(RDDGroup[T]):
     """Transformations of key-value pairs (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     def keys(self) -> "RDD[Any]":
         """The key of every pair.

@@ -8,29 +8,22 @@ turns strataflow's locked level into the ``Py4JJavaError`` PySpark programs expe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from strataflow.dataset import StorageLevelLocked
 from strataflow.pyspark.errors import Py4JJavaError
 from strataflow.pyspark.storagelevel import StorageLevel, as_pyspark, from_native, to_native
+from strataflow.pyspark.rdd_group import RDDGroup
 
 if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
     from strataflow.pyspark.rdd import RDD
 
 
 T = TypeVar("T")
 
 
-class RDDPersistence(Generic[T]):
+class RDDPersistence(RDDGroup[T]):
     """What an RDD keeps, where, and its checkpoints (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     _level: StorageLevel | None
 

@@ -8,29 +8,22 @@ A mixin of :class:`~strataflow.pyspark.rdd.RDD`, apart from the pair functions
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from strataflow.shuffle.partitioner import portable_hash
 from strataflow.pyspark.rdd_pairs import cogroup_partitions
 from strataflow.pyspark.resultiterable import ResultIterable
+from strataflow.pyspark.rdd_group import RDDGroup
 
 if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
     from strataflow.pyspark.rdd import RDD
 
 
 T = TypeVar("T")
 
 
-class RDDShuffles(Generic[T]):
+class RDDShuffles(RDDGroup[T]):
     """Transformations that move records between partitions (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     def distinct(self, numPartitions: int | None = None) -> "RDD[T]":
         """Each distinct record once, through a shuffle.

@@ -8,28 +8,18 @@ than return the records.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from strataflow.dataset.approximate import BoundedFloat
 from strataflow.pyspark.statcounter import StatCounter
-
-if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
-    from strataflow.pyspark.rdd import RDD
+from strataflow.pyspark.rdd_group import RDDGroup
 
 
 T = TypeVar("T")
 
 
-class RDDStatistics(Generic[T]):
+class RDDStatistics(RDDGroup[T]):
     """Numeric summaries of the records (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     def sum(self) -> Any:
         """The sum of the records (0 when empty).

@@ -9,14 +9,13 @@ partition functions (iterator in) wrapped as strataflow's (partition value in).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from strataflow.pyspark.partition_iterators import on_index_iterator, on_iterator
 from strataflow.pyspark.rdd_barrier import RDDBarrier
+from strataflow.pyspark.rdd_group import RDDGroup
 
 if TYPE_CHECKING:
-    from strataflow.dataset import Dataset
-    from strataflow.pyspark.context import SparkContext
     from strataflow.pyspark.rdd import RDD
 
 
@@ -24,14 +23,8 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
-class RDDTransforms(Generic[T]):
+class RDDTransforms(RDDGroup[T]):
     """The transformations that keep records in place (a mixin of ``RDD``)."""
-
-    dataset: Dataset
-    ctx: SparkContext
-
-    if TYPE_CHECKING:
-        def _wrap(self, dataset: Dataset) -> RDD[Any]: ...
 
     def map(self, f: Callable[[T], U], preservesPartitioning: bool = False) -> "RDD[U]":
         """``f(record)`` for every record.

@@ -22,13 +22,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from strataflow.config import ConfigError, parse_size
 from strataflow.config.backends import BACKENDS, local_backends
 from strataflow.storage.disk.tier_text import parse_tier_text
-from strataflow.storage.policies import DEFAULT_POLICY
 
 __all__ = ["main"]
 

@@ -42,8 +42,6 @@ from strataflow.scheduler.dag import TaskFailedError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from strataflow.dataset import Dataset
-
 __all__ = ["ActionOps", "DatasetRowsError", "EmptyDatasetError"]
 
 

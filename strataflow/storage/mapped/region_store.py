@@ -65,7 +65,7 @@ import secrets
 import threading
 from concurrent.futures import CancelledError, Future
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import xxhash
@@ -78,6 +78,9 @@ from strataflow.storage.mapped.extents import RegionEntry, _authentic, _tag, rea
 from strataflow.storage.mapped.page_cache import PAGE as _PAGE
 from strataflow.storage.mapped.segments import Segments, _Segment, _sig
 from strataflow.storage.tier_store import BlockUnavailable, Decode, DiskFull
+
+if TYPE_CHECKING:
+    import weakref
 
 __all__ = ["RegionStore", "RegionEntry", "DiskFull", "BlockUnavailable", "SEGMENT_BYTES"]
 

@@ -150,3 +150,15 @@ def test_bench_pressure_with_the_dask_peer(tmp_path, monkeypatch):
     assert next(r for r in dask_rows if r["pressure"] == 4.0)["disk_written_mb"] > 0
     table = (out / "table.md").read_text()
     assert "| dask |" in table and "Dask peer" in table
+
+
+def test_a_failed_spark_run_is_named_by_its_cause_and_cells_stay_one_line():
+    message = ("PySpark kmeans/df failed (exit 1): boom\n\tat x.y(Z.java:1)\nCaused by: org.apache.spark.SparkException: "
+               "outer\nCaused by: org.apache.spark.memory.SparkOutOfMemoryError: [UNABLE_TO_ACQUIRE_MEMORY] Unable to "
+               "acquire 262144 bytes\n\tat a.b(C.java:2)")
+    assert command._spark_failure(message) == "SparkOutOfMemoryError: [UNABLE_TO_ACQUIRE_MEMORY] Unable to acquire " \
+                                              "262144 bytes"
+    assert command._spark_failure("PySpark lr/df timed out after 5 s") == "PySpark lr/df timed out after 5 s"
+    table = markdown_table([{"workload": "kmeans", "peer": "pyspark-df", "result_check": "error: " + message * 3}],
+                           "pressure")
+    assert len(table.splitlines()) == 3 and table.splitlines()[2].count("|") == 4  # one row, no cell broken

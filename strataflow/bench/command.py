@@ -20,6 +20,7 @@ import argparse
 import gc
 import os
 import platform
+import re
 import time
 import traceback
 
@@ -93,10 +94,19 @@ def _as_row(rep: dict, key: dict, **more) -> dict:
     return {**_row(rep, key), **more}
 
 
+def _spark_failure(message: str) -> str:
+    """A failed Spark run in a few words: its innermost ``Caused by:`` exception (class
+    name and message), else its first line."""
+    causes = re.findall(r"Caused by: ([\w.$]+(?:Error|Exception)[^\n]*)", message)
+    text = causes[-1] if causes else message.strip().splitlines()[0] if message.strip() else "failed"
+    name, _, rest = text.partition(":")
+    return (name.rsplit(".", 1)[-1] + (":" + rest if rest else ""))[:200]
+
+
 def _pyspark_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
                   scale: float) -> tuple[list[Run], str]:
     """PySpark's runs for the K-means rows of ``levels`` and ``pressure``."""
-    from strataflow.bench.peers.pyspark_peer import available, run_pyspark
+    from strataflow.bench.peers.pyspark_peer import PeerError, available, run_pyspark
 
     ok, why = available()
     if not ok:
@@ -111,9 +121,13 @@ def _pyspark_runs(args: argparse.Namespace, experiment: str, runs: list[Run], da
 
             def call(key=key, path=path, run=run):
                 memory = run.extra["memory_fn"]()
-                rep = run_pyspark("kmeans", data, path=path, level=key.get("level", "MEMORY_AND_DISK"),
-                                  storage_memory_bytes=memory, iterations=5, parallelism=args.parallelism,
-                                  work_dir=os.path.join(args.out, "pyspark-work"))
+                try:
+                    rep = run_pyspark("kmeans", data, path=path, level=key.get("level", "MEMORY_AND_DISK"),
+                                      storage_memory_bytes=memory, iterations=5, parallelism=args.parallelism,
+                                      work_dir=os.path.join(args.out, "pyspark-work"))
+                except PeerError as exc:  # Spark failed (out of memory, timed out): a failure row
+                    failure = _spark_failure(str(exc))
+                    return {**key, "failure": failure, "result_check": f"failed: {failure}", "error": str(exc)}
                 return _as_row(rep, key, heap_formula=rep.get("heap_formula"))
 
             out.append(Run(key, call))

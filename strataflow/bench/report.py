@@ -25,6 +25,10 @@ COLUMNS = {
 }
 
 
+#: the longest text a table cell shows (an error's first words; results.json has it whole)
+CELL = 120
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return ""
@@ -32,7 +36,8 @@ def _fmt(v: Any) -> str:
         return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
     if isinstance(v, (list, tuple)):  # an interval
         return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
+    text = " ".join(str(v).split()).replace("|", "/")  # one line, no column break: a long error stays one cell
+    return text if len(text) <= CELL else text[: CELL - 1] + "…"
 
 
 def markdown_table(rows: list[dict], experiment: str) -> str:

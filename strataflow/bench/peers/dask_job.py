@@ -206,7 +206,7 @@ def main(argv: list[str]) -> int:
             "target": dask_worker.memory_manager.memory_target_fraction,
             "spill": dask_worker.memory_manager.memory_spill_fraction,
             "pause": dask_worker.memory_manager.memory_pause_fraction,
-            "terminate": getattr(dask_worker.memory_manager, "memory_terminate_fraction", None),
+            "terminate": dask.config.get("distributed.worker.memory.terminate"),  # the nanny's, from the config
             "threads": dask_worker.state.nthreads})
         import distributed
 

@@ -416,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pool", action="append", default=None, metavar="RESULTS",
                    help="add the runs of an earlier bench of the same experiment, scale and backend "
                         "(its results.json or directory; repeat for more): the repeats accumulate")
-    b.add_argument("--peer", choices=["pyspark"], default=None)
+    b.add_argument("--peer", action="extend", type=lambda s: [p for p in s.split(",") if p], default=None,
+                   metavar="pyspark,dask", help="other engines to run beside ours: pyspark, dask, or both as a "
+                                                "comma list (the flag may also be repeated)")
     b.add_argument("--out", required=True)
     b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")
     b.add_argument("--parallelism", type=_positive(int), default=2)

@@ -20,6 +20,7 @@ import argparse
 import gc
 import os
 import platform
+import re
 import time
 import traceback
 
@@ -39,10 +40,73 @@ def _split(text: str | None, cast=str) -> list | None:
     return [cast(x) for x in text.split(",") if x] if text else None
 
 
-def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
-               scale: float) -> tuple[list[Run], str]:
+PEERS = ("pyspark", "dask")
+#: a Dask run with no result after this long, plus DASK_TIMEOUT_PER_MB for each MB of
+#: data, is a stall (its workers paused for memory that never frees): it is killed and
+#: reported as failed. Healthy runs here take a few seconds per 100 MB.
+DASK_TIMEOUT_S = 120.0
+DASK_TIMEOUT_PER_MB = 0.5
+
+
+def peers_asked(args: argparse.Namespace) -> list[str]:
+    """The peers ``--peer`` names (a comma list, or the flag repeated), each once, in
+    the order given; an unknown name is an error naming the known ones."""
+    asked = list(dict.fromkeys(getattr(args, "peer", None) or []))
+    unknown = [p for p in asked if p not in PEERS]
+    if unknown:
+        raise ValueError(f"--peer: unknown peer(s) {', '.join(map(repr, unknown))}; choose from {', '.join(PEERS)}")
+    return asked
+
+
+def _peer_points(experiment: str, runs: list[Run], per_level: bool) -> list[tuple[Run, dict]]:
+    """The K-means runs of ``levels`` and ``pressure`` a peer runs beside, one per
+    configuration and repeat (``pressure``: the ``spark`` policy's; ``levels``: the
+    batches api's, every level when ``per_level``, else the first), each with the key
+    fields a peer's row shares with it."""
+    out, seen = [], set()
+    for run in runs:
+        k = run.key
+        if k.get("workload") != "kmeans":
+            continue
+        if experiment == "levels" and k.get("api") == "batches":
+            conf = ("levels", k["level"] if per_level else None, k["repeat"])
+        elif experiment == "pressure" and k.get("policy") == "spark":
+            conf = ("pressure", k["pressure"], k["repeat"])
+        else:
+            continue
+        if conf in seen:
+            continue
+        seen.add(conf)
+        key = {x: k[x] for x in ("experiment", "workload", "level", "repeat") if x in k}
+        if experiment == "pressure":
+            key["pressure"] = k["pressure"]
+        out.append((run, key))
+    return out
+
+
+def _as_row(rep: dict, key: dict, **more) -> dict:
+    from strataflow.bench.experiments import _row
+
+    rep.setdefault("metrics", {})
+    rep.setdefault("cached_bytes", 0)
+    rep.setdefault("stages", [])
+    rep.setdefault("config", {"memory": 0})
+    return {**_row(rep, key), **more}
+
+
+def _spark_failure(message: str) -> str:
+    """A failed Spark run in a few words: its innermost ``Caused by:`` exception (class
+    name and message), else its first line."""
+    causes = re.findall(r"Caused by: ([\w.$]+(?:Error|Exception)[^\n]*)", message)
+    text = causes[-1] if causes else message.strip().splitlines()[0] if message.strip() else "failed"
+    name, _, rest = text.partition(":")
+    return (name.rsplit(".", 1)[-1] + (":" + rest if rest else ""))[:200]
+
+
+def _pyspark_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
+                  scale: float) -> tuple[list[Run], str]:
     """PySpark's runs for the K-means rows of ``levels`` and ``pressure``."""
-    from strataflow.bench.peers.pyspark_peer import available, run_pyspark
+    from strataflow.bench.peers.pyspark_peer import PeerError, available, run_pyspark
 
     ok, why = available()
     if not ok:
@@ -51,41 +115,78 @@ def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_
 
     data = ensure_data("kmeans", data_root, scale)
     out: list[Run] = []
-    seen = set()
-    for run in runs:
-        k = run.key
-        if k.get("workload") != "kmeans":
-            continue
-        if experiment == "levels" and k.get("api") == "batches":
-            conf = ("levels", k["level"], k["repeat"])
-        elif experiment == "pressure" and k.get("policy") == "spark":
-            conf = ("pressure", k["pressure"], k["repeat"])
-        else:
-            continue
-        if conf in seen:
-            continue
-        seen.add(conf)
+    for run, base in _peer_points(experiment, runs, per_level=True):
         for path in ("df", "rdd"):
-            key = {**{x: k[x] for x in ("experiment", "workload", "level", "repeat") if x in k},
-                   "peer": f"pyspark-{path}", "api": "dataframe" if path == "df" else "rdd"}
-            if experiment == "pressure":
-                key["pressure"] = k["pressure"]
+            key = {**base, "peer": f"pyspark-{path}", "api": "dataframe" if path == "df" else "rdd"}
 
             def call(key=key, path=path, run=run):
                 memory = run.extra["memory_fn"]()
-                rep = run_pyspark("kmeans", data, path=path, level=key.get("level", "MEMORY_AND_DISK"),
-                                  storage_memory_bytes=memory, iterations=5, parallelism=args.parallelism,
-                                  work_dir=os.path.join(args.out, "pyspark-work"))
-                from strataflow.bench.experiments import _row
-
-                rep.setdefault("metrics", {})
-                rep.setdefault("cached_bytes", 0)
-                rep.setdefault("stages", [])
-                rep.setdefault("config", {"memory": memory})
-                return {**_row(rep, key), "heap_formula": rep.get("heap_formula")}
+                try:
+                    rep = run_pyspark("kmeans", data, path=path, level=key.get("level", "MEMORY_AND_DISK"),
+                                      storage_memory_bytes=memory, iterations=5, parallelism=args.parallelism,
+                                      work_dir=os.path.join(args.out, "pyspark-work"))
+                except PeerError as exc:  # Spark failed (out of memory, timed out): a failure row
+                    failure = _spark_failure(str(exc))
+                    return {**key, "failure": failure, "result_check": f"failed: {failure}", "error": str(exc)}
+                return _as_row(rep, key, heap_formula=rep.get("heap_formula"))
 
             out.append(Run(key, call))
     return out, "PySpark peer: local mode, same data; " + "heap sizing in each row's heap_formula"
+
+
+def _dask_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
+               scale: float) -> tuple[list[Run], str]:
+    """Dask's runs for the K-means rows of ``levels`` (one per repeat: Dask has no
+    storage levels; persist() keeps blocks in memory and spills them) and ``pressure``,
+    on a LocalCluster of strataflow's executors and cores, spilling under the data
+    directory; a run that fails or stalls is a row with ``failure`` set."""
+    from strataflow.bench.peers.dask_peer import available, run_dask
+
+    ok, why = available()
+    if not ok:
+        return [], f"Dask peer skipped: {why}"
+    from strataflow.bench.data import ensure_data
+    from strataflow.config import Config
+
+    data = ensure_data("kmeans", data_root, scale)
+    from strataflow.workloads.api import read_manifest
+
+    timeout = DASK_TIMEOUT_S + DASK_TIMEOUT_PER_MB * int(read_manifest(data).get("bytes") or 0) / MB
+    out: list[Run] = []
+    for run, base in _peer_points(experiment, runs, per_level=False):
+        key = {**base, "peer": "dask", "api": "delayed", "level": "MEMORY_AND_DISK"}
+
+        def call(key=key, run=run):
+            memory = run.extra["memory_fn"]()
+            conf = Config.build(memory=memory, parallelism=args.parallelism, backend=getattr(args, "backend", None))
+            rep = run_dask("kmeans", data, memory_bytes=memory, workers=conf.executors,
+                           threads=conf.cores_per_executor, work_dir=os.path.join(data_root, "dask-work"),
+                           iterations=5, timeout_s=timeout)
+            return _as_row(rep, key, failure=rep["failure"], failed_after_s=rep["failed_after_s"],
+                           memory_formula=rep["memory_formula"], work_dir=rep["work_dir"])
+
+        out.append(Run(key, call))
+    return out, (f"Dask peer ({why}): LocalCluster of strataflow's executors x cores, bound to 127.0.0.1, spilling "
+                 f"under {os.path.join(data_root, 'dask-work')}; each worker's memory_limit and spill target in each "
+                 f"row's memory_formula; a run with no result in {DASK_TIMEOUT_S:g} s + {DASK_TIMEOUT_PER_MB:g} s/MB "
+                 f"of data ({timeout:,.0f} s) is killed and reported as stalled")
+
+
+def _peer_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
+               scale: float) -> tuple[list[Run], list[str]]:
+    """The runs of every peer ``--peer`` asks for, and a note for each."""
+    makers = {"pyspark": _pyspark_runs, "dask": _dask_runs}
+    out, notes = [], []
+    for peer in peers_asked(args):
+        peer_runs, note = makers[peer](args, experiment, runs, data_root, scale)
+        out += peer_runs
+        notes.append(note)
+    if out:
+        notes.append("disk_written_mb / disk_read_mb: what each engine's cache spilled to disk and read back "
+                     "(strataflow: blocks written to and read from its disk tier; PySpark: cached blocks dropped or "
+                     "stored to disk, from its event log; Dask: its workers' SpillBuffer disk-write / disk-read "
+                     "bytes); failed: runs that did not finish (KilledWorker, stalled past the time limit)")
+    return out, notes
 
 
 def run_bench(args: argparse.Namespace, console: Console) -> int:
@@ -117,10 +218,11 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
         notes.append("ratios (vs_best_fixed, vs_memory_and_disk) are paired: the median over repeats of the "
                       "ratio of two runs of one repeat, which ran back to back; the best fixed level is the one AUTO fares "
                       "worst against")
-    if args.peer == "pyspark":
-        peer_runs, note = _peer_runs(args, args.experiment, runs, data_root, scale)
+    peers = peers_asked(args)  # an unknown peer fails here, before any run
+    if peers:
+        peer_runs, peer_notes = _peer_runs(args, args.experiment, runs, data_root, scale)
         runs += peer_runs
-        notes.append(note)
+        notes += peer_notes
     rows: list[dict] = []
     t0 = time.perf_counter()
     # auto_refresh off: the bar is drawn between runs only, so no thread of the harness
@@ -152,7 +254,12 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     paths = write_report(args.out, args.experiment, rows, summary, meta)
     Console().print(paths["markdown"])
     console.print(f"wrote {paths['results']}, {paths['table']}, {', '.join(paths['charts'])}")
-    failed = [r for r in rows if r.get("result_check", "ok") != "ok"]
+    # a peer's run that died or stalled is a measurement (the table's failed column), not
+    # a failure of the bench; a wrong result or an error of ours is
+    for r in rows:
+        if r.get("failure"):
+            console.print(f"[yellow]{r.get('peer')} run failed: {r['failure']}[/yellow] (logs: {r.get('work_dir')})")
+    failed = [r for r in rows if r.get("result_check", "ok") != "ok" and not r.get("failure")]
     for r in failed:
         console.print(f"[red]{r.get('result_check')}[/red] in {r}")
     return 1 if failed else 0

@@ -7,11 +7,11 @@ import json
 import os
 from typing import Any
 
-__all__ = ["write_report", "markdown_table", "COLUMNS", "emit_json"]
+__all__ = ["write_report", "markdown_table", "mark_failures", "COLUMNS", "emit_json"]
 
 COLUMNS = {
     "levels": ["workload", "peer", "api", "level", "total_s", "iteration_s", "cached_mb", "serialize_s",
-               "deserialize_s", "gc_s", "result_check"],
+               "deserialize_s", "gc_s", "disk_written_mb", "disk_read_mb", "failed", "result_check"],
     "serde": ["kind", "api", "serializer", "level", "total_s", "cache_s", "read_s", "cached_mb", "serialize_s",
               "deserialize_s", "result_check"],
     "devices": ["dir", "kind", "threads", "size_scale", "cached_mb", "total_s", "mb_per_s", "write_mb_per_s",
@@ -21,8 +21,12 @@ COLUMNS = {
              "memory_mb", "result_check"],
     "pressure": ["workload", "peer", "pressure", "policy", "total_s", "iteration_s", "speedup_vs_spark",
                  "blocks_dropped", "mb_dropped", "blocks_recached", "mb_recached", "mb_prefetched", "mb_moved",
-                 "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "result_check"],
+                 "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "failed", "result_check"],
 }
+
+
+#: the longest text a table cell shows (an error's first words; results.json has it whole)
+CELL = 120
 
 
 def _fmt(v: Any) -> str:
@@ -32,7 +36,8 @@ def _fmt(v: Any) -> str:
         return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
     if isinstance(v, (list, tuple)):  # an interval
         return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
+    text = " ".join(str(v).split()).replace("|", "/")  # one line, no column break: a long error stays one cell
+    return text if len(text) <= CELL else text[: CELL - 1] + "…"
 
 
 def markdown_table(rows: list[dict], experiment: str) -> str:
@@ -286,8 +291,29 @@ def _save(fig, out_dir: str, name: str) -> str:
     return path
 
 
+def mark_failures(rows: list[dict], summary: list[dict]) -> None:
+    """Each summary row whose configuration had runs that did not finish (a peer's
+    ``failure``: KilledWorker, a stall) gets ``failed``: how many of its runs, and
+    what, e.g. ``1 of 5: KilledWorker (iteration 2)``; its times are the medians of the
+    runs that finished (a failed run has no ``total_s``)."""
+    from strataflow.bench.experiments import CONFIG_KEYS
+
+    def config(r: dict) -> tuple:
+        return tuple((k, r[k]) for k in CONFIG_KEYS if k in r)
+
+    by_config: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_config.setdefault(config(r), []).append(r)
+    for row in summary:
+        runs = by_config.get(config(row), [])
+        failures = [r["failure"] for r in runs if r.get("failure")]
+        if failures:
+            row["failed"] = f"{len(failures)} of {len(runs)}: " + "; ".join(dict.fromkeys(failures))
+
+
 def write_report(out_dir: str, experiment: str, rows: list[dict], summary: list[dict], meta: dict) -> dict:
     os.makedirs(out_dir, exist_ok=True)
+    mark_failures(rows, summary)
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"experiment": experiment, "meta": meta, "summary": summary, "runs": rows}, f, indent=1,
                   default=str)

@@ -1,1 +1,1 @@
-"""Other engines measured beside strataflow by ``strataflow bench --peer`` (PySpark)."""
+"""Other engines measured beside strataflow by ``strataflow bench --peer`` (PySpark, Dask)."""

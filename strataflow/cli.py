@@ -3,7 +3,7 @@
     strataflow gen WORKLOAD --out DIR [--size 2GB | --points N] [--format text|npy] [--seed S]
     strataflow run WORKLOAD [--data DIR] [--level L] [--policy P] [--memory M|auto] [--api records|batches]
                             [--json OUT]
-    strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark] [--pool RESULTS ...] --out DIR
+    strataflow bench EXPERIMENT [--scale S] [--repeat 3] [--peer pyspark,dask] [--pool RESULTS ...] --out DIR
     strataflow probe DIR
     strataflow simulate (EVENT_LOG | --synthetic KIND --pressure X) [--memory M] [--bandwidth mem=..,disk=..]
                         [--async-eviction [LOW,HIGH]] [--json OUT]

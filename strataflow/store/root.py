@@ -38,7 +38,7 @@ from strataflow.common.private_file import PRIVATE_DIR, atomic_write, make_dirs,
 from strataflow.storage.blocks.frame_auth import KEY_BYTES, FrameAuth, new_key
 from strataflow.store.errors import StoreAccessError, StoreError
 
-__all__ = ["default_root", "Tier", "StoreRoot", "check_private", "prepare_dir"]
+__all__ = ["default_root", "Tier", "StoreRoot", "check_private", "prepare_dir", "tier_bytes"]
 
 KEY_FILE = "store.key"
 CONFIG_FILE = "store.json"
@@ -203,3 +203,22 @@ def _read_key(path: str) -> bytes:
         raise StoreAccessError(f"store key {path!r} has {len(key)} bytes, not {KEY_BYTES}: damaged; remove the "
                                f"store (its blocks cannot be authenticated without it)")
     return key
+
+
+def tier_bytes(tier: Tier) -> int:
+    """Bytes of the block files in ``tier`` (a walk of its data directory)."""
+    total = 0
+    try:
+        dataset_dirs = list(os.scandir(tier.data_dir()))
+    except FileNotFoundError:
+        return 0
+    for d in dataset_dirs:
+        try:
+            for f in os.scandir(d.path):
+                try:
+                    total += f.stat(follow_symlinks=False).st_size
+                except FileNotFoundError:
+                    continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return total

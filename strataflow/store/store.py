@@ -32,9 +32,10 @@ from strataflow.store.blockfile import write_block
 from strataflow.store.catalog import Entry, check_name, list_entries, publish, read_entry, unpublish
 from strataflow.store.errors import DatasetExists, DatasetNotFound, StoreError, StoreFull
 from strataflow.store.locks import Lease, WriterLock, gc_lock
-from strataflow.store.root import StoreRoot, Tier
+from strataflow.store.root import StoreRoot, tier_bytes
 from strataflow.store.source import StoreSource, root_for
 from strataflow.store.sweep import sweep
+from strataflow.store.tiers import balance, touch_access
 
 __all__ = ["Store", "MODES"]
 
@@ -102,6 +103,7 @@ class Store:
         with gc_lock(self.path, exclusive=False):
             entry = read_entry(self.path, name, self.root.auth)
             self._leases.append(Lease(self.path, entry.id))
+            touch_access(self.path, entry.id)
         return StoreSource(self.path, name, entry.id, entry.num_partitions, entry.kinds), entry
 
     def info(self, name: str) -> Entry:
@@ -134,6 +136,10 @@ class Store:
         """Bytes of block files per tier, with the tier's capacity."""
         return [{"tier": t.name, "dir": t.dir, "capacity": t.capacity, "bytes": tier_bytes(t)} for t in self.root.tiers]
 
+    def balance(self) -> list[dict]:
+        """Moves blocks down from the tiers over their capacity (``tiers.py``); the moves made."""
+        return balance(self.root)
+
     def close(self) -> None:
         """Releases this process's leases (a removed dataset's blocks may then go)."""
         leases, self._leases = self._leases, []
@@ -153,25 +159,6 @@ def _fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def tier_bytes(tier: Tier) -> int:
-    """Bytes of the block files in ``tier`` (a walk of its data directory)."""
-    total = 0
-    try:
-        dataset_dirs = list(os.scandir(tier.data_dir()))
-    except FileNotFoundError:
-        return 0
-    for d in dataset_dirs:
-        try:
-            for f in os.scandir(d.path):
-                try:
-                    total += f.stat(follow_symlinks=False).st_size
-                except FileNotFoundError:
-                    continue
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-    return total
 
 
 def _size_hint(value: Any) -> int:

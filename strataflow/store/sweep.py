@@ -52,6 +52,8 @@ def sweep(root: StoreRoot) -> dict:
                 out["dead_writers"].append(f[:-5])
         leased = set()
         for did in _ls(root.sub("leases")):
+            if did.startswith("."):
+                continue  # a dataset's last-opened mark (tiers.py)
             d = root.sub("leases", did)
             for f in _ls(d):
                 if is_held(os.path.join(d, f)):
@@ -74,6 +76,9 @@ def sweep(root: StoreRoot) -> dict:
                     if did not in out["datasets"]:
                         out["datasets"].append(did)
         for did in _ls(root.sub("leases")):
-            if did not in keep:
+            if did.startswith("."):
+                if did.endswith(".opened") and did[1:-7] not in referenced:
+                    os.unlink(root.sub("leases", did))
+            elif did not in keep:
                 shutil.rmtree(root.sub("leases", did), ignore_errors=True)
     return out

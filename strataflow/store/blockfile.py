@@ -209,8 +209,7 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
         raise bad("fails its keyed tag (damaged, or not written by this store)")
     if h["dataset"] != dataset_id or h["partition"] != partition:
         raise bad(f"holds partition {h['partition']} of dataset {h['dataset']}, not {partition} of {dataset_id}")
-    if kind == "ndarray" and layout.pickled_spans(kind, extent) != (0, 0) or \
-            kind not in ("ndarray", "arrow", _RECORDS):
+    if kind not in ("ndarray", "arrow", _RECORDS) or (kind == _RECORDS) != (spans != (0, 0)):
         raise bad(f"has an unknown layout {kind!r}")
     if not verified:
         if xxhash.xxh3_64_intdigest(extent) != h["digest"]:

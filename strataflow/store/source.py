@@ -17,24 +17,34 @@ from typing import TYPE_CHECKING, Any
 from strataflow.lineage import SourceNode
 from strataflow.store.blockfile import block_name, read_block
 from strataflow.store.errors import BlockCorrupt
-from strataflow.store.root import StoreRoot
+from strataflow.store.root import CONFIG_FILE, StoreRoot
 
 if TYPE_CHECKING:
     from strataflow.executor.task import TaskContext
 
 __all__ = ["StoreSource", "root_for", "find_block"]
 
-_roots: dict[str, StoreRoot] = {}
+_roots: dict[str, tuple[tuple, StoreRoot]] = {}
 _roots_lock = threading.Lock()
 
 
+def _config_key(path: str) -> tuple:
+    try:
+        st = os.stat(os.path.join(path, CONFIG_FILE))
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+    except FileNotFoundError:
+        return ()
+
+
 def root_for(path: str) -> StoreRoot:
-    """This process's view of the store at ``path`` (checked once: owner, modes, key)."""
+    """This process's view of the store at ``path`` (checked once: owner, modes, key;
+    again when its recorded tiers change)."""
+    key = _config_key(path)
     with _roots_lock:
         got = _roots.get(path)
-        if got is None:
-            got = _roots[path] = StoreRoot(path)
-        return got
+        if got is None or got[0] != key:
+            got = _roots[path] = (key, StoreRoot(path))
+        return got[1]
 
 
 def find_block(root: StoreRoot, dataset_id: str, partition: int) -> str | None:

@@ -79,9 +79,8 @@ class Store:
                                  f"not one per partition")
             for tier in self.root.tiers:
                 _fsync_dir(tier.data_dir(did))
-            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0,
-                          app=str(getattr(getattr(dataset, "ctx", None), "config", None) and
-                                  dataset.ctx.config.app_name or ""))
+            app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app))
             with gc_lock(self.path, exclusive=False):
                 try:
                     old = publish(self.path, entry, self.root.auth, overwrite=mode == "overwrite")

@@ -17,7 +17,7 @@ import pytest
 
 from store_apps import OPEN_ALL, SAVE_ALL, run_app
 from strataflow import Context
-from strataflow.store import BlockCorrupt, DatasetExists, DatasetNotFound, Store, StoreAccessError, StoreError
+from strataflow.store import DatasetExists, DatasetNotFound, Store, StoreAccessError, StoreError
 from strataflow.store.blockfile import forget_maps
 
 

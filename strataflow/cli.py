@@ -465,6 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("event_log", help="a run's JSON-lines event log (run --event-log, Context(event_log=...))")
     rp.add_argument("--out", default=None, help="folder for report.html and the PNGs (default: LOG-report beside it)")
     rp.set_defaults(func=cmd_report)
+    from strataflow.store.cli import add_parser as add_store_parser
+    add_store_parser(sub)  # strataflow store start|stop|status|ls|rm|balance
     return p
 
 

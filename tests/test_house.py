@@ -20,7 +20,7 @@ import strataflow
 
 ROOT = pathlib.Path(strataflow.__file__).parent
 FLOORS = ["common", "metrics", "storage", "config", "simulate", "shuffle", "shipping", "lineage", "io",
-          "executor", "scheduler", "dataset", "report", "context", "workloads", "bench", "pyspark",
+          "store", "executor", "scheduler", "dataset", "report", "context", "workloads", "bench", "pyspark",
           "__init__", "cli"]
 MAX_LINES = 500
 MAX_ROOT_MODULES = 12

@@ -59,6 +59,7 @@ SAMPLES: dict[str, tuple] = {
     "live": ("1", {}, True),
     "max_partitions": ("50", {}, 50),
     "default_parallelism": ("5", {}, 5),
+    "store": ("{tmp}/store", {}, "{tmp}/store"),
 }
 
 

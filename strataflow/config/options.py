@@ -21,7 +21,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from strataflow.common.checks import DEFAULT_WATERMARKS, MAX_PARTITIONS, check_watermarks
+from strataflow.common.checks import DEFAULT_WATERMARKS, MAX_PARTITIONS, ConfigError, check_watermarks
 from strataflow.config.validation import (Check, Seen, _check_address, _check_backend, _check_blas_threads,
                                           _check_cores_per_executor, _check_default_level, _check_event_log,
                                           _check_executor_memory, _check_executors, _check_fraction,
@@ -62,6 +62,16 @@ def _dirs(text: str) -> list[str]:
 
 def _none_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
     return lambda text: None if text.strip().lower() in ("", "none") else convert(text)
+
+
+def _store_root(value: Any) -> str | None:
+    """None (the default store), or the absolute path of a store's root (checked, and made,
+    when ``ctx.store`` is first used: a Context that never uses it touches nothing)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ConfigError(f"store: expected the path of a store's root directory, got {value!r}")
+    return os.path.abspath(os.path.expanduser(os.fspath(value)))
 
 
 @dataclass(frozen=True)
@@ -255,6 +265,11 @@ OPTIONS: tuple[Option, ...] = (
            "shuffle of one dataset keeps its partition count and a join or cogroup takes its largest input's, "
            "as in Spark; set it to stop an iterative job whose every round joins and unions from multiplying "
            "its partitions (``partitioner.py``).", from_text=_none_or(int)),
+    Option("store", "str | os.PathLike | None", None, "str | None", lambda value, seen: _store_root(value),
+           "the root directory of the shared store ``ctx.store`` saves datasets to and opens them from, by name, "
+           "across applications (``docs/store.md``). Default: the user's own, ``/dev/shm/strataflow-store-<uid>`` "
+           "(or under the temp directory), made at the first use of ``ctx.store``; nothing to start.",
+           from_text=_none_or(str)),
 )
 
 #: the options' names, in the order of Context's positional arguments

@@ -33,6 +33,7 @@ from strataflow.context.executors import ExecutorViews
 from strataflow.context.readers import FileReaders
 from strataflow.context.shared import SharedVariables
 from strataflow.context.sources import DataSources
+from strataflow.context.store_access import StoreAccess
 from strataflow.dataset import Dataset
 from strataflow.executor.fleet import Fleet
 from strataflow.metrics import EventBus, gc_timer
@@ -58,7 +59,7 @@ def _stop_all() -> None:
         ctx.stop()
 
 
-class Context(DataSources, FileReaders, SharedVariables, ExecutorViews):
+class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAccess):
     __doc__ = f"""One application: configuration, storage, scheduler and events.
 
     Args:
@@ -209,6 +210,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews):
         self.fleet.stop()
         forget_files(self._files.entries())
         self.events.post("ApplicationEnd", app_id=self.app_id)
+        self._close_store()
         self._release()
         _live.discard(self)
 

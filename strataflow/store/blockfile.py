@@ -1,0 +1,232 @@
+"""One block file of the store: a partition of a saved dataset, written once, mapped by
+every reader.
+
+Layout. A small header, then the value's *extent* starting on a page boundary:
+
+```text
+0      magic "SFSTORE1" (8 bytes), header length H (u32), 4 bytes reserved
+16     header: JSON {dataset, partition, kind, meta, offset, length, digest}   (H bytes)
+16+H   tag: keyed BLAKE2b-256 of the magic, the header and the extent's pickled bytes
+...    zero padding to ``offset`` (a page)
+offset the extent: the zero-copy layout of ``storage/mapped/layout.py`` for an ndarray
+       (raw data first) or an Arrow table (an IPC file); the engine's ``pickle``
+       serializer (``storage/blocks/serde.py``) for records and anything else
+```
+
+Reading maps the file (``storage/mapped/segment_file.map_file``: read-only, no descriptor
+left open) and decodes the extent in place: an ndarray or Arrow partition is a read-only
+view of the mapping, with no copy into the heap; records are unpickled.
+
+Checks. The tag, made with the *store's* key (``root.py``), covers the header (so the
+dataset, the partition, the layout and the extent's XXH3 digest cannot be changed or
+swapped between files) and the bytes a reader unpickles; it is checked at every read,
+before anything is unpickled. The digest covers the whole extent and is checked at the
+first read of the file in each process (again if the file changes: another inode, size or
+mtime); as for the engine's own mapped blocks, numeric bytes carry the fast unkeyed
+digest, not the MAC, to keep the MAC off the numeric hot path. Any failure raises
+:class:`BlockCorrupt` naming the dataset, the partition and the file: never a silent
+wrong value, never a recompute (a saved dataset has no lineage here).
+
+Writing: a temporary name in the dataset's directory (0600), fsync, rename. A block file
+is never rewritten or truncated after its rename: removal unlinks it, and a mapping held
+by a reader stays valid after the unlink (POSIX).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import struct
+import threading
+from typing import Any
+
+import pyarrow as pa
+import xxhash
+
+from strataflow.common.private_file import mkstemp_private
+from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
+from strataflow.storage.blocks.serde import get_serializer
+from strataflow.storage.mapped import layout, segment_file
+from strataflow.store.errors import BlockCorrupt
+
+__all__ = ["write_block", "read_block", "block_name", "SUFFIX"]
+
+MAGIC = b"SFSTORE1"
+_HEAD = struct.Struct("<8sII")
+_DOMAIN = b"sf-store-blk-v1"
+SUFFIX = ".sfb"
+_RECORDS = "records"
+_MAX_HEADER = 1 << 20
+
+
+def block_name(partition: int) -> str:
+    return f"part-{partition:05d}{SUFFIX}"
+
+
+def _encode(value: Any) -> tuple[str, list, dict, tuple[int, int]]:
+    """kind, frames, meta and the pickled (head, tail) of ``value``'s extent."""
+    if layout.zero_copy_layout(value):
+        kind, frames, meta = layout.encode(value)
+        if kind in ("ndarray", "arrow"):
+            return kind, frames, meta, (0, 0)
+    ser = get_serializer("pickle")
+    frames = ser.dumps(value)
+    n = sum(memoryview(f).nbytes for f in frames)
+    return _RECORDS, frames, {"serializer": ser.name}, (n, 0)
+
+
+def _tag(auth: FrameAuth, header: bytes, extent: memoryview, spans: tuple[int, int]) -> bytes:
+    head, tail = spans
+    n = len(extent)
+    return auth.tag(_DOMAIN, MAGIC, header, extent[:head], extent[n - tail:] if tail else b"")
+
+
+def write_block(directory: str, dataset_id: str, partition: int, value: Any, auth: FrameAuth) -> dict:
+    """Writes ``value`` as partition ``partition`` of ``dataset_id`` into ``directory``
+    (made 0700 if absent); returns what the catalog records of it (kind, bytes, rows)."""
+    kind, frames, meta, spans = _encode(value)
+    views = [memoryview(f).cast("B") for f in frames]
+    length = sum(v.nbytes for v in views)
+    h = xxhash.xxh3_64()
+    for v in views:
+        h.update(v)
+    digest = h.intdigest()
+    # the header's own length decides the offset; the offset is in the header: fix it at a page
+    pre = {"dataset": dataset_id, "partition": partition, "kind": kind, "meta": meta, "length": length,
+           "digest": digest, "pickled": list(spans), "offset": 0}
+    room = _HEAD.size + len(json.dumps(pre)) + 32 + TAG_BYTES
+    offset = -(-room // layout.PAGE) * layout.PAGE
+    header = json.dumps({**pre, "offset": offset}, sort_keys=True).encode()
+    if _HEAD.size + len(header) + TAG_BYTES > offset:
+        offset += layout.PAGE
+        header = json.dumps({**pre, "offset": offset}, sort_keys=True).encode()
+    extent_for_tag = _joined_ends(views, length, spans)
+    tag = _tag(auth, header, extent_for_tag, spans)
+    lead = _HEAD.pack(MAGIC, len(header), 0) + header + tag
+    lead += b"\0" * (offset - len(lead))
+    fd, tmp = mkstemp_private(directory, ".part-", ".tmp")
+    final = os.path.join(directory, block_name(partition))
+    try:
+        _write_all(fd, [memoryview(lead)] + views)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.rename(tmp, final)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    rows = _rows(value)
+    return {"partition": partition, "kind": kind, "nbytes": offset + length, "rows": rows}
+
+
+def _joined_ends(views: list[memoryview], length: int, spans: tuple[int, int]) -> memoryview:
+    """A buffer whose first ``head`` and last ``tail`` bytes are the extent's (the middle
+    is not needed by the tag); the extent itself when it is one frame."""
+    if len(views) == 1:
+        return views[0]
+    head, tail = spans
+    if head + tail == 0:
+        return memoryview(b"")
+    data = b"".join(bytes(v) for v in views)  # records: the whole stream is pickled anyway
+    return memoryview(data)
+
+
+def _write_all(fd: int, views: list[memoryview]) -> None:
+    for v in views:
+        while v.nbytes:
+            n = os.write(fd, v)
+            v = v[n:]
+
+
+def _rows(value: Any) -> int | None:
+    try:
+        return len(value) if not isinstance(value, (pa.Table, pa.RecordBatch)) else value.num_rows
+    except TypeError:
+        return None
+
+
+# -- reading ------------------------------------------------------------------------------------
+_lock = threading.Lock()
+#: path -> (its stat key, its map) of files mapped and verified in this process; bounded
+_maps: "collections.OrderedDict[str, tuple[tuple, pa.Buffer]]" = collections.OrderedDict()
+_MAX_MAPS = 1024
+
+
+def _stat_key(st: os.stat_result) -> tuple:
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+
+
+def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> Any:
+    """The value of the block file at ``path``, decoded from its mapping (zero-copy for
+    ndarray and Arrow); BlockCorrupt naming ``what`` (the dataset and partition) and the
+    file if it is not the authentic block ``partition`` of ``dataset_id``."""
+    def bad(why: str) -> BlockCorrupt:
+        with _lock:
+            _maps.pop(path, None)
+        return BlockCorrupt(f"{what}: block file {path} {why}; the store does not serve it")
+
+    try:
+        st = os.stat(path)  # first: touching a mapped page past the end is SIGBUS
+    except FileNotFoundError:
+        raise bad("is gone") from None
+    key = _stat_key(st)
+    with _lock:
+        got = _maps.get(path)
+        if got is not None and got[0] == key:
+            _maps.move_to_end(path)
+            buf, verified = got[1], True
+        else:
+            buf, verified = None, False
+    if buf is None:
+        try:
+            buf = segment_file.map_file(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise bad(f"cannot be mapped ({exc})") from None
+    view = memoryview(buf)
+    if len(view) < _HEAD.size:
+        raise bad(f"is cut short ({len(view)} bytes)")
+    magic, hlen, _ = _HEAD.unpack_from(view, 0)
+    if magic != MAGIC or hlen > _MAX_HEADER or _HEAD.size + hlen + TAG_BYTES > len(view):
+        raise bad("has no store block header")
+    header = bytes(view[_HEAD.size:_HEAD.size + hlen])
+    tag = bytes(view[_HEAD.size + hlen:_HEAD.size + hlen + TAG_BYTES])
+    try:
+        h = json.loads(header)
+        offset, length, kind = int(h["offset"]), int(h["length"]), str(h["kind"])
+        spans = (int(h["pickled"][0]), int(h["pickled"][1]))
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise bad("has an unreadable header") from None
+    if offset + length > len(view) or spans[0] + spans[1] > length:
+        raise bad(f"is cut short: {len(view)} bytes, its header says {offset + length}")
+    extent = view[offset:offset + length]
+    if not same(tag, _tag(auth, header, extent, spans)):
+        raise bad("fails its keyed tag (damaged, or not written by this store)")
+    if h["dataset"] != dataset_id or h["partition"] != partition:
+        raise bad(f"holds partition {h['partition']} of dataset {h['dataset']}, not {partition} of {dataset_id}")
+    if kind not in ("ndarray", "arrow", _RECORDS) or (kind == _RECORDS) != (spans != (0, 0)):
+        raise bad(f"has an unknown layout {kind!r}")
+    if not verified:
+        if xxhash.xxh3_64_intdigest(extent) != h["digest"]:
+            raise bad("fails its checksum (damaged)")
+        with _lock:
+            _maps[path] = (key, buf)
+            while len(_maps) > _MAX_MAPS:
+                _maps.popitem(last=False)
+    try:
+        if kind == _RECORDS:
+            return get_serializer(h["meta"].get("serializer", "pickle")).loads(extent)
+        return layout.decode(kind, extent, h["meta"])
+    except Exception as exc:  # noqa: BLE001 - authentic but undecodable: still loud
+        raise bad(f"cannot be decoded ({type(exc).__name__}: {exc})") from exc
+
+
+def forget_maps() -> None:
+    """Drops this process's maps (tests; a long-lived reader that wants pages back)."""
+    with _lock:
+        _maps.clear()

@@ -1,0 +1,33 @@
+"""The errors of the shared store: each message names the store, the dataset and, for a
+block, the partition and its file, so that a reader is never left guessing."""
+
+from __future__ import annotations
+
+__all__ = ["StoreError", "StoreAccessError", "DatasetNotFound", "DatasetExists", "BlockCorrupt", "StoreFull"]
+
+
+class StoreError(Exception):
+    """Anything the store refuses or cannot do."""
+
+
+class StoreAccessError(StoreError, PermissionError):
+    """A store directory or file another user could read or change (wrong owner, group or
+    world permissions, a symbolic link where a directory must be)."""
+
+
+class DatasetNotFound(StoreError, LookupError):
+    """No dataset of that name is published in the store (never saved, removed, or its
+    save did not complete)."""
+
+
+class DatasetExists(StoreError, FileExistsError):
+    """``save(..., mode="error")`` of a name already published."""
+
+
+class BlockCorrupt(StoreError):
+    """A block file fails its keyed tag or its checksum, is cut short, or is gone: the
+    store never serves it."""
+
+
+class StoreFull(StoreError, OSError):
+    """No tier has room for a block."""

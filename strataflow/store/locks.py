@@ -1,0 +1,129 @@
+"""The store's locks, all ``flock``: the kernel releases a lock when its holder dies however
+it dies (kill -9 included), so a lock held means a live holder, with no pid to reuse and no
+clock to trust.
+
+- ``gc.lock``: a sweep (:mod:`.sweep`) holds it exclusive; every change a writer or reader
+  makes to what a sweep looks at (taking a writer lock, publishing, taking a lease) happens
+  under it shared. A sweep therefore sees each save either not started, in progress (its
+  writer lock held) or published, never between two of these.
+- ``writing/<id>.lock``: held exclusive by the process saving dataset ``<id>`` until it is
+  published or abandoned; it also says who (pid, process start time, name) for ``status``.
+- ``leases/<id>/<pid>-<n>.lease``: held shared by a process that opened dataset ``<id>``,
+  until it closes it; a removed dataset's blocks stay on disk while any lease is held, so
+  a reader that has not yet mapped a block still finds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import psutil
+
+from strataflow.common.private_file import make_private_dirs, open_private
+
+__all__ = ["gc_lock", "WriterLock", "Lease", "is_held", "holder"]
+
+_counter = itertools.count()
+
+
+@contextmanager
+def gc_lock(root: str, exclusive: bool) -> Iterator[None]:
+    """The store's sweep lock, held for the block (blocking)."""
+    fd = open_private(os.path.join(root, "gc.lock"), os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def is_held(path: str) -> bool:
+    """Whether some process holds a lock on ``path`` (a file that is gone holds none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def holder(path: str) -> dict:
+    """What a writer lock says of its writer (empty if unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read() or b"{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def _start_time() -> float:
+    try:
+        return psutil.Process().create_time()
+    except psutil.Error:
+        return 0.0
+
+
+class WriterLock:
+    """A save in progress: ``writing/<id>.lock``, locked exclusive before it has a content
+    (made under the gc lock shared, so a sweep never sees it unlocked), released by
+    :meth:`release` or by the writer's death."""
+
+    def __init__(self, root: str, dataset_id: str, name: str) -> None:
+        self.path = os.path.join(root, "writing", f"{dataset_id}.lock")
+        self._fd = open_private(self.path, os.O_RDWR | os.O_EXCL | os.O_CLOEXEC)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        info = {"pid": os.getpid(), "start_time": _start_time(), "name": name, "since": time.time()}
+        os.write(self._fd, json.dumps(info).encode())
+
+    def release(self) -> None:
+        """Removes the lock file, then unlocks (call under the gc lock)."""
+        if self._fd < 0:
+            return
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        os.close(self._fd)
+        self._fd = -1
+
+
+class Lease:
+    """A reader's hold on a dataset's blocks (see the module's docstring)."""
+
+    def __init__(self, root: str, dataset_id: str) -> None:
+        d = os.path.join(root, "leases", dataset_id)
+        make_private_dirs(d)
+        self.path = os.path.join(d, f"{os.getpid()}-{next(_counter)}.lease")
+        self._fd = open_private(self.path, os.O_RDWR | os.O_CLOEXEC)
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    def release(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        os.close(self._fd)
+        self._fd = -1
+        try:
+            os.rmdir(os.path.dirname(self.path))  # the last lease of the dataset (a new one remakes it)
+        except OSError:
+            pass
+
+    def __del__(self) -> None:  # a reader that forgot to close: its lease goes with it
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

@@ -1,0 +1,224 @@
+"""Where a store lives and who may use it: its root directory, its tiers, its key.
+
+A store is a directory tree owned by one user. The *root* holds the catalog, the locks and
+the key; each *tier* is a directory whose ``data/<dataset id>/`` holds that dataset's block
+files (the first tier is the root itself unless configured otherwise):
+
+```text
+<root>/                         0700, owned by the user
+  store.key                     0600: the store's own secret (blocks' keyed tags)
+  store.json                    0600: the tiers, fastest first, with their capacities
+  gc.lock                       flock: sweeps (exclusive) against publishes (shared)
+  catalog/<name>.json           published datasets (one tagged JSON entry each)
+  writing/<id>.lock             a save in progress: flock held by its writer, + pid and start time
+  leases/<id>/<pid>-<n>.lease   a reader's hold on a dataset (flock held while it reads)
+  data/<id>/part-00000.sfb      block files of the first tier
+<tier dir>/data/<id>/...        block files of another tier
+```
+
+Only the same user: every directory is made 0700 and every file 0600 whatever the umask
+(``common/private_file.py``), and a root or tier that exists is refused unless it is a real
+directory (not a symbolic link) owned by the effective user with no group or other
+permission bits: a store in ``/dev/shm`` or ``/tmp`` (shared, sticky directories) must not
+be one another user made in advance. The key file is checked the same way. A store needs its
+own key, not an application's: two applications (one saves, a later one opens) have
+different application keys (``storage/blocks/app_keys.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+
+from strataflow.common.checks import parse_size
+from strataflow.common.private_file import PRIVATE_DIR, atomic_write, make_dirs, mkstemp_private
+from strataflow.storage.blocks.frame_auth import KEY_BYTES, FrameAuth, new_key
+from strataflow.store.errors import StoreAccessError, StoreError
+
+__all__ = ["default_root", "Tier", "StoreRoot", "check_private", "prepare_dir", "tier_bytes"]
+
+KEY_FILE = "store.key"
+CONFIG_FILE = "store.json"
+
+
+def default_root() -> str:
+    """The user's default store: in ``/dev/shm`` (memory) when it is there, else in the
+    temporary directory; one per user (``strataflow-store-<uid>``)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK) \
+        else tempfile.gettempdir()
+    return os.path.join(base, f"strataflow-store-{os.geteuid()}")
+
+
+def check_private(path: str, what: str, directory: bool = True) -> os.stat_result:
+    """``path``'s lstat, if it is a real directory (or regular file) owned by the effective
+    user with no group or other permission bits; StoreAccessError naming the fault and
+    the fix otherwise."""
+    st = os.lstat(path)
+    kind_ok = stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)
+    if not kind_ok:
+        kind = "symbolic link" if stat.S_ISLNK(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) \
+            else "file of another kind"
+        raise StoreAccessError(f"{what} {path!r} is a {kind}, not a {'directory' if directory else 'regular file'}; "
+                               f"a store's files must be its own")
+    if st.st_uid != os.geteuid():
+        raise StoreAccessError(f"{what} {path!r} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}): only "
+                               f"the user who owns a store may use it; give a directory of your own")
+    if st.st_mode & 0o077:
+        mode = stat.S_IMODE(st.st_mode)
+        writable = "group/world-writable" if st.st_mode & 0o022 else "readable by other users"
+        raise StoreAccessError(f"{what} {path!r} has mode {mode:04o} ({writable}): a store must be private "
+                               f"(chmod {'700' if directory else '600'} {path})")
+    return st
+
+
+def prepare_dir(path: str, what: str) -> str:
+    """``path`` as an absolute path, made 0700 (with missing parents) if absent, and
+    checked private (:func:`check_private`)."""
+    path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    try:
+        make_dirs(path, PRIVATE_DIR)
+    except OSError as exc:
+        raise StoreError(f"{what}: cannot create directory {path!r}: {exc.strerror} ({exc.filename!r})") from exc
+    check_private(path, what)
+    return path
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A tier of the store: a directory for block files, and the most bytes they may take
+    there (None: the device's free space)."""
+
+    name: str
+    dir: str
+    capacity: int | None = None
+
+    def data_dir(self, dataset_id: str | None = None) -> str:
+        d = os.path.join(self.dir, "data")
+        return d if dataset_id is None else os.path.join(d, dataset_id)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dir": self.dir, "capacity": self.capacity}
+
+
+def _tiers_from(raw: object, root: str) -> list[Tier]:
+    """Tiers from ``store.json`` or a caller: a list of ``{"name", "dir", "capacity"}``
+    (capacity a size such as ``"2GB"`` or None). None: one tier, the root."""
+    if raw is None:
+        return [Tier("mem" if root.startswith("/dev/shm") else "disk", root, None)]
+    tiers = []
+    for i, t in enumerate(raw):  # type: ignore[union-attr]
+        if not isinstance(t, dict) or "dir" not in t:
+            raise StoreError(f"store tier {i}: expected {{'name': ..., 'dir': ..., 'capacity': ...}}, got {t!r}")
+        cap = t.get("capacity")
+        tiers.append(Tier(str(t.get("name") or f"tier{i}"), os.path.abspath(os.path.expanduser(t["dir"])),
+                          None if cap is None else parse_size(cap, f"store tier {t.get('name', i)} capacity")))
+    if not tiers:
+        raise StoreError("a store needs at least one tier")
+    return tiers
+
+
+class StoreRoot:
+    """A store's root directory, checked and made: its paths, tiers and key. Cheap to
+    build; every process using the store (driver and executors) builds its own."""
+
+    def __init__(self, path: str | os.PathLike | None = None, tiers: list[dict] | None = None) -> None:
+        self.path = prepare_dir(path if path is not None else default_root(), "store root")
+        for sub in ("catalog", "writing", "leases", "data"):
+            prepare_dir(os.path.join(self.path, sub), "store directory")
+        self.tiers = self._load_tiers(tiers)
+        for t in self.tiers:
+            prepare_dir(t.dir, f"store tier {t.name!r}")
+            prepare_dir(t.data_dir(), f"store tier {t.name!r}")
+        self._auth: FrameAuth | None = None
+
+    # -- paths ---------------------------------------------------------------------------------
+    def sub(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts)
+
+    @property
+    def catalog_dir(self) -> str:
+        return self.sub("catalog")
+
+    # -- tiers ---------------------------------------------------------------------------------
+    def _load_tiers(self, given: list[dict] | None) -> list[Tier]:
+        """The tiers ``store.json`` records; ``given`` ones replace them (and are recorded),
+        so every later user of the store, the daemon included, sees the same tiers."""
+        cfg = self.sub(CONFIG_FILE)
+        if given is not None:
+            tiers = _tiers_from(given, self.path)
+            with atomic_write(cfg, sync=True) as fh:
+                fh.write(json.dumps({"tiers": [t.to_json() for t in tiers]}, indent=1).encode())
+            return tiers
+        try:
+            check_private(cfg, "store configuration", directory=False)
+            with open(cfg, "rb") as fh:
+                raw = json.loads(fh.read())["tiers"]
+        except FileNotFoundError:
+            raw = None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"store configuration {cfg!r} is unreadable: {exc}") from exc
+        return _tiers_from(raw, self.path)
+
+    # -- the key -------------------------------------------------------------------------------
+    @property
+    def auth(self) -> FrameAuth:
+        """The store's key (made at the store's first use, 0600, never replaced)."""
+        if self._auth is None:
+            self._auth = FrameAuth(load_key(self.path))
+        return self._auth
+
+
+def load_key(root: str) -> bytes:
+    """The key of the store at ``root``, made if absent: written whole under a temporary
+    name, then linked into place (``link`` fails if another process made it first: every
+    process ends up with the one key)."""
+    path = os.path.join(root, KEY_FILE)
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    fd, tmp = mkstemp_private(root, ".store.key.", ".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(new_key())
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+    return _read_key(path)
+
+
+def _read_key(path: str) -> bytes:
+    check_private(path, "store key", directory=False)
+    with open(path, "rb") as fh:
+        key = fh.read()
+    if len(key) != KEY_BYTES:
+        raise StoreAccessError(f"store key {path!r} has {len(key)} bytes, not {KEY_BYTES}: damaged; remove the "
+                               f"store (its blocks cannot be authenticated without it)")
+    return key
+
+
+def tier_bytes(tier: Tier) -> int:
+    """Bytes of the block files in ``tier`` (a walk of its data directory)."""
+    total = 0
+    try:
+        dataset_dirs = list(os.scandir(tier.data_dir()))
+    except FileNotFoundError:
+        return 0
+    for d in dataset_dirs:
+        try:
+            for f in os.scandir(d.path):
+                try:
+                    total += f.stat(follow_symlinks=False).st_size
+                except FileNotFoundError:
+                    continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return total

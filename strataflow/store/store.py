@@ -1,0 +1,201 @@
+"""The shared store, as an application uses it: save a dataset under a name, open one by
+name, list, remove. Embedded: every call works on the store's files (``root.py``), with no
+process to start; the daemon (``daemon.py``) only adds background work.
+
+Saving (``save``). The dataset's partitions are written by their tasks, each to one block
+file in the fastest tier with room (``blockfile.py``), under the dataset's fresh id, while
+the saving process holds the save's writer lock (``locks.py``). Only when every block is
+written and fsynced is the catalog entry published, in one rename (``catalog.py``): until
+then no reader sees the dataset, and a save killed at any point leaves a writer lock no one
+holds, which the next sweep (``sweep.py``) turns into nothing.
+
+Opening (``open_source``). The catalog entry is read and a lease taken on the dataset, in
+one step under the gc lock: its blocks stay on disk for as long as the lease is held, even
+if the dataset is removed or overwritten meanwhile. The source's partitions are read by the
+tasks (``source.py``).
+
+Names follow PySpark and Alluxio where they exist: ``save(..., mode=)`` takes
+``DataFrameWriter``'s modes (``error``/``errorifexists``, ``overwrite``, ``ignore``); ``ls``
+and ``rm`` are Alluxio's ``fs`` commands (also spelled ``list`` and ``remove`` here).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import time
+import uuid
+from typing import Any
+
+from strataflow.store.blockfile import write_block
+from strataflow.store.catalog import Entry, check_name, list_entries, publish, read_entry, unpublish
+from strataflow.store.errors import DatasetExists, DatasetNotFound, StoreError, StoreFull
+from strataflow.store.locks import Lease, WriterLock, gc_lock
+from strataflow.store.root import StoreRoot, tier_bytes
+from strataflow.store.source import StoreSource, root_for
+from strataflow.store.sweep import sweep
+from strataflow.store.tiers import balance, touch_access
+
+__all__ = ["Store", "MODES"]
+
+MODES = ("error", "errorifexists", "overwrite", "ignore")
+
+
+class Store:
+    """A store at ``root`` (default: the user's, ``root.default_root()``), made if absent.
+    ``tiers``: replaces the store's recorded tiers (``[{"name", "dir", "capacity"}]``,
+    fastest first). Starting sweeps the leftovers of dead writers and readers."""
+
+    def __init__(self, root: str | os.PathLike | None = None, tiers: list[dict] | None = None) -> None:
+        self.root = StoreRoot(root, tiers)
+        self.path = self.root.path
+        self.root.auth  # the key made (or checked) at the start, not at the first block
+        self._leases: list[Lease] = []
+        #: what the start's sweep removed
+        self.swept = sweep(self.root)
+
+    # -- saving -------------------------------------------------------------------------------
+    def save(self, dataset: Any, name: str, mode: str = "error") -> Entry | None:
+        """Writes every partition of ``dataset`` (a ``Dataset``: one job) and publishes it
+        as ``name``; returns its entry (None when ``mode="ignore"`` found the name taken)."""
+        check_name(name)
+        if mode not in MODES:
+            raise StoreError(f"store.save: mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode != "overwrite" and self.exists(name):
+            if mode == "ignore":
+                return None
+            raise DatasetExists(f"store: a dataset named {name!r} exists already; remove it first, or save with "
+                                f"mode='overwrite'")
+        did = uuid.uuid4().hex
+        with gc_lock(self.path, exclusive=False):
+            writer = WriterLock(self.path, did, name)
+        try:
+            t0 = time.perf_counter()
+            infos = dataset.map_partitions_with_index(functools.partial(save_partition, self.path, did)).collect()
+            infos = sorted(infos, key=lambda i: i["partition"])
+            if [i["partition"] for i in infos] != list(range(dataset.num_partitions)):
+                raise StoreError(f"store.save of {name!r}: the job gave blocks {[i['partition'] for i in infos]}, "
+                                 f"not one per partition")
+            for tier in self.root.tiers:
+                _fsync_dir(tier.data_dir(did))
+            app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app))
+            with gc_lock(self.path, exclusive=False):
+                try:
+                    old = publish(self.path, entry, self.root.auth, overwrite=mode == "overwrite")
+                finally:
+                    writer.release()
+        except BaseException:
+            with gc_lock(self.path, exclusive=False):
+                writer.release()
+            sweep(self.root)
+            raise
+        if old is not None:
+            sweep(self.root)
+        return entry
+
+    # -- reading ------------------------------------------------------------------------------
+    def open_source(self, name: str) -> tuple[StoreSource, Entry]:
+        """The source of the published dataset ``name`` and its entry; the dataset's blocks
+        are held (a lease) until :meth:`close`."""
+        with gc_lock(self.path, exclusive=False):
+            entry = read_entry(self.path, name, self.root.auth)
+            self._leases.append(Lease(self.path, entry.id))
+            touch_access(self.path, entry.id)
+        return StoreSource(self.path, name, entry.id, entry.num_partitions, entry.kinds), entry
+
+    def info(self, name: str) -> Entry:
+        """The published entry of ``name`` (DatasetNotFound if none)."""
+        return read_entry(self.path, name, self.root.auth)
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.info(name)
+            return True
+        except DatasetNotFound:
+            return False
+
+    def ls(self) -> list[Entry]:
+        """Every published dataset, by name."""
+        return list_entries(self.path, self.root.auth)
+
+    list = ls
+
+    def rm(self, name: str) -> None:
+        """Unpublishes ``name`` at once; its blocks go as soon as no reader holds them
+        (readers that mapped them keep reading: files are unlinked, never cut)."""
+        with gc_lock(self.path, exclusive=False):
+            unpublish(self.path, name, self.root.auth)
+        sweep(self.root)
+
+    remove = rm
+
+    def usage(self) -> list[dict]:
+        """Bytes of block files per tier, with the tier's capacity."""
+        return [{"tier": t.name, "dir": t.dir, "capacity": t.capacity, "bytes": tier_bytes(t)} for t in self.root.tiers]
+
+    def balance(self) -> list[dict]:
+        """Moves blocks down from the tiers over their capacity (``tiers.py``); the moves made."""
+        return balance(self.root)
+
+    def close(self) -> None:
+        """Releases this process's leases (a removed dataset's blocks may then go)."""
+        leases, self._leases = self._leases, []
+        for lease in leases:
+            lease.release()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r}, tiers={[t.name for t in self.root.tiers]})"
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return  # no block went to this tier
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _size_hint(value: Any) -> int:
+    n = getattr(value, "nbytes", None)
+    return int(n) if isinstance(n, int) else 0
+
+
+def save_partition(root_path: str, dataset_id: str, split: int, value: Any) -> list[dict]:
+    """A save's task: writes partition ``split`` into the fastest tier with room for it
+    (capacity and the device's free space), the next one if the device is full."""
+    root = root_for(root_path)
+    need = _size_hint(value)
+    errors = []
+    for tier in root.tiers:
+        if tier.capacity is not None and tier_bytes(tier) + need > tier.capacity:
+            errors.append(f"{tier.name}: over its capacity of {tier.capacity} bytes")
+            continue
+        st = os.statvfs(tier.dir)
+        if need > st.f_bavail * st.f_frsize:
+            errors.append(f"{tier.name}: {st.f_bavail * st.f_frsize} bytes free on its device")
+            continue
+        d = tier.data_dir(dataset_id)
+        try:
+            info = write_block(d, dataset_id, split, value, root.auth)
+        except OSError as exc:
+            if exc.errno not in (28, 122):  # ENOSPC, EDQUOT: try the next tier
+                raise
+            errors.append(f"{tier.name}: {exc.strerror}")
+            continue
+        info["tier"] = tier.name
+        return [info]
+    raise StoreFull(28, f"store {root_path!r}: no tier has room for partition {split} ({need} bytes): "
+                        f"{'; '.join(errors)}")
+
+
+def remove_store(path: str) -> None:
+    """Deletes a whole store (its tiers' data and its root): for tests and ``store rm --all``."""
+    root = root_for(path)
+    for t in root.tiers:
+        shutil.rmtree(t.data_dir(), ignore_errors=True)
+    shutil.rmtree(root.path, ignore_errors=True)

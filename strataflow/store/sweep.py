@@ -1,0 +1,84 @@
+"""The store's sweep: removes what no published dataset, live writer or live reader holds.
+
+Run at every store start (the embedded store of each ``Context``, the daemon's start), after
+``remove`` and ``save(mode="overwrite")``, and by the daemon now and then. Under the gc lock
+held exclusive (``locks.py``), so it sees every save either not begun, in progress or
+published:
+
+- a writer lock no process holds is a writer that died (kill -9 mid-save): its lock file
+  goes, and with it (below) its partly written blocks;
+- a lease no process holds is a reader that died: it goes;
+- a dataset directory of any tier that no catalog entry names, no live writer is writing and
+  no live reader holds is removed (``rmtree``: unlinks, never truncates; a map a reader
+  still has stays valid);
+- temporary catalog files (a publish killed before its rename) go.
+
+A catalog entry that cannot be read at all stops the sweep from deleting any block: it
+might name them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from strataflow.store.catalog import referenced_ids
+from strataflow.store.locks import gc_lock, is_held
+from strataflow.store.root import StoreRoot
+
+__all__ = ["sweep"]
+
+
+def _ls(d: str) -> list[str]:
+    try:
+        return sorted(os.listdir(d))
+    except FileNotFoundError:
+        return []
+
+
+def sweep(root: StoreRoot) -> dict:
+    """Cleans ``root``'s leftovers; returns what it removed (for ``status`` and the tests)."""
+    out: dict = {"datasets": [], "dead_writers": [], "dead_leases": 0, "temp_files": 0}
+    with gc_lock(root.path, exclusive=True):
+        writing = set()
+        for f in _ls(root.sub("writing")):
+            path = root.sub("writing", f)
+            if not f.endswith(".lock"):
+                continue
+            if is_held(path):
+                writing.add(f[:-5])
+            else:
+                os.unlink(path)
+                out["dead_writers"].append(f[:-5])
+        leased = set()
+        for did in _ls(root.sub("leases")):
+            if did.startswith("."):
+                continue  # a dataset's last-opened mark (tiers.py)
+            d = root.sub("leases", did)
+            for f in _ls(d):
+                if is_held(os.path.join(d, f)):
+                    leased.add(did)
+                else:
+                    os.unlink(os.path.join(d, f))
+                    out["dead_leases"] += 1
+        for f in _ls(root.catalog_dir):
+            if f.startswith(".") and f.endswith(".tmp"):
+                os.unlink(os.path.join(root.catalog_dir, f))
+                out["temp_files"] += 1
+        referenced = referenced_ids(root.path)
+        if referenced is None:
+            return out
+        keep = referenced | writing | leased
+        for tier in root.tiers:
+            for did in _ls(tier.data_dir()):
+                if did not in keep:
+                    shutil.rmtree(tier.data_dir(did), ignore_errors=True)
+                    if did not in out["datasets"]:
+                        out["datasets"].append(did)
+        for did in _ls(root.sub("leases")):
+            if did.startswith("."):
+                if did.endswith(".opened") and did[1:-7] not in referenced:
+                    os.unlink(root.sub("leases", did))
+            elif did not in keep:
+                shutil.rmtree(root.sub("leases", did), ignore_errors=True)
+    return out

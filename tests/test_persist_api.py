@@ -60,6 +60,7 @@ def test_every_level_is_named_like_spark():
     names = {lvl.name for lvl in StorageLevel.all()}
     assert names == {"NONE", "MEMORY_ONLY", "MEMORY_ONLY_SER", "MEMORY_AND_DISK", "MEMORY_AND_DISK_SER",
                      "DISK_ONLY", "OFF_HEAP", "DISK_MMAP", "MEMORY_AND_DISK_MMAP",  # Spark's and our mapped ones
+                     "STORE",  # the shared store (Spark 1.x's OFF_HEAP on Tachyon)
                      "AUTO"}  # and the engine's choice
     assert str(StorageLevel.MEMORY_AND_DISK) == "MEMORY_AND_DISK"
     assert StorageLevel.parse("memory-and-disk-ser") is StorageLevel.MEMORY_AND_DISK_SER

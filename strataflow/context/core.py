@@ -276,12 +276,15 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
     def _persisted(self, ds: Dataset) -> None:
         """A dataset was persisted: executors register it when its first stage reaches them."""
         self._registry[ds.id] = ds
+        if ds.storage_level.shared:  # STORE: the driver holds its blocks in the shared store
+            self._hold_store_level(ds.id)
 
     def _unpersist(self, dataset_id: int) -> None:
         """Removes the dataset's blocks from every executor (and waits for them)."""
         self._registry.pop(dataset_id, None)
         if not self._closed:
             self.fleet.ask_all("unpersist", dataset_id)
+        self._release_store_level(dataset_id)
         self.block_master.remove_dataset(dataset_id)
 
 

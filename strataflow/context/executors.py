@@ -160,6 +160,8 @@ class ExecutorViews:
         ``from_numpy``, broadcasts, as the driver's store wrote them): ``source_slices_lost``
         (an executor could not use a slice's file), ``source_slices_rewritten`` (the driver
         wrote it again), ``source_slices_sent`` (the driver sent a slice itself).
+        The shared store: ``store_hits``, ``store_puts`` and their bytes (``StorageLevel.STORE``
+        blocks), and once the application used it, ``store`` (``ContextStore.figures``).
 
         >>> ds = ctx.parallelize(range(4), 2).cache()
         >>> _ = ds.count(); before = ctx.metrics()["memory_hits"]
@@ -172,5 +174,6 @@ class ExecutorViews:
             return answers
         out = merge_metrics(list(answers.values()), self.scheduler.totals.retired())
         out.update(executors=len(answers), executors_lost=len(self.fleet.lost), **self.sources.counts)
+        out.update(self._store_metrics())  # type: ignore[attr-defined]
         return out
 

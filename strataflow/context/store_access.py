@@ -3,7 +3,13 @@
 The store lives below the datasets, so it cannot make one: this thin view turns what it
 opens into a ``Dataset`` of this Context, and releases the Context's hold on the datasets
 it opened when the Context stops. The store is made at the first use of ``ctx.store``
-(nothing to start; a Context that never uses it touches no file of it).
+(nothing to start; a Context that never uses it touches no file of it), or at the first
+``persist(StorageLevel.STORE)`` (``store/level_blocks.py``: the driver holds the level's
+blocks in the store until ``unpersist`` or its end).
+
+What the application does with the store is in its event log (``StoreSave``, ``StoreOpen``,
+``StoreRebuild``; at its end ``StoreFigures``, the store's figures) and in
+``ctx.metrics()["store"]``.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from strataflow.dataset import Dataset
 from strataflow.store import Store
 from strataflow.store.catalog import Entry
+from strataflow.store.level_blocks import LevelHolds
+from strataflow.store.rebuild import bind
 
 if TYPE_CHECKING:
     from strataflow.config import Config
@@ -26,23 +34,49 @@ class ContextStore:
     def __init__(self, ctx: Any, store: Store) -> None:
         self._ctx = ctx
         self.backing = store
+        self.levels = LevelHolds(store.root, ctx.app_id)
 
     @property
     def path(self) -> str:
         return self.backing.path
 
-    def save(self, dataset: Dataset, name: str, mode: str = "error") -> Entry | None:
+    def save(self, dataset: Dataset, name: str, mode: str = "error", lineage: bool = False) -> Entry | None:
         """Saves every partition of ``dataset`` under ``name`` (one job), visible to other
-        applications once complete. ``mode``: ``error`` (default), ``overwrite``, ``ignore``."""
+        applications once complete. ``mode``: ``error`` (default), ``overwrite``, ``ignore``.
+        ``lineage=True`` keeps its lineage too: evicted from every tier, it is rebuilt by
+        the next application that opens it."""
         if dataset.ctx is not self._ctx:
             raise ValueError("store.save: the dataset belongs to another Context")
-        return self.backing.save(dataset, name, mode)
+        entry = self.backing.save(dataset, name, mode, lineage=lineage)
+        if entry is not None:
+            self._ctx.events.post("StoreSave", name=name, id=entry.id, partitions=entry.num_partitions,
+                                  bytes=entry.nbytes, lineage=lineage)
+        return entry
 
     def open(self, name: str) -> Dataset:
         """The dataset published as ``name``, read from the store (numeric and Arrow
-        partitions are read-only views of the mapped block files)."""
-        source, entry = self.backing.open_source(name)
+        partitions are read-only views of the mapped block files). Evicted, it is rebuilt
+        from its lineage if it was saved with it; DatasetEvicted says so if not."""
+        rebuilt = []
+
+        def bind_here(lineage: Any) -> Any:
+            rebuilt.append(True)
+            self._ctx.events.post("StoreRebuild", name=name)
+            return bind(lineage, self._ctx)
+
+        source, entry = self.backing.open_source(name, bind_here)
+        self._ctx.events.post("StoreOpen", name=name, id=entry.id, partitions=entry.num_partitions,
+                              bytes=entry.nbytes, rebuilt=bool(rebuilt))
         return Dataset(self._ctx, source, f"store.open({name!r})").set_name(name)
+
+    def balance(self) -> list[dict]:
+        return self.backing.balance()
+
+    def figures(self) -> dict:
+        """The store's figures (``Store.figures``), with this application's own (``app``)."""
+        out = self.backing.figures()
+        out["app"] = out["apps"].get(self._ctx.app_id, {})
+        return out
 
     def info(self, name: str) -> Entry:
         return self.backing.info(name)
@@ -88,10 +122,26 @@ class StoreAccess:
         """
         self._check_open()  # type: ignore[attr-defined]
         if self._store_view is None:
-            self._store_view = ContextStore(self, Store(self.config.store))
+            self._store_view = ContextStore(self, Store(self.config.store, app=self.app_id))  # type: ignore[attr-defined]
         return self._store_view
+
+    def _hold_store_level(self, dataset_id: int) -> None:
+        """A dataset persisted at ``StorageLevel.STORE``: its blocks are held in the store."""
+        self.store.levels.hold(dataset_id)
+
+    def _release_store_level(self, dataset_id: int) -> None:
+        if self._store_view is not None:
+            self._store_view.levels.release(dataset_id)
+
+    def _store_metrics(self) -> dict:
+        """``ctx.metrics()``'s ``store`` entry, once this application used the store."""
+        return {} if self._store_view is None else {"store": self._store_view.figures()}
 
     def _close_store(self) -> None:
         if self._store_view is not None:
-            self._store_view.backing.close()
-            self._store_view = None
+            view, self._store_view = self._store_view, None
+            try:
+                self.events.post("StoreFigures", **view.figures())  # type: ignore[attr-defined]
+            finally:
+                view.levels.close()
+                view.backing.close()

@@ -38,6 +38,7 @@ from strataflow.storage.manager import BlockManager
 from strataflow.storage.policies import make_policy
 from strataflow.storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
 from strataflow.storage.stores import build_stores, share
+from strataflow.store.level_blocks import StoreLevelBlocks, app_of
 
 __all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs", "app_dirs"]
 
@@ -120,6 +121,9 @@ class ExecutorRuntime:
                                           split=cfg.memory_split,
                                           gc_free=cfg.gc_free_cache, async_eviction=cfg.async_eviction,
                                           watermarks=cfg.eviction_watermarks)
+        # StorageLevel.STORE's blocks: in the shared store, under the application's id
+        self.block_manager.shared = StoreLevelBlocks(cfg.store, app_of(self.spec.cache_dirs[0]) if spec.cache_dirs
+                                                     else f"driver{spec.driver_pid}")
         self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync, key=key, executor_id=spec.executor_id)
         #: how this executor's reduce tasks read a bucket (the ray backend's actor reads an
         #: output of another node through the executor that wrote it)

@@ -22,6 +22,8 @@ METRIC_KEYS = (
     "auto_level_changes",
     # the dynamic memory split: moves, and bytes moved to each side
     "memory_split_moves", "memory_split_bytes_to_heap", "memory_split_bytes_to_mapped",
+    # StorageLevel.STORE: blocks read from and written to the shared store
+    "store_hits", "store_bytes_read", "store_puts", "store_bytes_written",
 )
 
 

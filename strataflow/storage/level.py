@@ -9,6 +9,7 @@
 | MEMORY_AND_DISK_SER | serialized bytes       | yes  |                                       |
 | DISK_ONLY           | -                      | yes  |                                       |
 | OFF_HEAP            | bytes outside the heap | -    | an anonymous mmap: the GC never sees it |
+| STORE               | -                      | the shared store | Spark 1.x's OFF_HEAP (Tachyon): blocks in the machine's shared store (``storage/shared_blocks.py``), mapped by every reader; they outlive the executor that wrote them |
 | DISK_MMAP           | -                      | mapped | zero-copy layout, served by mapping   |
 | MEMORY_AND_DISK_MMAP| values                 | mapped | evicted once to the mapped layout, then served by mapping, never re-cached |
 | AUTO                | values                 | chosen | per dataset, from measurements: dropped, mapped or serialized when it leaves memory (``auto_level.py``) |
@@ -32,6 +33,7 @@ class _Level:
     off_heap: bool = False
     mmap: bool = False  # the disk part is the region store's zero-copy mapped layout
     auto: bool = False  # the block manager chooses the disk part per dataset (AUTO)
+    shared: bool = False  # the disk part is the shared store, outside every executor (STORE)
 
     @property
     def is_valid(self) -> bool:
@@ -53,6 +55,9 @@ class StorageLevel:
     MEMORY_AND_DISK_SER = _Level("MEMORY_AND_DISK_SER", True, True, False)
     DISK_ONLY = _Level("DISK_ONLY", False, True, False)
     OFF_HEAP = _Level("OFF_HEAP", True, False, False, off_heap=True)
+    #: Spark 1.x's OFF_HEAP was Tachyon; here OFF_HEAP keeps Spark 2+'s meaning (serialized
+    #: bytes off the heap, in the executor) and the shared store is a level of its own
+    STORE = _Level("STORE", False, True, False, shared=True)
     DISK_MMAP = _Level("DISK_MMAP", False, True, False, mmap=True)
     MEMORY_AND_DISK_MMAP = _Level("MEMORY_AND_DISK_MMAP", True, True, True, mmap=True)
     AUTO = _Level("AUTO", True, True, True, auto=True)

@@ -59,6 +59,7 @@ from strataflow.storage.memory.split import MemorySplit
 from strataflow.storage.memory.store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
 from strataflow.storage.mapped.page_cache import MappedPageBound
 from strataflow.storage.peer_blocks import Fetch, PeerBlock, read_peer, serve_peer
+from strataflow.storage.shared_blocks import SharedBlocks, read_shared, write_shared
 from strataflow.storage.policies import Policy, Promotion
 from strataflow.storage.blocks.serde import SerializationError, Serializer, get_serializer
 from strataflow.storage.blocks.sizing import estimate_size
@@ -119,6 +120,8 @@ class BlockManager:
         self.writer = EvictionWriter(self.eviction, self, memory, evicting=async_eviction, watermarks=watermarks)
         #: how a block in another executor's memory is fetched (None: there are no peers)
         self.fetch_peer: Fetch | None = None
+        #: where ``StorageLevel.STORE`` keeps blocks (``shared_blocks.py``; None: the disk tiers)
+        self.shared: SharedBlocks | None = None
         self.policy.reserve = self.headroom()  # the manager owns it (see policies/base.py)
         if self.split is not None:
             self.eviction.left_memory = self.split.left_memory
@@ -155,6 +158,8 @@ class BlockManager:
             if bid.dataset_id == dataset_id:
                 self.disk.remove(bid)
                 removed += 1
+        if self.shared is not None and info is not None and info.level.shared:
+            removed += self.shared.remove_dataset(dataset_id)
         if self.regions is not None:
             removed += self.regions.remove_dataset(dataset_id)  # the whole region at once
             self.mapped_pages.forget_dataset(dataset_id)
@@ -287,6 +292,8 @@ class BlockManager:
     def _get_disk(self, bid: BlockId, info: DatasetInfo, count_hit: bool) -> Any:
         if info.mapped:
             return self._get_mapped(bid)
+        if info.level.shared and self.shared is not None:
+            return read_shared(self, bid, info)
         if bid not in self.disk:
             return MISS
         try:
@@ -447,6 +454,8 @@ class BlockManager:
                 return "none"
         if level.mmap:
             return "disk" if self.writes.write_mapped(bid, value, info) else "none"
+        if level.shared and self.shared is not None:
+            return write_shared(self, bid, value, info)
         try:
             if frames is None:
                 frames, size, ser = self.codec.encode(value, info, bid)

@@ -84,6 +84,8 @@ def blocks_of(bm: "BlockManager", dataset_id: int) -> tuple[dict, dict]:
     disk = {b.split: e.size for b, e in bm.disk.items() if b.dataset_id == dataset_id}
     if bm.regions is not None:
         disk.update({b.split: e.size for b, e in bm.regions.items() if b.dataset_id == dataset_id})
+    if bm.shared is not None:  # STORE: the blocks this executor put in the shared store
+        disk.update(bm.shared.blocks(dataset_id))
     return mem, disk
 
 
@@ -92,6 +94,8 @@ def location_of(bm: "BlockManager", bid) -> str | None:
     if bid in bm.memory_store:
         return "memory"
     if bid in bm.disk or (bm.regions is not None and bid in bm.regions):
+        return "disk"
+    if bm.shared is not None and bid.split in bm.shared.blocks(bid.dataset_id):
         return "disk"
     return None
 

@@ -51,6 +51,9 @@ class Entry:
     app: str = ""
     compute_s: float = 0.0  # seconds the save's job took: what rebuilding it would cost, about
     format: int = FORMAT
+    lineage: bool = False  # its lineage is kept (``rebuild.py``): rebuilt when evicted
+    evicted: float = 0.0  # when the store evicted its blocks from every tier (0: it has them)
+    rebuilds: int = 0  # how many times it was rebuilt from its lineage
 
     @property
     def num_partitions(self) -> int:

@@ -3,7 +3,8 @@ block, the partition and its file, so that a reader is never left guessing."""
 
 from __future__ import annotations
 
-__all__ = ["StoreError", "StoreAccessError", "DatasetNotFound", "DatasetExists", "BlockCorrupt", "StoreFull"]
+__all__ = ["StoreError", "StoreAccessError", "DatasetNotFound", "DatasetExists", "BlockCorrupt", "StoreFull",
+           "DatasetEvicted"]
 
 
 class StoreError(Exception):
@@ -18,6 +19,11 @@ class StoreAccessError(StoreError, PermissionError):
 class DatasetNotFound(StoreError, LookupError):
     """No dataset of that name is published in the store (never saved, removed, or its
     save did not complete)."""
+
+
+class DatasetEvicted(StoreError, LookupError):
+    """A published dataset whose blocks the store evicted from every tier to make room, and
+    which it cannot rebuild: it was saved without its lineage."""
 
 
 class DatasetExists(StoreError, FileExistsError):

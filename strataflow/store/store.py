@@ -12,7 +12,14 @@ holds, which the next sweep (``sweep.py``) turns into nothing.
 Opening (``open_source``). The catalog entry is read and a lease taken on the dataset, in
 one step under the gc lock: its blocks stay on disk for as long as the lease is held, even
 if the dataset is removed or overwritten meanwhile. The source's partitions are read by the
-tasks (``source.py``).
+tasks (``source.py``; ``reads.py`` counts them for the reading application).
+
+Lineage (``rebuild.py``). ``save(..., lineage=True)`` keeps the dataset's lineage; when
+``balance`` has evicted it from every tier (``tiers.py``), ``open_source`` rebuilds it: the
+lineage is bound to the opening application's Context (``bind``, given by the caller),
+saved again under the same name (one job), and counted (``rebuilds`` in the entry and the
+store's figures). A dataset saved without lineage is not rebuilt: opening it after its
+eviction raises :class:`DatasetEvicted`, which says so.
 
 Names follow PySpark and Alluxio where they exist: ``save(..., mode=)`` takes
 ``DataFrameWriter``'s modes (``error``/``errorifexists``, ``overwrite``, ``ignore``); ``ls``
@@ -26,16 +33,19 @@ import os
 import shutil
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from strataflow.store.blockfile import write_block
 from strataflow.store.catalog import Entry, check_name, list_entries, publish, read_entry, unpublish
-from strataflow.store.errors import DatasetExists, DatasetNotFound, StoreError, StoreFull
+from strataflow.store.errors import DatasetEvicted, DatasetExists, DatasetNotFound, StoreError, StoreFull
 from strataflow.store.locks import Lease, WriterLock, gc_lock
+from strataflow.store.reads import CountedSource
+from strataflow.store.rebuild import dump_lineage, read_lineage, write_lineage
 from strataflow.store.root import StoreRoot, tier_bytes
-from strataflow.store.source import StoreSource, root_for
+from strataflow.store.source import root_for
+from strataflow.store.stats import apps, bump, count_app, counters
 from strataflow.store.sweep import sweep
-from strataflow.store.tiers import balance, touch_access
+from strataflow.store.tiers import balance, live_readers, opens, touch_access
 
 __all__ = ["Store", "MODES"]
 
@@ -47,8 +57,11 @@ class Store:
     ``tiers``: replaces the store's recorded tiers (``[{"name", "dir", "capacity"}]``,
     fastest first). Starting sweeps the leftovers of dead writers and readers."""
 
-    def __init__(self, root: str | os.PathLike | None = None, tiers: list[dict] | None = None) -> None:
+    def __init__(self, root: str | os.PathLike | None = None, tiers: list[dict] | None = None,
+                 app: str = "") -> None:
         self.root = StoreRoot(root, tiers)
+        #: the id of the application using it (its figures: opens, reads, saves, rebuilds)
+        self.app = app
         self.path = self.root.path
         self.root.auth  # the key made (or checked) at the start, not at the first block
         self._leases: list[Lease] = []
@@ -56,10 +69,13 @@ class Store:
         self.swept = sweep(self.root)
 
     # -- saving -------------------------------------------------------------------------------
-    def save(self, dataset: Any, name: str, mode: str = "error") -> Entry | None:
+    def save(self, dataset: Any, name: str, mode: str = "error", lineage: bool = False,
+             rebuilds: int = 0) -> Entry | None:
         """Writes every partition of ``dataset`` (a ``Dataset``: one job) and publishes it
-        as ``name``; returns its entry (None when ``mode="ignore"`` found the name taken)."""
+        as ``name``; returns its entry (None when ``mode="ignore"`` found the name taken).
+        ``lineage``: keep the dataset's lineage, to rebuild it after an eviction."""
         check_name(name)
+        pickled = dump_lineage(dataset, name) if lineage else None
         if mode not in MODES:
             raise StoreError(f"store.save: mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode != "overwrite" and self.exists(name):
@@ -71,6 +87,8 @@ class Store:
         with gc_lock(self.path, exclusive=False):
             writer = WriterLock(self.path, did, name)
         try:
+            if pickled is not None:
+                write_lineage(self.path, did, pickled, self.root.auth)
             t0 = time.perf_counter()
             infos = dataset.map_partitions_with_index(functools.partial(save_partition, self.path, did)).collect()
             infos = sorted(infos, key=lambda i: i["partition"])
@@ -80,7 +98,8 @@ class Store:
             for tier in self.root.tiers:
                 _fsync_dir(tier.data_dir(did))
             app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
-            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app))
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app),
+                          lineage=pickled is not None, rebuilds=rebuilds)
             with gc_lock(self.path, exclusive=False):
                 try:
                     old = publish(self.path, entry, self.root.auth, overwrite=mode == "overwrite")
@@ -91,19 +110,45 @@ class Store:
                 writer.release()
             sweep(self.root)
             raise
+        count_app(self.path, self.app, saves=1)
         if old is not None:
             sweep(self.root)
         return entry
 
     # -- reading ------------------------------------------------------------------------------
-    def open_source(self, name: str) -> tuple[StoreSource, Entry]:
+    def open_source(self, name: str, bind: Callable[[Any], Any] | None = None) -> tuple[CountedSource, Entry]:
         """The source of the published dataset ``name`` and its entry; the dataset's blocks
-        are held (a lease) until :meth:`close`."""
-        with gc_lock(self.path, exclusive=False):
-            entry = read_entry(self.path, name, self.root.auth)
-            self._leases.append(Lease(self.path, entry.id))
-            touch_access(self.path, entry.id)
-        return StoreSource(self.path, name, entry.id, entry.num_partitions, entry.kinds), entry
+        are held (a lease) until :meth:`close`. An evicted dataset saved with its lineage is
+        rebuilt first, with ``bind`` (which gives the unpickled lineage a Context)."""
+        for _ in range(3):
+            with gc_lock(self.path, exclusive=False):
+                entry = read_entry(self.path, name, self.root.auth)
+                if not entry.evicted:
+                    self._leases.append(Lease(self.path, entry.id))
+                    touch_access(self.path, entry.id, self.app)
+                    break
+            self.rebuild(entry, bind)
+        else:
+            raise StoreError(f"store: dataset {name!r} was evicted again as soon as it was rebuilt, three times: "
+                             f"its tiers are too small for it")
+        count_app(self.path, self.app, name, opens=1)
+        return CountedSource(self.path, name, entry.id, entry.num_partitions, entry.kinds, self.app), entry
+
+    def rebuild(self, entry: Entry, bind: Callable[[Any], Any] | None) -> Entry:
+        """Saves the evicted dataset of ``entry`` again from its lineage (one job)."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.evicted))
+        if not entry.lineage:
+            raise DatasetEvicted(f"store {self.path!r}: dataset {entry.name!r} was evicted from every tier (at {when}, "
+                                 f"to make room) and was saved without lineage, so it cannot be rebuilt; save it "
+                                 f"again (with lineage=True the store rebuilds it after an eviction)")
+        if bind is None:
+            raise DatasetEvicted(f"store {self.path!r}: dataset {entry.name!r} was evicted from every tier (at {when}); "
+                                 f"it has its lineage, and an application's ctx.store.open rebuilds it")
+        dataset = bind(read_lineage(self.path, entry.id, entry.name, self.root.auth))
+        new = self.save(dataset, entry.name, mode="overwrite", lineage=True, rebuilds=entry.rebuilds + 1)
+        bump(self.path, rebuilds=1)
+        count_app(self.path, self.app, entry.name, rebuilds=1)
+        return new  # type: ignore[return-value]
 
     def info(self, name: str) -> Entry:
         """The published entry of ``name`` (DatasetNotFound if none)."""
@@ -136,8 +181,20 @@ class Store:
         return [{"tier": t.name, "dir": t.dir, "capacity": t.capacity, "bytes": tier_bytes(t)} for t in self.root.tiers]
 
     def balance(self) -> list[dict]:
-        """Moves blocks down from the tiers over their capacity (``tiers.py``); the moves made."""
+        """Moves blocks down from the tiers over their capacity, evicts from the last one,
+        moves hot datasets up (``tiers.py``); the moves made."""
         return balance(self.root)
+
+    def figures(self) -> dict:
+        """The store's figures: bytes per tier, the store-wide counters (moves between
+        tiers, evictions, rebuilds), and per application its opens, block reads, saves
+        and rebuilds (``stats.py``); per dataset its opens, live readers and state."""
+        return {"root": self.path, "tiers": {t.name: tier_bytes(t) for t in self.root.tiers},
+                "capacity": {t.name: t.capacity for t in self.root.tiers}, **counters(self.path),
+                "apps": apps(self.path),
+                "datasets": {e.name: {"bytes": e.nbytes, "opens": opens(self.path, e.id),
+                                      "readers": live_readers(self.path, e.id), "evicted": bool(e.evicted),
+                                      "lineage": e.lineage, "rebuilds": e.rebuilds} for e in self.ls()}}
 
     def close(self) -> None:
         """Releases this process's leases (a removed dataset's blocks may then go)."""

@@ -11,7 +11,9 @@ published:
 - a dataset directory of any tier that no catalog entry names, no live writer is writing and
   no live reader holds is removed (``rmtree``: unlinks, never truncates; a map a reader
   still has stays valid);
-- temporary catalog files (a publish killed before its rename) go.
+- temporary catalog files (a publish killed before its rename) go;
+- lineage files (``rebuild.py``) of datasets no entry names and no live writer is saving go,
+  and the figures of all but the most recent applications (``stats.py``).
 
 A catalog entry that cannot be read at all stops the sweep from deleting any block: it
 might name them.
@@ -24,7 +26,9 @@ import shutil
 
 from strataflow.store.catalog import referenced_ids
 from strataflow.store.locks import gc_lock, is_held
+from strataflow.store.rebuild import lineage_dir
 from strataflow.store.root import StoreRoot
+from strataflow.store.stats import prune
 
 __all__ = ["sweep"]
 
@@ -75,6 +79,11 @@ def sweep(root: StoreRoot) -> dict:
                     shutil.rmtree(tier.data_dir(did), ignore_errors=True)
                     if did not in out["datasets"]:
                         out["datasets"].append(did)
+        for f in _ls(lineage_dir(root.path)):
+            did = f[1:].split(".")[0] if f.startswith(".") else f[:-4]  # a temporary file's, or a file's
+            if did not in referenced | writing:
+                os.unlink(os.path.join(lineage_dir(root.path), f))
+        prune(root.path)
         for did in _ls(root.sub("leases")):
             if did.startswith("."):
                 if did.endswith(".opened") and did[1:-7] not in referenced:

@@ -1,4 +1,5 @@
-"""Moving blocks down the store's tiers when a tier is over its capacity.
+"""Moving blocks between the store's tiers: down when a tier is over its capacity, out of
+the last tier (eviction) when it is, up when a dataset is read again and there is room.
 
 Writers place each block in the fastest tier with room (``store.py``), but concurrent
 writers can overshoot a capacity, and a capacity can be lowered; :func:`balance` (run by
@@ -15,6 +16,21 @@ datasets' blocks from the full tier to the next one, off every reader's path:
 Which datasets go first (:func:`victims`): those no live reader holds, then the least
 recently opened, then the cheapest to rebuild per byte (the seconds their save's job took,
 over their bytes). The clock is an argument, so the order is testable without waiting.
+
+Eviction. When the *last* tier has a capacity and is over it, whole datasets leave the
+store by the same order, except those a live reader holds (never torn away): the entry is
+republished marked ``evicted`` (so the name stays, and says what happened), then its
+blocks are unlinked from every tier. One saved with its lineage is rebuilt by the next
+application that opens it (``rebuild.py``); one saved without it cannot be, and its
+``open`` says so.
+
+Hot datasets up. After the moves down, a dataset with blocks in a lower tier that was
+opened at least twice (by any applications), and opened again since its blocks came
+down (its last open is newer than its files there), moves up one tier if the upper tier
+has room for all its blocks there: the most opened first. Moves down happen first in the
+same pass, so a dataset just moved down for being cold is not moved back.
+
+Every move and eviction is counted in the store's figures (``stats.py``).
 """
 
 from __future__ import annotations
@@ -25,25 +41,43 @@ import time
 from typing import Callable
 
 from strataflow.common.private_file import make_private_dirs, mkstemp_private
-from strataflow.store.catalog import Entry, list_entries
+from dataclasses import replace
+
+from strataflow.store.catalog import Entry, list_entries, publish, read_entry
+from strataflow.store.errors import StoreError
 from strataflow.store.locks import gc_lock, is_held
 from strataflow.store.root import StoreRoot, Tier, tier_bytes
+from strataflow.store.stats import bump
 
-__all__ = ["balance", "victims", "touch_access", "last_access", "live_readers"]
+__all__ = ["balance", "victims", "touch_access", "last_access", "live_readers", "opens", "evict"]
 
 
-def touch_access(root: str, dataset_id: str) -> None:
-    """Records that ``dataset_id`` was opened now (the recency the policy uses)."""
-    path = os.path.join(root, "leases", f".{dataset_id}.opened")
+def _opened(root: str, dataset_id: str) -> str:
+    return os.path.join(root, "leases", f".{dataset_id}.opened")
+
+
+def touch_access(root: str, dataset_id: str, app: str = "") -> None:
+    """Records that ``dataset_id`` was opened now, by application ``app`` (the recency and
+    the count of opens the policy uses): one line appended (``O_APPEND``: whole lines)."""
+    fd = os.open(_opened(root, dataset_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        os.utime(path)
+        os.write(fd, f"{app or '-'}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def opens(root: str, dataset_id: str) -> int:
+    """How many times the dataset was opened (by any application)."""
+    try:
+        with open(_opened(root, dataset_id), "rb") as fh:
+            return fh.read().count(b"\n")
     except FileNotFoundError:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        return 0
 
 
 def last_access(root: str, entry: Entry) -> float:
     try:
-        return os.stat(os.path.join(root, "leases", f".{entry.id}.opened")).st_mtime
+        return os.stat(_opened(root, entry.id)).st_mtime
     except FileNotFoundError:
         return entry.created
 
@@ -98,9 +132,75 @@ def _move(src: str, dst_dir: str) -> int:
     return size
 
 
+def _move_dataset(root: StoreRoot, entry: Entry, src: Tier, dst: Tier, moves: list[dict],
+                  budget: int | None = None) -> int:
+    """Moves ``entry``'s blocks from ``src`` to ``dst`` (all, or until ``budget`` bytes
+    have moved); records the moves; returns the bytes moved."""
+    src_dir = src.data_dir(entry.id)
+    moved = 0
+    for name in sorted(os.listdir(src_dir)) if os.path.isdir(src_dir) else []:
+        if budget is not None and moved >= budget:
+            break
+        if name.startswith("."):
+            continue
+        with gc_lock(root.path, exclusive=False):
+            if not os.path.exists(os.path.join(root.catalog_dir, f"{entry.name}.json")):
+                break  # removed meanwhile: the sweep takes it
+            n = _move(os.path.join(src_dir, name), dst.data_dir(entry.id))
+        moved += n
+        moves.append({"dataset": entry.name, "block": name, "from": src.name, "to": dst.name, "bytes": n})
+    return moved
+
+
+def evict(root: StoreRoot, entry: Entry, now: Callable[[], float] = time.time) -> int:
+    """Takes ``entry``'s blocks out of every tier, leaving its name published and marked
+    evicted; returns the bytes freed (0 if it changed meanwhile or a reader holds it)."""
+    freed = 0
+    with gc_lock(root.path, exclusive=False):
+        try:
+            current = read_entry(root.path, entry.name, root.auth)
+        except StoreError:
+            return 0
+        if current.id != entry.id or current.evicted or live_readers(root.path, entry.id):
+            return 0
+        publish(root.path, replace(current, evicted=now()), root.auth, overwrite=True)
+        for tier in root.tiers:
+            freed += _bytes_in(tier, entry.id)
+            shutil.rmtree(tier.data_dir(entry.id), ignore_errors=True)
+    return freed
+
+
+def _promote(root: StoreRoot, moves: list[dict]) -> None:
+    """Hot datasets up one tier where there is room (see the module's docstring)."""
+    for upper, lower in zip(root.tiers, root.tiers[1:]):
+        if upper.capacity is not None:
+            room = upper.capacity - tier_bytes(upper)
+        else:
+            st = os.statvfs(upper.dir)
+            room = st.f_bavail * st.f_frsize // 2  # a device with no capacity set: keep half free
+        hot = []
+        for e in list_entries(root.path, root.auth):
+            size = _bytes_in(lower, e.id)
+            if not size or opens(root.path, e.id) < 2:
+                continue
+            d = lower.data_dir(e.id)
+            try:
+                came_down = max(f.stat().st_mtime for f in os.scandir(d) if f.is_file())
+            except (FileNotFoundError, ValueError):
+                continue
+            if last_access(root.path, e) > came_down:
+                hot.append((-opens(root.path, e.id), -last_access(root.path, e), e, size))
+        for _, _, e, size in sorted(hot, key=lambda h: h[:2]):
+            if size > room:
+                continue
+            room -= _move_dataset(root, e, lower, upper, moves)
+
+
 def balance(root: StoreRoot, now: Callable[[], float] = time.time) -> list[dict]:
     """Moves blocks down from every tier over its capacity, until it is not (or nothing
-    more can move); returns the moves made: ``{"dataset", "block", "from", "to", "bytes"}``."""
+    more can move), evicts from the last tier over its capacity, then moves hot datasets
+    up; returns the moves made: ``{"dataset", "block", "from", "to", "bytes"}``, and for an
+    eviction ``{"dataset", "evicted": True, "from", "bytes"}``."""
     moves: list[dict] = []
     for upper, lower in zip(root.tiers, root.tiers[1:]):
         if upper.capacity is None:
@@ -109,16 +209,22 @@ def balance(root: StoreRoot, now: Callable[[], float] = time.time) -> list[dict]
         for entry in victims(root, upper, now):
             if used <= upper.capacity:
                 break
-            src_dir = upper.data_dir(entry.id)
-            for name in sorted(os.listdir(src_dir)) if os.path.isdir(src_dir) else []:
-                if used <= upper.capacity:
-                    break
-                if name.startswith("."):
-                    continue
-                with gc_lock(root.path, exclusive=False):
-                    if not os.path.exists(os.path.join(root.catalog_dir, f"{entry.name}.json")):
-                        break  # removed meanwhile: the sweep takes it
-                    n = _move(os.path.join(src_dir, name), lower.data_dir(entry.id))
-                used -= n
-                moves.append({"dataset": entry.name, "block": name, "from": upper.name, "to": lower.name, "bytes": n})
-    return moves
+            used -= _move_dataset(root, entry, upper, lower, moves, budget=used - upper.capacity)
+    down = len(moves)
+    last = root.tiers[-1]
+    evictions = []
+    if last.capacity is not None:
+        used = tier_bytes(last)
+        for entry in victims(root, last, now):
+            if used <= last.capacity:
+                break
+            freed = evict(root, entry, now)
+            if freed:
+                used -= freed
+                evictions.append({"dataset": entry.name, "evicted": True, "from": last.name, "bytes": freed})
+    _promote(root, moves)
+    up = moves[down:]
+    bump(root.path, moves_down=down, bytes_moved_down=sum(m["bytes"] for m in moves[:down]), moves_up=len(up),
+         bytes_moved_up=sum(m["bytes"] for m in up), evictions=len(evictions),
+         bytes_evicted=sum(e["bytes"] for e in evictions))
+    return moves + evictions

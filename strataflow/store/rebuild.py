@@ -30,7 +30,7 @@ from strataflow.store.errors import StoreError
 
 __all__ = ["dump_lineage", "write_lineage", "read_lineage", "lineage_dir", "bind"]
 
-_DOMAIN = b"sf-store-lineage-v1"
+_DOMAIN = b"sf-store-lin-v1"
 
 
 def lineage_dir(root: str) -> str:

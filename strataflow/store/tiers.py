@@ -26,9 +26,10 @@ application that opens it (``rebuild.py``); one saved without it cannot be, and 
 
 Hot datasets up. After the moves down, a dataset with blocks in a lower tier that was
 opened at least twice (by any applications), and opened again since its blocks came
-down (its last open is newer than its files there), moves up one tier if the upper tier
-has room for all its blocks there: the most opened first. Moves down happen first in the
-same pass, so a dataset just moved down for being cold is not moved back.
+down (a move down leaves the count of opens then in ``.opens`` beside the blocks: counts,
+not clocks), moves up one tier if the upper tier has room for all its blocks there: the
+most opened first. Moves down happen first in the same pass, so a dataset just moved
+down for being cold is not moved back.
 
 Every move and eviction is counted in the store's figures (``stats.py``).
 """
@@ -38,16 +39,18 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from typing import Callable
 
 from strataflow.common.private_file import make_private_dirs, mkstemp_private
-from dataclasses import replace
 
 from strataflow.store.catalog import Entry, list_entries, publish, read_entry
 from strataflow.store.errors import StoreError
 from strataflow.store.locks import gc_lock, is_held
 from strataflow.store.root import StoreRoot, Tier, tier_bytes
 from strataflow.store.stats import bump
+
+_OPENS = ".opens"  # beside a dataset's blocks moved down: how many opens it had then
 
 __all__ = ["balance", "victims", "touch_access", "last_access", "live_readers", "opens", "evict"]
 
@@ -138,6 +141,13 @@ def _move_dataset(root: StoreRoot, entry: Entry, src: Tier, dst: Tier, moves: li
     have moved); records the moves; returns the bytes moved."""
     src_dir = src.data_dir(entry.id)
     moved = 0
+    down = root.tiers.index(dst) > root.tiers.index(src)
+    if down:
+        make_private_dirs(dst.data_dir(entry.id))
+        fd = os.open(os.path.join(dst.data_dir(entry.id), _OPENS), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                     0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(opens(root.path, entry.id)))
     for name in sorted(os.listdir(src_dir)) if os.path.isdir(src_dir) else []:
         if budget is not None and moved >= budget:
             break
@@ -149,7 +159,24 @@ def _move_dataset(root: StoreRoot, entry: Entry, src: Tier, dst: Tier, moves: li
             n = _move(os.path.join(src_dir, name), dst.data_dir(entry.id))
         moved += n
         moves.append({"dataset": entry.name, "block": name, "from": src.name, "to": dst.name, "bytes": n})
+    if not down and not [f for f in _listdir(src_dir) if not f.startswith(".")]:
+        shutil.rmtree(src_dir, ignore_errors=True)  # all up: its mark goes too
     return moved
+
+
+def _listdir(d: str) -> list[str]:
+    try:
+        return os.listdir(d)
+    except FileNotFoundError:
+        return []
+
+
+def _opens_when_down(tier: Tier, dataset_id: str) -> int:
+    try:
+        with open(os.path.join(tier.data_dir(dataset_id), _OPENS)) as fh:
+            return int(fh.read() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
 
 
 def evict(root: StoreRoot, entry: Entry, now: Callable[[], float] = time.time) -> int:
@@ -180,16 +207,9 @@ def _promote(root: StoreRoot, moves: list[dict]) -> None:
             room = st.f_bavail * st.f_frsize // 2  # a device with no capacity set: keep half free
         hot = []
         for e in list_entries(root.path, root.auth):
-            size = _bytes_in(lower, e.id)
-            if not size or opens(root.path, e.id) < 2:
-                continue
-            d = lower.data_dir(e.id)
-            try:
-                came_down = max(f.stat().st_mtime for f in os.scandir(d) if f.is_file())
-            except (FileNotFoundError, ValueError):
-                continue
-            if last_access(root.path, e) > came_down:
-                hot.append((-opens(root.path, e.id), -last_access(root.path, e), e, size))
+            size, n = _bytes_in(lower, e.id), opens(root.path, e.id)
+            if size and n >= 2 and n > _opens_when_down(lower, e.id):
+                hot.append((-n, -last_access(root.path, e), e, size))
         for _, _, e, size in sorted(hot, key=lambda h: h[:2]):
             if size > room:
                 continue

@@ -113,3 +113,30 @@ def test_another_application_sweeps_nothing_of_a_live_one(tmp_path):
         swept = Store(root).swept  # another user of the store starts: its sweep keeps them
         assert swept["datasets"] == [] and len(_level_files(root, ctx.app_id)) == 2
         assert ds.sum() == 45 and ctx.metrics()["store_hits"] == 2
+
+
+def test_the_report_and_the_cli_show_the_store(tmp_path, capsys):
+    import json
+
+    from strataflow.cli import main
+    from strataflow.report.events import read_events
+    from strataflow.report.stages import run_totals
+    from strataflow.report.store_rows import store_rows
+    root, log = str(tmp_path / "store"), str(tmp_path / "events.jsonl")
+    with Context(memory="64MB", parallelism=1, backend="threads", progress=False, store=root, event_log=log) as ctx:
+        ds = ctx.parallelize(range(10), 2).persist(StorageLevel.STORE)
+        assert ds.sum() == 45 and ds.sum() == 45
+        ctx.store.save(ctx.from_numpy(np.ones((100, 4)), 2), "seen")
+        assert ctx.store.open("seen").count() == 100
+        app = ctx.app_id
+    events, _ = read_events(log)
+    rows = {r.key: r for r in store_rows(events, run_totals(events)["cache"])}
+    assert rows["store_saves"].value == 1 and rows["store_opens"].value == 1
+    assert rows["store_hits"].value == 2 and rows["store_block_reads"].value == 2
+    assert rows["store_tier_mem" if root.startswith("/dev/shm") else "store_tier_disk"].value > 0
+    assert rows["store_evictions"].value == 0
+    assert main(["store", "--root", root, "status"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    fig = status["figures"]
+    assert fig["apps"][app]["opens"] == 1 and fig["apps"][app]["block_reads"] == 2 and fig["apps"][app]["saves"] == 1
+    assert fig["datasets"]["seen"]["opens"] == 1 and set(fig) >= {"tiers", "moves_down", "evictions", "rebuilds"}

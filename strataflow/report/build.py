@@ -12,6 +12,7 @@ from strataflow.report.occupancy import fold_occupancy
 from strataflow.report.page import Section, auto_table, render_page, simulator_table, stage_table, summary_table
 from strataflow.report.replay import replay
 from strataflow.report.stages import run_totals, stage_rows
+from strataflow.report.store_rows import store_rows
 from strataflow.report.summary import summary_rows
 from strataflow.report.timeline import fold_timeline
 
@@ -44,7 +45,7 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     rows = stage_rows(events)
     totals = run_totals(events)
     sim = replay(log)
-    summary = summary_rows(app, tl, totals, occ, sim)
+    summary = summary_rows(app, tl, totals, occ, sim) + store_rows(events, totals["cache"])
     notes = []
     if facts["truncated_last_line"]:
         notes.append("the log's last line was cut off (the run was killed?) and is left out")

@@ -49,6 +49,7 @@ def _run(args: Any) -> int:
         if args.store_command == "status":
             answer = request(store.path, "status") or {"daemon": None, "root": store.path, "tiers": store.usage(),
                                                        "datasets": len(store.ls())}
+            answer["figures"] = store.figures()  # bytes per tier, moves, evictions, rebuilds, hits per application
             print(json.dumps(answer, indent=1))
             return 0
         if args.store_command == "ls":
@@ -79,9 +80,11 @@ def add_parser(sub: Any) -> None:
     st.add_argument("--tiers", default=None,
                     help='tiers as JSON, fastest first: [{"name": "mem", "dir": ..., "capacity": "4GB"}, ...]')
     ss.add_parser("stop", help="stop the daemon")
-    ss.add_parser("status", help="the daemon's status, or the store's figures")
+    ss.add_parser("status", help="the daemon's status and the store's figures (bytes per tier, moves, evictions, "
+                                 "rebuilds, opens and block reads per application)")
     ss.add_parser("ls", help="the published datasets")
     rm = ss.add_parser("rm", help="remove datasets (readers holding them keep them until they close)")
     rm.add_argument("names", nargs="+")
-    ss.add_parser("balance", help="move blocks down the tiers over their capacity, now")
+    ss.add_parser("balance", help="move blocks down the tiers over their capacity, evict from the last one, move "
+                                  "datasets read again up, now")
     p.set_defaults(func=_run)

@@ -31,6 +31,7 @@ from typing import Any
 from strataflow.common.private_file import open_private
 from strataflow.store.catalog import list_entries
 from strataflow.store.root import StoreRoot, tier_bytes
+from strataflow.store.stats import counters
 from strataflow.store.sweep import sweep
 from strataflow.store.tiers import balance, live_readers
 
@@ -100,7 +101,7 @@ class StoreDaemon:
         return {"pid": os.getpid(), "root": self.root.path, "since": self.started, "passes": self.passes,
                 "tiers": [{**t.to_json(), "bytes": tier_bytes(t)} for t in self.root.tiers],
                 "datasets": len(entries), "readers": {e.name: live_readers(self.root.path, e.id) for e in entries},
-                "last_sweep": self.swept, "recent_moves": self.moves[-10:]}
+                "last_sweep": self.swept, "recent_moves": self.moves[-10:], **counters(self.root.path)}
 
     def answer(self, req: dict) -> dict:
         op = req.get("op")

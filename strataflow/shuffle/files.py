@@ -36,6 +36,7 @@ import functools
 import os
 import struct
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,20 +73,69 @@ class FetchFailed(Exception):
         return (FetchFailed, (self.shuffle_id, self.map_id, self.reason, self.map_ids))
 
 
-@dataclass(frozen=True)
 class MapOutput:
-    data_path: str
-    index_path: str
-    bucket_bytes: tuple[int, ...]
-    #: the executor that wrote it (a reader on another node fetches through that executor)
-    executor_id: str | None = None
+    """Where one map task's output is, and the size of each of its buckets, kept sparse:
+    the ids of its non-empty buckets and their sizes (two small arrays), so that what a
+    map task reports, the driver keeps and a reduce stage is sent grows with the buckets
+    that hold data, not with the reducers (issue 41). ``bucket_bytes`` (the dense sizes)
+    may be given instead of ``sparse`` = (bucket count, ids, sizes)."""
+
+    __slots__ = ("data_path", "index_path", "num_buckets", "reduce_ids", "sizes", "executor_id")
+
+    def __init__(self, data_path: str, index_path: str, bucket_bytes: Sequence[int] = (),
+                 executor_id: str | None = None, *,
+                 sparse: tuple[int, np.ndarray, np.ndarray] | None = None) -> None:
+        self.data_path = data_path
+        self.index_path = index_path
+        self.executor_id = executor_id
+        if sparse is None:
+            dense = np.asarray(bucket_bytes, dtype=np.int64).reshape(-1)
+            ids = np.flatnonzero(dense)
+            sparse = (len(dense), ids, dense[ids])
+        n, ids, sizes = sparse
+        self.num_buckets = int(n)
+        self.reduce_ids = np.asarray(ids, dtype=np.int64)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+
+    @property
+    def bucket_bytes(self) -> tuple[int, ...]:
+        """Every bucket's size, dense (for tools and tests; readers use the sparse form)."""
+        dense = np.zeros(self.num_buckets, dtype=np.int64)
+        dense[self.reduce_ids] = self.sizes
+        return tuple(dense.tolist())
 
     @property
     def total_bytes(self) -> int:
-        return sum(self.bucket_bytes)
+        return int(self.sizes.sum())
+
+    def bucket_size(self, reduce_id: int) -> int:
+        i = int(np.searchsorted(self.reduce_ids, reduce_id))
+        return int(self.sizes[i]) if i < len(self.reduce_ids) and self.reduce_ids[i] == reduce_id else 0
 
     def exists(self) -> bool:
         return os.path.exists(self.index_path) and os.path.exists(self.data_path)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, MapOutput) and (self.data_path, self.index_path, self.num_buckets, self.executor_id)
+                == (other.data_path, other.index_path, other.num_buckets, other.executor_id)
+                and np.array_equal(self.reduce_ids, other.reduce_ids) and np.array_equal(self.sizes, other.sizes))
+
+    def __hash__(self) -> int:
+        return hash((self.data_path, self.index_path))
+
+    def __repr__(self) -> str:
+        return (f"MapOutput({self.data_path!r}, {self.num_buckets} buckets, {len(self.reduce_ids)} non-empty, "
+                f"{self.total_bytes} bytes, executor={self.executor_id!r})")
+
+    def __reduce__(self):  # compact: the arrays' bytes, not numpy's pickles of them
+        return (_map_output, (self.data_path, self.index_path, self.executor_id, self.num_buckets,
+                              self.reduce_ids.tobytes(), self.sizes.tobytes()))
+
+
+def _map_output(data_path: str, index_path: str, executor_id: str | None, n: int, ids: bytes,
+                sizes: bytes) -> MapOutput:
+    return MapOutput(data_path, index_path, executor_id=executor_id,
+                     sparse=(n, np.frombuffer(ids, dtype=np.int64), np.frombuffer(sizes, dtype=np.int64)))
 
 
 def _fsync_dir(path: str) -> None:
@@ -110,37 +160,49 @@ def _name_part(data_path: str) -> bytes:
     return _NAME_LEN.pack(len(name)) + name
 
 
-def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: bool = False,
-                     executor_id: str | None = None) -> MapOutput:
+def write_map_output(base: str, buckets: Sequence[bytes] | Mapping[int, bytes], auth: FrameAuth, sync: bool = False,
+                     executor_id: str | None = None, num_buckets: int | None = None) -> MapOutput:
     """Writes the encoded buckets of one map task atomically (temp files, then rename),
-    each tagged with ``auth``; ``executor_id``: the writer, named in the output."""
+    each tagged with ``auth``; ``executor_id``: the writer, named in the output.
+
+    ``buckets``: every bucket in order, or only the non-empty ones by reduce id (then
+    ``num_buckets`` says how many there are): the work done per empty bucket is numpy's
+    filling of the index table, never a Python step, so a map task of a wide shuffle
+    costs its data plus a few bytes a reducer (issue 41)."""
     data_path, index_path = base + ".data", base + ".index"
-    n = len(buckets)
-    lengths = [len(b) for b in buckets]
-    auth_lens = [0] * n
-    digests = [0] * n
-    tags = [_NO_TAG] * n  # an empty bucket is covered by the index's tag alone (module docstring)
-    offsets = [0] * (n + 1)
+    if isinstance(buckets, Mapping):
+        if num_buckets is None:
+            raise ValueError("write_map_output: num_buckets is needed when only the non-empty buckets are given")
+        items = sorted((r, b) for r, b in buckets.items() if len(b))
+        n = num_buckets
+    else:
+        n = len(buckets) if num_buckets is None else num_buckets
+        items = [(r, b) for r, b in enumerate(buckets) if len(b)]
+    if items and not 0 <= items[0][0] <= items[-1][0] < n:
+        raise ValueError(f"write_map_output: bucket ids must lie in [0, {n})")
+    ids = np.fromiter((r for r, _ in items), dtype=np.int64, count=len(items))
+    sizes = np.fromiter((len(b) for _, b in items), dtype=np.int64, count=len(items))
+    auth_lens = np.zeros(n, dtype=np.int64)
+    digests = np.zeros(n, dtype=np.uint64)
+    tags = bytearray(TAG_BYTES * n)  # an empty bucket is covered by the index's tag alone (module docstring)
     with atomic_write(data_path, sync=sync) as f:
-        at = 0
-        for i, b in enumerate(buckets):
-            size = lengths[i]
-            if size:  # the many empty buckets of a wide shuffle cost one list entry each
-                f.write(b)
-                view = memoryview(b)
-                a = unpickled_prefix(view)
-                digest = xxhash.xxh3_64_intdigest(view[a:])
-                auth_lens[i], digests[i] = a, digest
-                tags[i] = _tag(auth, data_path, i, size, a, digest, view[:a])
-                at += size
-            offsets[i + 1] = at
+        for r, b in items:
+            f.write(b)
+            view = memoryview(b)
+            a = unpickled_prefix(view)
+            digest = xxhash.xxh3_64_intdigest(view[a:])
+            auth_lens[r], digests[r] = a, digest
+            tags[TAG_BYTES * r : TAG_BYTES * (r + 1)] = _tag(auth, data_path, r, len(b), a, digest, view[:a])
+    dense = np.zeros(n, dtype=np.int64)
+    dense[ids] = sizes
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(dense, out=offsets[1:])
     with atomic_write(index_path, sync=sync) as f:
-        table = (_MAGIC + struct.pack("<q", n) + np.array(offsets, dtype=np.int64).tobytes()
-                 + np.array(auth_lens, dtype=np.int64).tobytes() + np.array(digests, dtype=np.uint64).tobytes())
-        f.write(table + b"".join(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
+        table = (_MAGIC + struct.pack("<q", n) + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes())
+        f.write(table + bytes(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
     if sync:
         _fsync_dir(index_path)
-    return MapOutput(data_path, index_path, tuple(lengths), executor_id)
+    return MapOutput(data_path, index_path, executor_id=executor_id, sparse=(n, ids, sizes))
 
 
 def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,

@@ -18,9 +18,13 @@ the fast XXH3-64 of the bucket's other bytes (raw numbers, never unpickled: the 
 off them). A reader that finds a file missing, short, unauthenticated or failing its
 checksum raises :class:`FetchFailed`, and the scheduler reruns the map task that wrote it.
 
-Index layout (little-endian): magic ``SFIDX3\\0\\0`` | bucket count n (int64) | n+1 offsets
-(int64) | n authenticated lengths (int64) | n XXH3-64 of the rest (uint64) | n tags (32 bytes)
-| the index's tag (32 bytes: the data file's name and everything before the n tags).
+Index layout (little-endian), sparse: magic ``SFIDX4\0\0`` | bucket count n (int64) | k, the
+non-empty buckets (int64) | their k reduce ids (int64, increasing) | k+1 offsets (int64) | k
+authenticated lengths (int64) | k XXH3-64 of the rest (uint64) | k tags (32 bytes) | the
+index's tag (32 bytes: the data file's name and everything before the k tags). A bucket
+not listed is empty. So an index grows with the buckets that hold data, not with the
+reducers: a shuffle of P maps and P reducers writes and reads O(P + data) bytes of
+indexes, not O(P^2) (issue 41).
 
 The index's tag amortizes the MAC of a wide shuffle's many empty buckets (issue 41): an
 empty bucket (no bytes: nothing to unpickle) carries no tag of its own, and is accepted
@@ -37,7 +41,6 @@ import os
 import struct
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import xxhash
@@ -49,7 +52,8 @@ from strataflow.shuffle.codec import unpickled_prefix
 
 __all__ = ["FetchFailed", "MapOutput", "write_map_output", "read_bucket"]
 
-_MAGIC = b"SFIDX3\0\0"
+_MAGIC = b"SFIDX4\0\0"
+_HEAD = struct.Struct("<8sqq")  # magic, bucket count, non-empty buckets
 _DOMAIN = b"sf-shuffle-v2"
 _INDEX_DOMAIN = b"sf-shuffle-idx3"
 _NO_TAG = bytes(TAG_BYTES)
@@ -166,40 +170,40 @@ def write_map_output(base: str, buckets: Sequence[bytes] | Mapping[int, bytes], 
     each tagged with ``auth``; ``executor_id``: the writer, named in the output.
 
     ``buckets``: every bucket in order, or only the non-empty ones by reduce id (then
-    ``num_buckets`` says how many there are): the work done per empty bucket is numpy's
-    filling of the index table, never a Python step, so a map task of a wide shuffle
-    costs its data plus a few bytes a reducer (issue 41)."""
+    ``num_buckets`` says how many there are). Only the non-empty ones are written, and
+    listed in the index, so a map task of a wide shuffle costs its data, not its
+    reducers (issue 41)."""
     data_path, index_path = base + ".data", base + ".index"
     if isinstance(buckets, Mapping):
         if num_buckets is None:
             raise ValueError("write_map_output: num_buckets is needed when only the non-empty buckets are given")
-        items = sorted((r, b) for r, b in buckets.items() if len(b))
+        items = sorted(((r, b) for r, b in buckets.items() if len(b)), key=lambda rb: rb[0])
         n = num_buckets
     else:
         n = len(buckets) if num_buckets is None else num_buckets
         items = [(r, b) for r, b in enumerate(buckets) if len(b)]
     if items and not 0 <= items[0][0] <= items[-1][0] < n:
         raise ValueError(f"write_map_output: bucket ids must lie in [0, {n})")
-    ids = np.fromiter((r for r, _ in items), dtype=np.int64, count=len(items))
-    sizes = np.fromiter((len(b) for _, b in items), dtype=np.int64, count=len(items))
-    auth_lens = np.zeros(n, dtype=np.int64)
-    digests = np.zeros(n, dtype=np.uint64)
-    tags = bytearray(TAG_BYTES * n)  # an empty bucket is covered by the index's tag alone (module docstring)
+    k = len(items)
+    ids = np.fromiter((r for r, _ in items), dtype=np.int64, count=k)
+    sizes = np.fromiter((len(b) for _, b in items), dtype=np.int64, count=k)
+    auth_lens = np.zeros(k, dtype=np.int64)
+    digests = np.zeros(k, dtype=np.uint64)
+    tags = []
     with atomic_write(data_path, sync=sync) as f:
-        for r, b in items:
+        for i, (r, b) in enumerate(items):
             f.write(b)
             view = memoryview(b)
             a = unpickled_prefix(view)
             digest = xxhash.xxh3_64_intdigest(view[a:])
-            auth_lens[r], digests[r] = a, digest
-            tags[TAG_BYTES * r : TAG_BYTES * (r + 1)] = _tag(auth, data_path, r, len(b), a, digest, view[:a])
-    dense = np.zeros(n, dtype=np.int64)
-    dense[ids] = sizes
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(dense, out=offsets[1:])
+            auth_lens[i], digests[i] = a, digest
+            tags.append(_tag(auth, data_path, r, len(b), a, digest, view[:a]))
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
     with atomic_write(index_path, sync=sync) as f:
-        table = (_MAGIC + struct.pack("<q", n) + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes())
-        f.write(table + bytes(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
+        table = (_HEAD.pack(_MAGIC, n, k) + ids.tobytes() + offsets.tobytes() + auth_lens.tobytes()
+                 + digests.tobytes())
+        f.write(table + b"".join(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
     if sync:
         _fsync_dir(index_path)
     return MapOutput(data_path, index_path, executor_id=executor_id, sparse=(n, ids, sizes))
@@ -216,23 +220,18 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
                                               f"application: no key to authenticate it")
     try:
         index = _index(output.index_path, shuffle_id, map_id)
-        n = index.n
-        if not 0 <= reduce_id < n:
+        if not 0 <= reduce_id < index.n:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} is truncated or does not match")
-        raw = index.raw
-        start, end = _TWO_Q.unpack_from(raw, 16 + 8 * reduce_id)
-        (auth_len,) = _Q.unpack_from(raw, 16 + 8 * (n + 1) + 8 * reduce_id)
-        (digest,) = _UQ.unpack_from(raw, 16 + 8 * (n + 1) + 8 * n + 8 * reduce_id)
-        at = 16 + 8 * (n + 1) + 16 * n + TAG_BYTES * reduce_id
-        tag = raw[at : at + TAG_BYTES]
-        if not 0 <= start <= end:
+        i = index.position(reduce_id)
+        if i is None:  # an empty bucket: no data to read, no tag of its own
+            if index.verified(auth, output.data_path):
+                return b""  # the index's tag covers the list of non-empty buckets
+            raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} fails "
+                                                  f"authentication: not written by this application, or corrupt")
+        start, end, auth_len, digest, tag = index.entry(i)
+        if not 0 <= start < end:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has bad offsets")
-        if end == start:  # an empty bucket: no data to read
-            if auth_len == 0 and index.verified(auth, output.data_path):
-                return b""  # the index's tag covers its place and length
-            data = b""
-        else:
-            data = _pread(output.data_path, start, end, shuffle_id, map_id)
+        data = _pread(output.data_path, start, end, shuffle_id, map_id)
     except FileNotFoundError as exc:
         _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"file missing: {exc.filename or output.data_path}") from None
@@ -264,23 +263,47 @@ _UQ = struct.Struct("<Q")
 _TWO_Q = struct.Struct("<qq")
 
 
-@dataclass(frozen=True)
 class _Index:
     """One map output's index as read, checked for shape; ``stamp`` is the file's
     (inode, size, mtime) when it was read."""
 
-    raw: bytes
-    n: int
-    stamp: tuple[int, int, int]
-    #: (key, data file) -> whether the index's tag verified with that key for that file
-    checked: dict = field(default_factory=dict, compare=False)
+    __slots__ = ("raw", "n", "k", "stamp", "checked", "_pos")
+
+    def __init__(self, raw: bytes, n: int, k: int, stamp: tuple[int, int, int]) -> None:
+        self.raw, self.n, self.k, self.stamp = raw, n, k, stamp
+        #: (key, data file) -> whether the index's tag verified with that key for that file
+        self.checked: dict = {}
+        self._pos: dict[int, int] | None = None
+
+    @property
+    def _table_end(self) -> int:
+        return _HEAD.size + 8 * self.k + 8 * (self.k + 1) + 16 * self.k
+
+    def position(self, reduce_id: int) -> int | None:
+        """Where ``reduce_id`` is among the non-empty buckets; None if it is empty."""
+        pos = self._pos
+        if pos is None:
+            ids = np.frombuffer(self.raw, np.int64, self.k, _HEAD.size).tolist()
+            pos = self._pos = {r: i for i, r in enumerate(ids)}
+        return pos.get(reduce_id)
+
+    def entry(self, i: int) -> tuple[int, int, int, int, bytes]:
+        """(start, end, authenticated length, XXH3 of the rest, tag) of non-empty bucket i."""
+        raw, k = self.raw, self.k
+        at = _HEAD.size + 8 * k
+        start, end = _TWO_Q.unpack_from(raw, at + 8 * i)
+        at += 8 * (k + 1)
+        (auth_len,) = _Q.unpack_from(raw, at + 8 * i)
+        (digest,) = _UQ.unpack_from(raw, at + 8 * k + 8 * i)
+        t = self._table_end + TAG_BYTES * i
+        return start, end, auth_len, digest, raw[t : t + TAG_BYTES]
 
     def verified(self, auth: FrameAuth, data_path: str) -> bool:
         """Whether the index's own tag is ``auth``'s for ``data_path`` (checked once)."""
         got = self.checked.get((id(auth), data_path))
         if got is None or got[0] is not auth:
-            table_end = 16 + 8 * (self.n + 1) + 16 * self.n
-            tag = self.raw[table_end + TAG_BYTES * self.n :]
+            table_end = self._table_end
+            tag = self.raw[table_end + TAG_BYTES * self.k :]
             ok = same(tag, auth.tag(_INDEX_DOMAIN, _name_part(data_path), self.raw[:table_end]))
             got = (auth, ok)
             self.checked[(id(auth), data_path)] = got
@@ -355,13 +378,12 @@ def _index(index_path: str, shuffle_id: int, map_id: int) -> _Index:
         st = os.fstat(f.fileno())
         raw = f.read()
     stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    if raw[:8] != _MAGIC:
+    if len(raw) < _HEAD.size or raw[:8] != _MAGIC:
         raise FetchFailed(shuffle_id, map_id, f"index {index_path} has a bad header")
-    (n,) = _Q.unpack_from(raw, 8)
-    need = 16 + 8 * (n + 1) + (8 + 8 + TAG_BYTES) * n + TAG_BYTES
-    if n < 0 or len(raw) != need:
+    _, n, k = _HEAD.unpack_from(raw)
+    if not 0 <= k <= n or len(raw) != _HEAD.size + 8 * k + 8 * (k + 1) + (8 + 8 + TAG_BYTES) * k + TAG_BYTES:
         raise FetchFailed(shuffle_id, map_id, f"index {index_path} is truncated or does not match")
-    index = _Index(raw, n, stamp)
+    index = _Index(raw, n, k, stamp)
     if len(raw) == st.st_size:
         _INDEXES.put(index_path, index)
     return index

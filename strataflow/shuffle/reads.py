@@ -28,6 +28,7 @@ class ShuffleReads(Sequence):
     def __init__(self, outputs: Sequence[MapOutput | None]) -> None:
         self._outputs = list(outputs)
         self._csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._missing: list[int] | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -40,8 +41,10 @@ class ShuffleReads(Sequence):
         return (ShuffleReads, (self._outputs,))
 
     def missing(self) -> list[int]:
-        """The maps with no output registered."""
-        return [m for m, out in enumerate(self._outputs) if out is None]
+        """The maps with no output registered (found once: every reduce task asks)."""
+        if self._missing is None:
+            self._missing = [m for m, out in enumerate(self._outputs) if out is None]
+        return self._missing
 
     def for_reducer(self, reduce_id: int) -> tuple[np.ndarray, np.ndarray]:
         """The maps whose bucket ``reduce_id`` holds data, and those buckets' sizes."""

@@ -34,7 +34,7 @@ from strataflow.shuffle.manager import read_buckets
 from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks import frame_auth
 from strataflow.storage.disk.disk_store import _HEAD, BlockUnavailable, DiskStore
-from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
+from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, new_key
 from strataflow.storage.manager import BlockId
 from strataflow.storage.mapped.region_store import RegionStore
 from strataflow.storage.blocks.serde import SERIALIZERS
@@ -350,12 +350,43 @@ def test_numeric_extents_carry_no_tag_and_cost_no_mac(dirs):
 
 
 # -- shuffle files ------------------------------------------------------------------------------
+def _sparse_fields(raw: bytes) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The SFIDX4 index's table: (n, reduce ids, offsets, auth lengths, digests, where tags start)."""
+    _, n, k = struct.unpack_from("<8sqq", raw)
+    at = 24
+    ids = np.frombuffer(raw, np.int64, k, at).copy()
+    offsets = np.frombuffer(raw, np.int64, k + 1, at + 8 * k).copy()
+    auth_lens = np.frombuffer(raw, np.int64, k, at + 8 * (2 * k + 1)).copy()
+    digests = np.frombuffer(raw, np.uint64, k, at + 8 * (3 * k + 1)).copy()
+    return n, ids, offsets, auth_lens, digests, at + 8 * (4 * k + 1)
+
+
 def index_fields(raw: bytes) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, int]:
-    (n,) = struct.unpack_from("<q", raw, 8)
-    offsets = np.frombuffer(raw, np.int64, n + 1, 16).copy()
-    auth_lens = np.frombuffer(raw, np.int64, n, 16 + 8 * (n + 1)).copy()
-    digests = np.frombuffer(raw, np.uint64, n, 16 + 8 * (n + 1) + 8 * n).copy()
-    return n, offsets, auth_lens, digests, 16 + 8 * (n + 1) + 16 * n
+    """The index's table as dense arrays over all n buckets (offsets n+1: an empty bucket
+    starts and ends where the previous one ended): (n, offsets, auth lengths, digests, where
+    the tags start). :func:`pack_index` writes a table edited in this form back."""
+    n, ids, offsets, auth_lens, digests, tags_at = _sparse_fields(raw)
+    sizes = np.zeros(n, np.int64)
+    sizes[ids] = offsets[1:] - offsets[:-1]
+    dense_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    dense_auth, dense_digests = np.zeros(n, np.int64), np.zeros(n, np.uint64)
+    dense_auth[ids], dense_digests[ids] = auth_lens, digests
+    return n, dense_offsets, dense_auth, dense_digests, tags_at
+
+
+def pack_index(raw: bytes, offsets: np.ndarray, auth_lens: np.ndarray, digests: np.ndarray) -> bytes:
+    """``raw`` with its table replaced by the dense fields given (``index_fields``'s form),
+    keeping the tags written for the buckets still listed and the index's tag: what a
+    forger without the key can do."""
+    n, ids, _, _, _, tags_at = _sparse_fields(raw)
+    tag_of = {int(r): raw[tags_at + TAG_BYTES * i : tags_at + TAG_BYTES * (i + 1)] for i, r in enumerate(ids)}
+    keep = [r for r in range(n) if offsets[r + 1] > offsets[r]]
+    starts = [int(offsets[r]) for r in keep]
+    sparse_offsets = np.array(starts + [int(offsets[keep[-1] + 1]) if keep else 0], np.int64)
+    table = (struct.pack("<8sqq", raw[:8], n, len(keep)) + np.array(keep, np.int64).tobytes()
+             + sparse_offsets.tobytes() + auth_lens[keep].astype(np.int64).tobytes()
+             + digests[keep].astype(np.uint64).tobytes())
+    return table + b"".join(tag_of.get(r, bytes(TAG_BYTES)) for r in keep) + raw[-TAG_BYTES:]
 
 
 def forge_bucket(out, reduce_id: int, bucket: bytes, auth_len: int) -> None:
@@ -369,7 +400,7 @@ def forge_bucket(out, reduce_id: int, bucket: bytes, auth_len: int) -> None:
     auth_lens[reduce_id] = auth_len
     digests[reduce_id] = xxhash.xxh3_64_intdigest(bucket[auth_len:])
     with open(out.index_path, "wb") as f:
-        f.write(raw[:16] + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes() + raw[tags_at:])
+        f.write(pack_index(raw, offsets, auth_lens, digests))
 
 
 @pytest.mark.parametrize("claim", ["pickled", "raw"])
@@ -406,7 +437,7 @@ def test_empty_shuffle_buckets_are_accepted_only_under_the_index_tag(dirs, regis
     n, offsets, auth_lens, digests, tags_at = index_fields(raw)
     offsets[1] = offsets[2]  # claim bucket 0 runs to the end of bucket 1: bucket 1 still empty
     offsets[0] = offsets[1]  # ... and bucket 0 is empty too: its record would be lost
-    forged = raw[:16] + offsets.tobytes() + auth_lens.tobytes() + digests.tobytes() + raw[tags_at:]
+    forged = pack_index(raw, offsets, auth_lens, digests)
     tmp = out.index_path + ".forged"
     with open(tmp, "wb") as f:
         f.write(forged)

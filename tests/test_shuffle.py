@@ -233,3 +233,74 @@ def test_every_corrupt_map_output_is_rerun_in_one_stage_attempt(tmp_path):
         events = [json.loads(line) for line in f]
     failed = [e for e in events if e["event"] == "FetchFailed"]
     assert len(failed) == 1 and sorted(failed[0]["map_ids"]) == list(range(5)), failed  # one attempt reran all
+
+
+# -- a wide shuffle costs its data, not maps x reducers (issue 41) -------------------------------
+def test_split_nonempty_keeps_records_buckets_with_rows_only_and_batches_whole():
+    from strataflow.shuffle import split_into_buckets, split_nonempty
+
+    records = [(k, k) for k in range(100)]
+    sparse = split_nonempty(records, 1000, HashPartitioner(1000))
+    assert sorted(sparse) == [portable_hash(k) % 1000 for k in range(100)] == sorted(sparse)
+    dense = split_into_buckets(records, 1000, HashPartitioner(1000))
+    assert len(dense) == 1000 and {r: b for r, b in enumerate(dense) if b} == sparse
+    table = np.array([(1, 2.0), (3, 4.0)], dtype=[("k", "i8"), ("v", "f8")])
+    whole = split_nonempty(table, 5, HashPartitioner(5))
+    assert sorted(whole) == list(range(5))  # empty batches carry the dtype to their reducers
+    assert all(b.dtype == table.dtype for b in whole.values())
+
+
+def test_map_output_sizes_are_sparse_and_pickle_small(tmp_path):
+    import pickle
+
+    from strataflow.shuffle import ShuffleWriter
+
+    writer = ShuffleWriter([str(tmp_path)])
+    out = writer.write(0, 3, {7: [(1, 1)], 2: [(2, 2)]}, num_buckets=4000)
+    assert out.num_buckets == 4000 and out.reduce_ids.tolist() == [2, 7]
+    assert out.bucket_size(7) == out.bucket_bytes[7] > 0 and out.bucket_size(8) == 0
+    assert out.total_bytes == sum(out.bucket_bytes)
+    assert os.path.getsize(out.data_path) == out.total_bytes  # empty buckets write nothing
+    back = pickle.loads(pickle.dumps(out))
+    assert back == out
+    assert len(pickle.dumps(out)) < 400  # not 4,000 sizes
+    dense = ShuffleWriter([str(tmp_path)]).write(0, 4, [[], [(5, 5)], []])
+    assert dense.bucket_bytes[0] == dense.bucket_bytes[2] == 0 and dense.reduce_ids.tolist() == [1]
+
+
+def test_shuffle_reads_index_each_reducers_nonempty_buckets_in_map_order():
+    from strataflow.shuffle import MapOutput, ShuffleReads
+
+    outs = [MapOutput("d0", "i0", (0, 5, 0, 2)), MapOutput("d1", "i1", (3, 4, 0, 0)), None,
+            MapOutput("d3", "i3", (0, 1, 0, 9))]
+    reads = ShuffleReads(outs)
+    assert reads.missing() == [2] and len(reads) == 4 and reads[1] is outs[1]
+    got = {r: tuple(a.tolist() for a in reads.for_reducer(r)) for r in range(5)}
+    assert got == {0: ([1], [3]), 1: ([0, 1, 3], [5, 4, 1]), 2: ([], []), 3: ([0, 3], [2, 9]), 4: ([], [])}
+
+
+def test_a_reduce_task_reads_only_the_buckets_that_hold_its_data(tmp_path, monkeypatch):
+    """The empty (map, reduce) pairs of a wide shuffle are never opened; a missing output
+    still fails the fetch of every reducer (what it held is unknown)."""
+    from strataflow.shuffle import FetchFailed, ShuffleReads, ShuffleWriter, read_buckets
+    from strataflow.shuffle import manager
+
+    writer = ShuffleWriter([str(tmp_path)])
+    outs = [writer.write(0, m, {r: [(r, m)] for r in (m, 5)}, num_buckets=50) for m in range(4)]
+    calls = []
+
+    def read(out, reduce_id, shuffle_id, map_id):
+        calls.append((map_id, reduce_id))
+        return manager.read_bucket(out, reduce_id, shuffle_id, map_id, auth=writer.auth)
+
+    assert [b for r in range(50) for b in read_buckets(outs, 0, r, read=read)] == \
+        [[(0, 0)], [(1, 1)], [(2, 2)], [(3, 3)], [(5, 0)], [(5, 1)], [(5, 2)], [(5, 3)]]
+    assert sorted(calls) == sorted([(m, m) for m in range(4)] + [(m, 5) for m in range(4)])
+    with pytest.raises(FetchFailed) as info:
+        list(read_buckets(ShuffleReads([outs[0], None, outs[2], outs[3]]), 0, 40, read=read))
+    assert info.value.map_ids == (1,)
+    os.remove(outs[2].data_path)
+    with pytest.raises(FetchFailed) as info:
+        list(read_buckets(outs, 0, 5, read=read))
+    assert info.value.map_ids == (2,)
+    assert list(read_buckets(outs, 0, 3, read=read)) == [[(3, 3)]]  # no data of map 2: nothing to rerun

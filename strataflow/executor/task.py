@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from strataflow.common.batch import num_rows
 from strataflow.storage.task_reads import HeldBlock
-from strataflow.shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_into_buckets
+from strataflow.shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_nonempty
 
 if TYPE_CHECKING:
     from strataflow.dataset import Dataset
@@ -99,8 +99,8 @@ class ShuffleMapTask:
         dep = self.dep
         if dep.aggregator is not None and dep.map_side_combine:
             value = map_side_combine(value, dep.aggregator, tc)
-        buckets = split_into_buckets(value, dep.num_partitions, dep.partitioner, self.partition)
-        out = tc.runtime.shuffle.write(dep.shuffle_id, self.partition, buckets)
+        buckets = split_nonempty(value, dep.num_partitions, dep.partitioner, self.partition)
+        out = tc.runtime.shuffle.write(dep.shuffle_id, self.partition, buckets, dep.num_partitions)
         tc.metrics.shuffle_bytes_written += out.total_bytes
         tc.metrics.records_out += num_rows(value)
         return out

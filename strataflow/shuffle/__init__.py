@@ -2,7 +2,9 @@
 
 from strataflow.shuffle.aggregator import Aggregator, ExternalAggregator, SpillCorrupt
 from strataflow.shuffle.files import FetchFailed, MapOutput
-from strataflow.shuffle.manager import MapOutputTracker, ShuffleWriter, read_buckets, split_into_buckets
+from strataflow.shuffle.manager import (MapOutputTracker, ShuffleWriter, read_buckets, split_into_buckets,
+                                        split_nonempty)
+from strataflow.shuffle.reads import ShuffleReads
 
 __all__ = ["Aggregator", "ExternalAggregator", "FetchFailed", "MapOutput", "MapOutputTracker", "ShuffleWriter",
-           "SpillCorrupt", "read_buckets", "split_into_buckets"]
+           "ShuffleReads", "SpillCorrupt", "read_buckets", "split_into_buckets", "split_nonempty"]

@@ -18,9 +18,13 @@ the fast XXH3-64 of the bucket's other bytes (raw numbers, never unpickled: the 
 off them). A reader that finds a file missing, short, unauthenticated or failing its
 checksum raises :class:`FetchFailed`, and the scheduler reruns the map task that wrote it.
 
-Index layout (little-endian): magic ``SFIDX3\\0\\0`` | bucket count n (int64) | n+1 offsets
-(int64) | n authenticated lengths (int64) | n XXH3-64 of the rest (uint64) | n tags (32 bytes)
-| the index's tag (32 bytes: the data file's name and everything before the n tags).
+Index layout (little-endian), sparse: magic ``SFIDX4\0\0`` | bucket count n (int64) | k, the
+non-empty buckets (int64) | their k reduce ids (int64, increasing) | k+1 offsets (int64) | k
+authenticated lengths (int64) | k XXH3-64 of the rest (uint64) | k tags (32 bytes) | the
+index's tag (32 bytes: the data file's name and everything before the k tags). A bucket
+not listed is empty. So an index grows with the buckets that hold data, not with the
+reducers: a shuffle of P maps and P reducers writes and reads O(P + data) bytes of
+indexes, not O(P^2) (issue 41).
 
 The index's tag amortizes the MAC of a wide shuffle's many empty buckets (issue 41): an
 empty bucket (no bytes: nothing to unpickle) carries no tag of its own, and is accepted
@@ -36,7 +40,7 @@ import functools
 import os
 import struct
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import xxhash
@@ -48,7 +52,8 @@ from strataflow.shuffle.codec import unpickled_prefix
 
 __all__ = ["FetchFailed", "MapOutput", "write_map_output", "read_bucket"]
 
-_MAGIC = b"SFIDX3\0\0"
+_MAGIC = b"SFIDX4\0\0"
+_HEAD = struct.Struct("<8sqq")  # magic, bucket count, non-empty buckets
 _DOMAIN = b"sf-shuffle-v2"
 _INDEX_DOMAIN = b"sf-shuffle-idx3"
 _NO_TAG = bytes(TAG_BYTES)
@@ -72,20 +77,69 @@ class FetchFailed(Exception):
         return (FetchFailed, (self.shuffle_id, self.map_id, self.reason, self.map_ids))
 
 
-@dataclass(frozen=True)
 class MapOutput:
-    data_path: str
-    index_path: str
-    bucket_bytes: tuple[int, ...]
-    #: the executor that wrote it (a reader on another node fetches through that executor)
-    executor_id: str | None = None
+    """Where one map task's output is, and the size of each of its buckets, kept sparse:
+    the ids of its non-empty buckets and their sizes (two small arrays), so that what a
+    map task reports, the driver keeps and a reduce stage is sent grows with the buckets
+    that hold data, not with the reducers (issue 41). ``bucket_bytes`` (the dense sizes)
+    may be given instead of ``sparse`` = (bucket count, ids, sizes)."""
+
+    __slots__ = ("data_path", "index_path", "num_buckets", "reduce_ids", "sizes", "executor_id")
+
+    def __init__(self, data_path: str, index_path: str, bucket_bytes: Sequence[int] = (),
+                 executor_id: str | None = None, *,
+                 sparse: tuple[int, np.ndarray, np.ndarray] | None = None) -> None:
+        self.data_path = data_path
+        self.index_path = index_path
+        self.executor_id = executor_id
+        if sparse is None:
+            dense = np.asarray(bucket_bytes, dtype=np.int64).reshape(-1)
+            ids = np.flatnonzero(dense)
+            sparse = (len(dense), ids, dense[ids])
+        n, ids, sizes = sparse
+        self.num_buckets = int(n)
+        self.reduce_ids = np.asarray(ids, dtype=np.int64)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+
+    @property
+    def bucket_bytes(self) -> tuple[int, ...]:
+        """Every bucket's size, dense (for tools and tests; readers use the sparse form)."""
+        dense = np.zeros(self.num_buckets, dtype=np.int64)
+        dense[self.reduce_ids] = self.sizes
+        return tuple(dense.tolist())
 
     @property
     def total_bytes(self) -> int:
-        return sum(self.bucket_bytes)
+        return int(self.sizes.sum())
+
+    def bucket_size(self, reduce_id: int) -> int:
+        i = int(np.searchsorted(self.reduce_ids, reduce_id))
+        return int(self.sizes[i]) if i < len(self.reduce_ids) and self.reduce_ids[i] == reduce_id else 0
 
     def exists(self) -> bool:
         return os.path.exists(self.index_path) and os.path.exists(self.data_path)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, MapOutput) and (self.data_path, self.index_path, self.num_buckets, self.executor_id)
+                == (other.data_path, other.index_path, other.num_buckets, other.executor_id)
+                and np.array_equal(self.reduce_ids, other.reduce_ids) and np.array_equal(self.sizes, other.sizes))
+
+    def __hash__(self) -> int:
+        return hash((self.data_path, self.index_path))
+
+    def __repr__(self) -> str:
+        return (f"MapOutput({self.data_path!r}, {self.num_buckets} buckets, {len(self.reduce_ids)} non-empty, "
+                f"{self.total_bytes} bytes, executor={self.executor_id!r})")
+
+    def __reduce__(self):  # compact: the arrays' bytes, not numpy's pickles of them
+        return (_map_output, (self.data_path, self.index_path, self.executor_id, self.num_buckets,
+                              self.reduce_ids.tobytes(), self.sizes.tobytes()))
+
+
+def _map_output(data_path: str, index_path: str, executor_id: str | None, n: int, ids: bytes,
+                sizes: bytes) -> MapOutput:
+    return MapOutput(data_path, index_path, executor_id=executor_id,
+                     sparse=(n, np.frombuffer(ids, dtype=np.int64), np.frombuffer(sizes, dtype=np.int64)))
 
 
 def _fsync_dir(path: str) -> None:
@@ -110,37 +164,49 @@ def _name_part(data_path: str) -> bytes:
     return _NAME_LEN.pack(len(name)) + name
 
 
-def write_map_output(base: str, buckets: list[bytes], auth: FrameAuth, sync: bool = False,
-                     executor_id: str | None = None) -> MapOutput:
+def write_map_output(base: str, buckets: Sequence[bytes] | Mapping[int, bytes], auth: FrameAuth, sync: bool = False,
+                     executor_id: str | None = None, num_buckets: int | None = None) -> MapOutput:
     """Writes the encoded buckets of one map task atomically (temp files, then rename),
-    each tagged with ``auth``; ``executor_id``: the writer, named in the output."""
+    each tagged with ``auth``; ``executor_id``: the writer, named in the output.
+
+    ``buckets``: every bucket in order, or only the non-empty ones by reduce id (then
+    ``num_buckets`` says how many there are). Only the non-empty ones are written, and
+    listed in the index, so a map task of a wide shuffle costs its data, not its
+    reducers (issue 41)."""
     data_path, index_path = base + ".data", base + ".index"
-    n = len(buckets)
-    lengths = [len(b) for b in buckets]
-    auth_lens = [0] * n
-    digests = [0] * n
-    tags = [_NO_TAG] * n  # an empty bucket is covered by the index's tag alone (module docstring)
-    offsets = [0] * (n + 1)
+    if isinstance(buckets, Mapping):
+        if num_buckets is None:
+            raise ValueError("write_map_output: num_buckets is needed when only the non-empty buckets are given")
+        items = sorted(((r, b) for r, b in buckets.items() if len(b)), key=lambda rb: rb[0])
+        n = num_buckets
+    else:
+        n = len(buckets) if num_buckets is None else num_buckets
+        items = [(r, b) for r, b in enumerate(buckets) if len(b)]
+    if items and not 0 <= items[0][0] <= items[-1][0] < n:
+        raise ValueError(f"write_map_output: bucket ids must lie in [0, {n})")
+    k = len(items)
+    ids = np.fromiter((r for r, _ in items), dtype=np.int64, count=k)
+    sizes = np.fromiter((len(b) for _, b in items), dtype=np.int64, count=k)
+    auth_lens = np.zeros(k, dtype=np.int64)
+    digests = np.zeros(k, dtype=np.uint64)
+    tags = []
     with atomic_write(data_path, sync=sync) as f:
-        at = 0
-        for i, b in enumerate(buckets):
-            size = lengths[i]
-            if size:  # the many empty buckets of a wide shuffle cost one list entry each
-                f.write(b)
-                view = memoryview(b)
-                a = unpickled_prefix(view)
-                digest = xxhash.xxh3_64_intdigest(view[a:])
-                auth_lens[i], digests[i] = a, digest
-                tags[i] = _tag(auth, data_path, i, size, a, digest, view[:a])
-                at += size
-            offsets[i + 1] = at
+        for i, (r, b) in enumerate(items):
+            f.write(b)
+            view = memoryview(b)
+            a = unpickled_prefix(view)
+            digest = xxhash.xxh3_64_intdigest(view[a:])
+            auth_lens[i], digests[i] = a, digest
+            tags.append(_tag(auth, data_path, r, len(b), a, digest, view[:a]))
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
     with atomic_write(index_path, sync=sync) as f:
-        table = (_MAGIC + struct.pack("<q", n) + np.array(offsets, dtype=np.int64).tobytes()
-                 + np.array(auth_lens, dtype=np.int64).tobytes() + np.array(digests, dtype=np.uint64).tobytes())
+        table = (_HEAD.pack(_MAGIC, n, k) + ids.tobytes() + offsets.tobytes() + auth_lens.tobytes()
+                 + digests.tobytes())
         f.write(table + b"".join(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
     if sync:
         _fsync_dir(index_path)
-    return MapOutput(data_path, index_path, tuple(lengths), executor_id)
+    return MapOutput(data_path, index_path, executor_id=executor_id, sparse=(n, ids, sizes))
 
 
 def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
@@ -154,23 +220,18 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
                                               f"application: no key to authenticate it")
     try:
         index = _index(output.index_path, shuffle_id, map_id)
-        n = index.n
-        if not 0 <= reduce_id < n:
+        if not 0 <= reduce_id < index.n:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} is truncated or does not match")
-        raw = index.raw
-        start, end = _TWO_Q.unpack_from(raw, 16 + 8 * reduce_id)
-        (auth_len,) = _Q.unpack_from(raw, 16 + 8 * (n + 1) + 8 * reduce_id)
-        (digest,) = _UQ.unpack_from(raw, 16 + 8 * (n + 1) + 8 * n + 8 * reduce_id)
-        at = 16 + 8 * (n + 1) + 16 * n + TAG_BYTES * reduce_id
-        tag = raw[at : at + TAG_BYTES]
-        if not 0 <= start <= end:
+        i = index.position(reduce_id)
+        if i is None:  # an empty bucket: no data to read, no tag of its own
+            if index.verified(auth, output.data_path):
+                return b""  # the index's tag covers the list of non-empty buckets
+            raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} fails "
+                                                  f"authentication: not written by this application, or corrupt")
+        start, end, auth_len, digest, tag = index.entry(i)
+        if not 0 <= start < end:
             raise FetchFailed(shuffle_id, map_id, f"index {output.index_path} has bad offsets")
-        if end == start:  # an empty bucket: no data to read
-            if auth_len == 0 and index.verified(auth, output.data_path):
-                return b""  # the index's tag covers its place and length
-            data = b""
-        else:
-            data = _pread(output.data_path, start, end, shuffle_id, map_id)
+        data = _pread(output.data_path, start, end, shuffle_id, map_id)
     except FileNotFoundError as exc:
         _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"file missing: {exc.filename or output.data_path}") from None
@@ -202,23 +263,47 @@ _UQ = struct.Struct("<Q")
 _TWO_Q = struct.Struct("<qq")
 
 
-@dataclass(frozen=True)
 class _Index:
     """One map output's index as read, checked for shape; ``stamp`` is the file's
     (inode, size, mtime) when it was read."""
 
-    raw: bytes
-    n: int
-    stamp: tuple[int, int, int]
-    #: (key, data file) -> whether the index's tag verified with that key for that file
-    checked: dict = field(default_factory=dict, compare=False)
+    __slots__ = ("raw", "n", "k", "stamp", "checked", "_pos")
+
+    def __init__(self, raw: bytes, n: int, k: int, stamp: tuple[int, int, int]) -> None:
+        self.raw, self.n, self.k, self.stamp = raw, n, k, stamp
+        #: (key, data file) -> whether the index's tag verified with that key for that file
+        self.checked: dict = {}
+        self._pos: dict[int, int] | None = None
+
+    @property
+    def _table_end(self) -> int:
+        return _HEAD.size + 8 * self.k + 8 * (self.k + 1) + 16 * self.k
+
+    def position(self, reduce_id: int) -> int | None:
+        """Where ``reduce_id`` is among the non-empty buckets; None if it is empty."""
+        pos = self._pos
+        if pos is None:
+            ids = np.frombuffer(self.raw, np.int64, self.k, _HEAD.size).tolist()
+            pos = self._pos = {r: i for i, r in enumerate(ids)}
+        return pos.get(reduce_id)
+
+    def entry(self, i: int) -> tuple[int, int, int, int, bytes]:
+        """(start, end, authenticated length, XXH3 of the rest, tag) of non-empty bucket i."""
+        raw, k = self.raw, self.k
+        at = _HEAD.size + 8 * k
+        start, end = _TWO_Q.unpack_from(raw, at + 8 * i)
+        at += 8 * (k + 1)
+        (auth_len,) = _Q.unpack_from(raw, at + 8 * i)
+        (digest,) = _UQ.unpack_from(raw, at + 8 * k + 8 * i)
+        t = self._table_end + TAG_BYTES * i
+        return start, end, auth_len, digest, raw[t : t + TAG_BYTES]
 
     def verified(self, auth: FrameAuth, data_path: str) -> bool:
         """Whether the index's own tag is ``auth``'s for ``data_path`` (checked once)."""
         got = self.checked.get((id(auth), data_path))
         if got is None or got[0] is not auth:
-            table_end = 16 + 8 * (self.n + 1) + 16 * self.n
-            tag = self.raw[table_end + TAG_BYTES * self.n :]
+            table_end = self._table_end
+            tag = self.raw[table_end + TAG_BYTES * self.k :]
             ok = same(tag, auth.tag(_INDEX_DOMAIN, _name_part(data_path), self.raw[:table_end]))
             got = (auth, ok)
             self.checked[(id(auth), data_path)] = got
@@ -293,13 +378,12 @@ def _index(index_path: str, shuffle_id: int, map_id: int) -> _Index:
         st = os.fstat(f.fileno())
         raw = f.read()
     stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    if raw[:8] != _MAGIC:
+    if len(raw) < _HEAD.size or raw[:8] != _MAGIC:
         raise FetchFailed(shuffle_id, map_id, f"index {index_path} has a bad header")
-    (n,) = _Q.unpack_from(raw, 8)
-    need = 16 + 8 * (n + 1) + (8 + 8 + TAG_BYTES) * n + TAG_BYTES
-    if n < 0 or len(raw) != need:
+    _, n, k = _HEAD.unpack_from(raw)
+    if not 0 <= k <= n or len(raw) != _HEAD.size + 8 * k + 8 * (k + 1) + (8 + 8 + TAG_BYTES) * k + TAG_BYTES:
         raise FetchFailed(shuffle_id, map_id, f"index {index_path} is truncated or does not match")
-    index = _Index(raw, n, stamp)
+    index = _Index(raw, n, k, stamp)
     if len(raw) == st.st_size:
         _INDEXES.put(index_path, index)
     return index

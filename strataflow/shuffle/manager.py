@@ -20,8 +20,9 @@ from strataflow.common.retries import infrastructure_fault
 from strataflow.storage.blocks.frame_auth import FrameAuth
 from strataflow.shuffle.codec import decode, encode
 from strataflow.shuffle.files import FetchFailed, MapOutput, forget_index, read_bucket, write_map_output
+from strataflow.shuffle.reads import ShuffleReads
 
-__all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "BucketReader", "split_into_buckets", "read_buckets",
+__all__ = ["ShuffleWriter", "MapOutputTracker", "FetchFailed", "BucketReader", "split_into_buckets", "split_nonempty", "read_buckets",
            "remove_output"]
 
 
@@ -48,15 +49,26 @@ def split_into_buckets(value: Any, num_buckets: int, partitioner=None, map_id: i
     With a partitioner, rows go by their key (records ``(k, v)``; a batch's first column,
     vectorized for integer keys). Without one (``repartition``), each map task sends
     contiguous, near-equal slices to the reducers, rotated by ``map_id`` so that reducers
-    receive balanced amounts.
+    receive balanced amounts. (Every bucket, empty ones too: :func:`split_nonempty` is
+    what map tasks use.)
     """
+    got = split_nonempty(value, num_buckets, partitioner, map_id)
+    return [got[i] if i in got else [] for i in range(num_buckets)]
+
+
+def split_nonempty(value: Any, num_buckets: int, partitioner=None, map_id: int = 0) -> dict[int, Any]:
+    """:func:`split_into_buckets`, by reduce id, without the empty buckets of records: a
+    map task of a wide shuffle pays for its rows, not for its reducers (issue 41). A
+    batch's empty buckets are kept (an empty batch still carries its dtype or schema to a
+    reducer that gets no rows)."""
     n = num_rows(value)
     if partitioner is None:
-        bounds = [(i * n) // num_buckets for i in range(num_buckets + 1)]
-        out: list = [None] * num_buckets
+        out: dict[int, Any] = {}
         for i in range(num_buckets):
-            target = (i + map_id) % num_buckets
-            out[target] = value[bounds[i] : bounds[i + 1]] if not hasattr(value, "slice") else value.slice(bounds[i], bounds[i + 1] - bounds[i])
+            lo, hi = (i * n) // num_buckets, ((i + 1) * n) // num_buckets
+            if hi > lo or is_batch(value):
+                target = (i + map_id) % num_buckets
+                out[target] = value[lo:hi] if not hasattr(value, "slice") else value.slice(lo, hi - lo)
         return out
     if is_batch(value):
         keys = _key_column(value)
@@ -68,16 +80,24 @@ def split_into_buckets(value: Any, num_buckets: int, partitioner=None, map_id: i
         order = np.argsort(parts, kind="stable")
         counts = np.bincount(parts, minlength=num_buckets)
         edges = np.concatenate([[0], np.cumsum(counts)])
-        return [take_rows(value, order[edges[i] : edges[i + 1]]) for i in range(num_buckets)]
+        return {i: take_rows(value, order[edges[i] : edges[i + 1]]) for i in range(num_buckets)}
     parts = _int_key_partitions(value, partitioner)
     if parts is not None:
         order = np.argsort(parts, kind="stable").tolist()
-        edges = np.concatenate([[0], np.cumsum(np.bincount(parts, minlength=num_buckets))]).tolist()
-        return [[value[j] for j in order[edges[i] : edges[i + 1]]] for i in range(num_buckets)]
-    buckets: list[list] = [[] for _ in range(num_buckets)]
+        counts = np.bincount(parts, minlength=num_buckets)
+        filled = np.flatnonzero(counts)
+        edges = np.cumsum(counts[filled]).tolist()
+        starts = [0] + edges[:-1]
+        return {int(r): [value[j] for j in order[a:z]] for r, a, z in zip(filled.tolist(), starts, edges)}
+    buckets: dict[int, list] = {}
     part = partitioner.partition
     for rec in value:
-        buckets[part(rec[0])].append(rec)
+        r = part(rec[0])
+        got = buckets.get(r)
+        if got is None:
+            buckets[r] = [rec]
+        else:
+            got.append(rec)
     return buckets
 
 
@@ -112,11 +132,17 @@ class ShuffleWriter:
         d = self.dirs[(shuffle_id + map_id) % len(self.dirs)]
         return os.path.join(d, f"shuffle_{shuffle_id}_{map_id}")
 
-    def write(self, shuffle_id: int, map_id: int, buckets: list) -> MapOutput:
-        encoded = [encode(b) for b in buckets]
+    def write(self, shuffle_id: int, map_id: int, buckets: list | dict[int, Any],
+              num_buckets: int | None = None) -> MapOutput:
+        """Writes one map output: every bucket in order, or the non-empty ones by reduce
+        id (:func:`split_nonempty`) with ``num_buckets``."""
+        if isinstance(buckets, dict):
+            encoded: list | dict = {r: encode(b) for r, b in buckets.items()}
+        else:
+            encoded = [encode(b) for b in buckets]
         try:
             return write_map_output(self._base_path(shuffle_id, map_id), encoded, self.auth, self.sync,
-                                    self.executor_id)
+                                    self.executor_id, num_buckets)
         except OSError as exc:  # a full or refusing device: the task is retried (retries.py)
             raise infrastructure_fault(exc)
 
@@ -129,30 +155,36 @@ BucketReader = Callable[[MapOutput, int, int, int], bytes]
 
 def read_buckets(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int,
                  on_bytes=None, read: BucketReader = read_bucket) -> Iterator[Any]:
-    """Decoded buckets for one reduce task, one per map output, in map order; a missing,
+    """Decoded buckets for one reduce task, in map order: those the map outputs' sizes say
+    hold data (``reads.py``: the empty ones are neither opened nor decoded). A missing,
     unreadable or unauthenticated output raises :class:`FetchFailed` (the driver reruns its
     map task). The key is the application's, found by the files' directory
     (``storage/app_keys.py``): the outputs may be another executor's. On a failure the
     remaining outputs are checked too, so that the error names every bad one and the
     driver reruns them all in one stage attempt (not one attempt per bad output)."""
-    for m, out in enumerate(outputs):
+    reads = outputs if isinstance(outputs, ShuffleReads) else ShuffleReads(outputs)
+    maps, _ = reads.for_reducer(reduce_id)
+    maps = maps.tolist()
+    missing = reads.missing()
+    if missing:  # what a missing output holds for this reducer is unknown: it must be rerun
+        bad = missing + _bad_outputs(reads, shuffle_id, reduce_id, maps, read)
+        raise FetchFailed(shuffle_id, missing[0], "no output registered", tuple(sorted(set(bad))))
+    for i, m in enumerate(maps):
         try:
-            if out is None:
-                raise FetchFailed(shuffle_id, m, "no output registered")
-            data = read(out, reduce_id, shuffle_id, m)
+            data = read(reads[m], reduce_id, shuffle_id, m)
         except FetchFailed as ff:
             raise FetchFailed(shuffle_id, m, ff.reason,
-                              (m, *_bad_outputs(outputs, shuffle_id, reduce_id, m + 1, read))) from ff
+                              (m, *_bad_outputs(reads, shuffle_id, reduce_id, maps[i + 1:], read))) from ff
         if on_bytes:
             on_bytes(len(data))
         yield decode(data)
 
 
-def _bad_outputs(outputs: Sequence[MapOutput | None], shuffle_id: int, reduce_id: int, start: int,
+def _bad_outputs(reads: ShuffleReads, shuffle_id: int, reduce_id: int, maps: Sequence[int],
                  read: BucketReader) -> list[int]:
     bad = []
-    for m in range(start, len(outputs)):
-        out = outputs[m]
+    for m in maps:
+        out = reads[m]
         try:
             if out is None:
                 raise FetchFailed(shuffle_id, m, "no output registered")
@@ -209,11 +241,11 @@ class MapOutputTracker:
             got = self._outputs.get(shuffle_id, {}).get(map_id)
         return None if got is None else got[1]
 
-    def outputs(self, shuffle_id: int, num_maps: int) -> list[MapOutput | None]:
-        """The outputs a reduce task reads, in map order (None where one is missing)."""
+    def outputs(self, shuffle_id: int, num_maps: int) -> ShuffleReads:
+        """The outputs a reduce stage reads, in map order (None where one is missing)."""
         with self._lock:
             outs = self._outputs.get(shuffle_id, {})
-            return [outs[m][1] if m in outs else None for m in range(num_maps)]
+            return ShuffleReads([outs[m][1] if m in outs else None for m in range(num_maps)])
 
     def remove_shuffle(self, shuffle_id: int) -> dict[str, list[MapOutput]]:
         """Forgets the shuffle; removes its files where they are local, and returns its

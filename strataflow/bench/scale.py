@@ -104,6 +104,10 @@ def _generated(workload: str, root: str, size: int) -> bool:
         return False
 
 
+def _bytes(n: float) -> str:
+    return f"{n / GB:,.1f} GB" if abs(n) >= GB else f"{n / MB:,.0f} MB"
+
+
 def _same_disk(a: str, b: str) -> bool:
     return os.stat(a).st_dev == os.stat(b).st_dev
 
@@ -136,18 +140,18 @@ def plan_sizes(root: str, work_dir: str, budget: int, workloads: list[str], size
         work = WORK_FACTOR * size
         if shared:
             ok = kept + missing + work <= in_allow
-            room = (f"{DISK_SHARE:.0%} of the {in_free / GB:.1f} GB free on {root}, less {kept / GB:.1f} GB for the "
-                    f"smaller sizes' inputs, leaves {(in_allow - kept) / GB:.1f} GB")
+            room = (f"{DISK_SHARE:.0%} of the {_bytes(in_free)} free on {root}, less {_bytes(kept)} for the "
+                    f"smaller sizes' inputs, leaves {_bytes(in_allow - kept)}")
         else:
             ok = kept + missing <= in_allow and work <= work_allow
-            room = (f"{DISK_SHARE:.0%} of the free space: {(in_allow - kept) / GB:.1f} GB for inputs on {root} (after "
-                    f"the smaller sizes'), {work_allow / GB:.1f} GB of working space on {work_dir}")
+            room = (f"{DISK_SHARE:.0%} of the free space: {_bytes(in_allow - kept)} for inputs on {root} (after "
+                    f"the smaller sizes'), {_bytes(work_allow)} of working space on {work_dir}")
         if ok:
             fits.append(x)
             kept += missing
             continue
-        skipped[x] = (f"{x:g}x ({size / GB:.2f} GB a workload) needs {(missing + work) / GB:.1f} GB of disk: "
-                      f"{missing / GB:.1f} GB of inputs not yet generated and {work / GB:.1f} GB of working space "
+        skipped[x] = (f"{x:g}x ({_bytes(size)} a workload) needs {_bytes(missing + work)} of disk: "
+                      f"{_bytes(missing)} of inputs not yet generated and {_bytes(work)} of working space "
                       f"(cache, shuffle and spill files: {WORK_FACTOR:g}x one input); {room}")
         if not sizes:
             break

@@ -202,3 +202,12 @@ def test_the_peer_reports_a_time_limit_and_tries_no_larger_size(tmp_path, monkey
 def test_the_peer_has_no_other_name_and_says_so(tmp_path):
     peer, note = scale_peer.peer_runs(argparse.Namespace(peer="dask", parallelism=2, out=str(tmp_path)), [])
     assert peer == [] and "dask" in note
+
+
+def test_a_failed_peer_run_names_the_jvm_error_from_its_log(tmp_path):
+    log = tmp_path / "spark.log"
+    log.write_text("INFO starting\nERROR Executor: Exception in task 3.0\njava.lang.OutOfMemoryError: Java heap space\n"
+                   "Traceback (most recent call last):\nConnectionRefusedError: [Errno 111]\n")
+    message = f"PySpark kmeans/df failed (exit 1): \n--- log tail ({log}) ---\nConnectionRefusedError"
+    assert scale_peer.failure_cause(message) == "java.lang.OutOfMemoryError: Java heap space"
+    assert scale_peer.failure_cause("PySpark is not usable here: no java\nmore") == "PySpark is not usable here: no java"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 
 from strataflow.bench.scale import GB, ITERATIONS, LEVEL, MB, ScaleRun
 from strataflow.workloads.api import read_manifest
 
-__all__ = ["peer_runs", "peer_row", "PEER_TIME_LIMIT"]
+__all__ = ["peer_runs", "peer_row", "failure_cause", "PEER_TIME_LIMIT"]
 
 PEER_TIME_LIMIT = 1200.0
 
@@ -45,6 +46,20 @@ def peer_row(report: dict, key: dict, parallelism: int, checked: bool) -> dict:
     if checked:
         row["result_check"] = report["result_check"]
     return row
+
+
+def failure_cause(message: str) -> str:
+    """The first JVM error or exception in the failed run's log (named in ``message``, the
+    PeerError's text), e.g. ``java.lang.OutOfMemoryError: Java heap space``; else the
+    message's first line. The Python traceback at the log's end only says the JVM went."""
+    found = re.search(r"--- log tail \((.+?)\) ---", message)
+    if found and os.path.isfile(found.group(1)):
+        with open(found.group(1), errors="replace") as fh:
+            for line in fh:
+                m = re.search(r"\b((?:java|org\.apache)\.[\w.$]+(?:Error|Exception)\b.*)", line)
+                if m:
+                    return m.group(1).strip()[:300]
+    return message.splitlines()[0][:300] if message else "no message"
 
 
 def peer_runs(args: argparse.Namespace, runs: list[ScaleRun]) -> tuple[list[ScaleRun], str]:
@@ -89,7 +104,7 @@ def _execute(key: dict, x: float, extra: dict, args: argparse.Namespace, limit: 
                              work_dir=os.path.join(args.out, "pyspark-work"))
     except PeerError as exc:
         timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
-        why = f"time limit: over {limit:g} s" if timed_out else f"failed: {str(exc).splitlines()[0][:300]}"
+        why = f"time limit: over {limit:g} s" if timed_out else f"failed: {failure_cause(str(exc))}"
         if not stopped or x < stopped["x"]:
             stopped.update(x=x, why=why)
         return {**key, "finished": 0, "input_gb": size / GB, "outcome": why}

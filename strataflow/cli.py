@@ -407,8 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure; or auto "
-                                     "(AUTO beside every fixed level)")
-    b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure", "auto"])
+                                     "(AUTO beside every fixed level); or scale (inputs many times memory)")
+    b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure", "auto", "scale"])
     b.add_argument("--scale", type=_positive(float), default=None,
                    help="data size factor (default 1 = the paper-like sizes; with --repeat 0, the --pool files')")
     b.add_argument("--repeat", type=_positive(int, zero=True), default=3,
@@ -431,10 +431,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "left, not whatever the run before it left")
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
     b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
-    b.add_argument("--workloads", default=None, help="pressure, auto: comma-separated workloads")
+    b.add_argument("--workloads", default=None, help="pressure, auto, scale: comma-separated workloads")
     b.add_argument("--pressures", default=None, help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
     b.add_argument("--levels", default=None, help="auto: comma-separated levels beside AUTO")
-    b.add_argument("--policies", default=None, help="pressure: comma-separated policies")
+    b.add_argument("--policies", default=None, help="pressure, scale: comma-separated policies (default: all)")
+    b.add_argument("--budget", default=None,
+                   help="scale: the memory budget every run gets (default 256MB); inputs are multiples of it")
+    b.add_argument("--sizes", default=None,
+                   help="scale: comma-separated input sizes as multiples of the budget (default 1,4,16 and then "
+                        "64, 256, ... while they fit in 60%% of the free disk)")
+    b.add_argument("--time-limit", type=_positive(float), default=None,
+                   help="scale: seconds a peer's run may take before it is stopped and reported (default 1200)")
     b.set_defaults(func=cmd_bench)
 
     pr = sub.add_parser("probe", help="measure a directory's sequential bandwidth, cold and warm")

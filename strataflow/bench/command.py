@@ -106,6 +106,10 @@ def _spark_failure(message: str) -> str:
 def _pyspark_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_root: str,
                   scale: float) -> tuple[list[Run], str]:
     """PySpark's runs for the K-means rows of ``levels`` and ``pressure``."""
+    if experiment == "scale":  # its sizes, time limit and rows: bench/scale_peer.py
+        from strataflow.bench.scale_peer import peer_runs
+
+        return peer_runs(args, runs)
     from strataflow.bench.peers.pyspark_peer import PeerError, available, run_pyspark
 
     ok, why = available()
@@ -140,6 +144,8 @@ def _dask_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_
     storage levels; persist() keeps blocks in memory and spills them) and ``pressure``,
     on a LocalCluster of strataflow's executors and cores, spilling under the data
     directory; a run that fails or stalls is a row with ``failure`` set."""
+    if experiment not in ("levels", "pressure"):
+        return [], f"Dask peer: not run beside {experiment} (it runs beside the K-means of levels and pressure)"
     from strataflow.bench.peers.dask_peer import available, run_dask
 
     ok, why = available()
@@ -204,7 +210,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     kw = dict(root=data_root, scale=scale, repeat=args.repeat, parallelism=args.parallelism,
               dirs=_split(args.dirs), threads=_split(args.threads, int), workloads=_split(args.workloads),
               pressures=_split(args.pressures, float), policies=_split(args.policies),
-              levels=_split(getattr(args, "levels", None)), backend=getattr(args, "backend", None))
+              levels=_split(getattr(args, "levels", None)), backend=getattr(args, "backend", None),
+              budget=getattr(args, "budget", None), sizes=_split(getattr(args, "sizes", None), float))
     console.print(f"planning bench {args.experiment} at scale {scale} (data in {data_root})")
     runs = plan(args.experiment, **kw) if args.repeat else []
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -249,6 +256,10 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     summary = summarize(rows)
     if args.experiment == "auto" and (verdict := auto_verdict(rows, summary)):
         notes.append(verdict)
+    if args.experiment == "scale":
+        from strataflow.bench.scale import scale_notes
+
+        notes += scale_notes(rows, summary)
     meta = {"experiment": args.experiment, "scale": scale, "repeat": args.repeat, "backend": backend, "warmup": warmup,
             "seconds": time.perf_counter() - t0, "pooled": [d["path"] for d in pooled_docs], "notes": notes}
     paths = write_report(args.out, args.experiment, rows, summary, meta)

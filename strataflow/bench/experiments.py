@@ -33,6 +33,7 @@ from strataflow.storage.policies import POLICIES
 from strataflow.workloads.runner import run_workload
 from strataflow.bench.data import ensure_data
 from strataflow.bench.devices import probe_bandwidth
+from strataflow.bench.scale import plan_scale
 
 __all__ = ["Run", "plan", "EXPERIMENTS", "summarize", "paired_ratio", "paired_ratios", "median_ci",
            "target_verdict", "auto_verdict"]
@@ -260,7 +261,7 @@ def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads:
 
 
 EXPERIMENTS = {"levels": plan_levels, "serde": plan_serde, "devices": plan_devices, "pressure": plan_pressure,
-               "auto": plan_auto}
+               "auto": plan_auto, "scale": plan_scale}
 
 
 def plan(experiment: str, **kw) -> list[Run]:

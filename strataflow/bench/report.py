@@ -22,6 +22,9 @@ COLUMNS = {
     "pressure": ["workload", "peer", "pressure", "policy", "total_s", "iteration_s", "speedup_vs_spark",
                  "blocks_dropped", "mb_dropped", "blocks_recached", "mb_recached", "mb_prefetched", "mb_moved",
                  "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "failed", "result_check"],
+    "scale": ["workload", "peer", "policy", "size_scale", "input_gb", "memory_mb", "partitions", "total_s", "s_per_gb",
+              "iteration_s", "moved_gb", "moved_per_gb", "cache_written_gb", "cache_read_gb", "shuffle_gb", "spill_gb",
+              "serde_share", "gc_share", "finished", "skipped", "checked", "result_check"],
 }
 
 
@@ -63,7 +66,7 @@ def _charts(rows: list[dict], experiment: str, out_dir: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     draw = {"levels": _levels_chart, "pressure": _pressure_chart, "auto": _auto_chart, "serde": _serde_chart,
-            "devices": _devices_chart}.get(experiment)
+            "devices": _devices_chart, "scale": _scale_chart}.get(experiment)
     if draw is None or not rows:
         return []
     fig = draw(plt, rows)
@@ -278,6 +281,46 @@ def _devices_chart(plt, rows: list[dict]):
     ax.set_ylabel("MB/s (cached data read per second)")
     ax.set_title("DISK_ONLY caching throughput vs raw bandwidth")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
+    return fig
+
+
+def _scale_chart(plt, rows: list[dict]):
+    """Per workload: time per GB (top) and GB moved per GB (bottom) against the input's
+    size, one line per policy or peer; flat means linear growth. A size a series did not
+    finish is an x on the axis; a size skipped for disk, a dotted line."""
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    fig, axes = plt.subplots(2, len(workloads), figsize=(6.2 * len(workloads), 8.0), squeeze=False)
+    who = lambda r: str(r.get("peer") or r.get("policy"))  # noqa: E731
+    for col, w in enumerate(workloads):
+        sub = [r for r in rows if r["workload"] == w]
+        series = list(dict.fromkeys(who(r) for r in sub if not r.get("skipped")))
+        sizes = sorted({r["size_scale"] for r in sub})
+        budget_gb = next((r["memory_mb"] / 1024 for r in sub if r.get("memory_mb")), None)
+        for ax, key, ylabel, title in ((axes[0][col], "s_per_gb", "seconds per GB of input", "time per GB"),
+                                       (axes[1][col], "moved_per_gb", "GB moved per GB of input",
+                                        "bytes moved (cache disk I/O, shuffle, spill) per GB")):
+            for s in series:
+                pts = sorted((r["size_scale"], r[key]) for r in sub if who(r) == s and r.get(key) is not None)
+                line = ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=s,
+                               linestyle="--" if s.startswith("pyspark") else "-")
+                lost = [r["size_scale"] for r in sub if who(r) == s and not r.get("finished")]
+                if lost:
+                    ax.plot(lost, [0] * len(lost), marker="x", markersize=10, linestyle="none", clip_on=False,
+                            color=line[0].get_color(), label=f"{s}: did not finish")
+            for r in sub:
+                if r.get("skipped"):
+                    ax.axvline(r["size_scale"], linestyle=":", color="grey")
+                    ax.text(r["size_scale"], 0.5, "skipped:\nno disk room", transform=ax.get_xaxis_transform(),
+                            fontsize=7, color="grey", ha="right", rotation=90)
+            ax.set_xscale("log", base=2)
+            if sizes:
+                ax.set_xticks(sizes, [f"{x:g}x" + (f"\n{x * budget_gb:.3g} GB" if budget_gb else "") for x in sizes])
+                ax.minorticks_off()
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel("input size: multiple of the memory budget, and GB (log scale)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{w}: {title} (flat = linear growth)", fontsize=10)
+            ax.legend(fontsize=7)
     return fig
 
 

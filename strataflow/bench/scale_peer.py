@@ -1,0 +1,111 @@
+"""PySpark's series for ``bench scale --peer pyspark``: K-means (DataFrame + ml.KMeans, the
+peer's ``df`` path) on the same inputs at the same budget, smallest size first, each run
+under a time limit (``--time-limit``, default :data:`PEER_TIME_LIMIT` seconds: the peer's
+subprocess is killed, so a run never hangs). A run that fails or passes the limit is a row
+saying so (``finished`` 0, ``outcome``), and the larger sizes are not tried: they would
+not finish either. The peer has no word count, so that series is ours alone.
+
+Spark's event log reports the cache's disk writes, shuffle writes and spills, not the
+cache's disk reads: its bytes moved are a lower bound beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+
+from strataflow.bench.scale import GB, ITERATIONS, LEVEL, MB, ScaleRun
+from strataflow.workloads.api import read_manifest
+
+__all__ = ["peer_runs", "peer_row", "failure_cause", "PEER_TIME_LIMIT"]
+
+PEER_TIME_LIMIT = 1200.0
+
+
+def peer_row(report: dict, key: dict, parallelism: int, checked: bool) -> dict:
+    """The peer's run as a scale row (the same fields where Spark reports them)."""
+    m = report.get("metrics", {})
+    size = int(report["config"].get("data_bytes") or 0)
+    gb = size / GB
+    written = int(m.get("disk_bytes_written") or 0)
+    shuffle = int(m.get("shuffle_bytes_written") or 0)
+    spill = int(m.get("disk_bytes_spilled") or 0)
+    moved = written + shuffle + spill
+    total = report["total_s"]
+    row = {**key, "finished": 1, "input_gb": gb, "memory_mb": report["config"]["memory"] / MB, "total_s": total,
+           "s_per_gb": total / gb if gb else None, "iteration_s": None, "cache_written_gb": written / GB,
+           "shuffle_gb": shuffle / GB, "spill_gb": spill / GB, "moved_gb": moved / GB,
+           "moved_per_gb": moved / size if size else None, "blocks_dropped": m.get("blocks_dropped"),
+           "gc_share": (m.get("gc_s") or 0) / (total * parallelism) if total else None, "checked": int(checked),
+           "jvm_start_s": report.get("jvm_start_s"), "heap_formula": report.get("heap_formula")}
+    its = report.get("iteration_s") or []
+    if its:
+        row["iteration_s"] = sorted(its)[len(its) // 2]
+    if checked:
+        row["result_check"] = report["result_check"]
+    return row
+
+
+def failure_cause(message: str) -> str:
+    """The first JVM error or exception in the failed run's log (named in ``message``, the
+    PeerError's text), e.g. ``java.lang.OutOfMemoryError: Java heap space``; else the
+    message's first line. The Python traceback at the log's end only says the JVM went."""
+    found = re.search(r"--- log tail \((.+?)\) ---", message)
+    if found and os.path.isfile(found.group(1)):
+        with open(found.group(1), errors="replace") as fh:
+            for line in fh:
+                m = re.search(r"\b((?:java|org\.apache)\.[\w.$]+(?:Error|Exception)\b.*)", line)
+                if m:
+                    return m.group(1).strip()[:300]
+    return message.splitlines()[0][:300] if message else "no message"
+
+
+def peer_runs(args: argparse.Namespace, runs: list[ScaleRun]) -> tuple[list[ScaleRun], str]:
+    """The peer's runs beside the K-means runs of ``runs`` (one per size and repeat)."""
+    if args.peer != "pyspark":
+        return [], f"bench scale has no {args.peer} peer (PySpark only)"
+    from strataflow.bench.peers.pyspark_peer import available
+
+    ok, why = available()
+    if not ok:
+        return [], f"PySpark peer skipped: {why}"
+    limit = float(getattr(args, "time_limit", None) or PEER_TIME_LIMIT)
+    stopped: dict = {}  # the smallest size the peer did not finish, and why
+    confs = sorted({(r.key["repeat"], r.key["size_scale"]): r for r in runs
+                    if r.key.get("workload") == "kmeans" and "data" in r.extra}.items())
+    out = []
+    for (rep, x), run in confs:
+        key = {"experiment": "scale", "workload": "kmeans", "peer": "pyspark-df", "api": "dataframe", "level": LEVEL,
+               "size_scale": x, "repeat": rep}
+
+        def call(key=key, x=x, extra=run.extra):
+            return _execute(key, x, extra, args, limit, stopped)
+
+        out.append(ScaleRun(key, call, repeat=rep))
+    return out, (f"PySpark peer: K-means only (DataFrame + ml.KMeans, local[{args.parallelism}], Spark's own input "
+                 f"splits, heap per each row's heap_formula), each run limited to {limit:g} s; its bytes moved count "
+                 f"writes only (Spark logs no cache disk reads)")
+
+
+def _execute(key: dict, x: float, extra: dict, args: argparse.Namespace, limit: float, stopped: dict) -> dict:
+    from strataflow.bench.peers.pyspark_peer import PeerError, run_pyspark
+
+    if stopped and x > stopped["x"]:
+        return {**key, "finished": 0, "outcome": f"not run: PySpark did not finish {stopped['x']:g}x "
+                                                 f"({stopped['why']})"}
+    data = extra["data"]("kmeans", x)
+    size = int(read_manifest(data).get("bytes") or 0)
+    checked = size <= extra["check_max"]
+    try:
+        report = run_pyspark("kmeans", data, path="df", level=LEVEL, storage_memory_bytes=extra["budget"],
+                             iterations=ITERATIONS, parallelism=args.parallelism, check=checked, timeout_s=limit,
+                             work_dir=os.path.join(args.out, "pyspark-work"))
+    except PeerError as exc:
+        timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
+        why = f"time limit: over {limit:g} s" if timed_out else f"failed: {failure_cause(str(exc))}"
+        if not stopped or x < stopped["x"]:
+            stopped.update(x=x, why=why)
+        return {**key, "finished": 0, "input_gb": size / GB, "outcome": why}
+    return peer_row(report, key, args.parallelism, checked)

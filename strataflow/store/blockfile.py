@@ -13,8 +13,8 @@ offset the extent: the zero-copy layout of ``storage/mapped/layout.py`` for an n
        serializer (``storage/blocks/serde.py``) for records and anything else
 ```
 
-Reading maps the file (``storage/mapped/segment_file.map_file``: read-only, no descriptor
-left open) and decodes the extent in place: an ndarray or Arrow partition is a read-only
+Reading maps the file (``map_block``: read-only, shared, populated at once, no
+descriptor left open) and decodes the extent in place: an ndarray or Arrow partition is a read-only
 view of the mapping, with no copy into the heap; records are unpickled.
 
 Checks. The tag, made with the *store's* key (``root.py``), covers the header (so the
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import json
+import mmap
 import os
 import struct
 import threading
@@ -47,10 +48,10 @@ import xxhash
 from strataflow.common.private_file import mkstemp_private
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.storage.blocks.serde import get_serializer
-from strataflow.storage.mapped import layout, segment_file
+from strataflow.storage.mapped import layout
 from strataflow.store.errors import BlockCorrupt
 
-__all__ = ["write_block", "read_block", "block_name", "SUFFIX"]
+__all__ = ["write_block", "read_block", "export_block", "import_block", "block_name", "SUFFIX"]
 
 MAGIC = b"SFSTORE1"
 _HEAD = struct.Struct("<8sII")
@@ -105,10 +106,18 @@ def write_block(directory: str, dataset_id: str, partition: int, value: Any, aut
     tag = _tag(auth, header, extent_for_tag, spans)
     lead = _HEAD.pack(MAGIC, len(header), 0) + header + tag
     lead += b"\0" * (offset - len(lead))
+    _write_file(directory, partition, [memoryview(lead)] + views)
+    rows = _rows(value)
+    return {"partition": partition, "kind": kind, "nbytes": offset + length, "rows": rows, "digest": digest}
+
+
+def _write_file(directory: str, partition: int, views: list[memoryview]) -> str:
+    """``views`` as the block file of ``partition`` in ``directory``: a temporary name
+    (0600), fsync, rename. Its path."""
     fd, tmp = mkstemp_private(directory, ".part-", ".tmp")
     final = os.path.join(directory, block_name(partition))
     try:
-        _write_all(fd, [memoryview(lead)] + views)
+        _write_all(fd, views)
         os.fsync(fd)
         os.close(fd)
         fd = -1
@@ -121,8 +130,7 @@ def write_block(directory: str, dataset_id: str, partition: int, value: Any, aut
         except OSError:
             pass
         raise
-    rows = _rows(value)
-    return {"partition": partition, "kind": kind, "nbytes": offset + length, "rows": rows}
+    return final
 
 
 def _joined_ends(views: list[memoryview], length: int, spans: tuple[int, int]) -> memoryview:
@@ -154,8 +162,26 @@ def _rows(value: Any) -> int | None:
 # -- reading ------------------------------------------------------------------------------------
 _lock = threading.Lock()
 #: path -> (its stat key, its map) of files mapped and verified in this process; bounded
-_maps: "collections.OrderedDict[str, tuple[tuple, pa.Buffer]]" = collections.OrderedDict()
+_maps: "collections.OrderedDict[str, tuple[tuple, mmap.mmap]]" = collections.OrderedDict()
 _MAX_MAPS = 1024
+
+
+#: how a block file is mapped (``map_block``): "populate" (the measured fastest first
+#: pass, ``docs/store.md``), or "plain" (pages mapped at their first touch)
+MAP_MODE = "populate"
+
+
+def map_block(path: str) -> mmap.mmap:
+    """The whole file, mapped read-only and shared, no descriptor left open (the map keeps
+    the file's pages, even once it is unlinked). ``MAP_POPULATE`` maps every page at once:
+    the file is in the page cache (tmpfs, or read before), so a first pass then takes no
+    page fault; one fault per page (or per 16 pages, the kernel's fault-around) cost
+    more than the pass itself over a numeric block (``benchmarks/store_mapping.py``)."""
+    flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if MAP_MODE == "populate" else 0)
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise ValueError("empty file")
+        return mmap.mmap(fh.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
 
 
 def _stat_key(st: os.stat_result) -> tuple:
@@ -166,6 +192,45 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
     """The value of the block file at ``path``, decoded from its mapping (zero-copy for
     ndarray and Arrow); BlockCorrupt naming ``what`` (the dataset and partition) and the
     file if it is not the authentic block ``partition`` of ``dataset_id``."""
+    h, extent, bad = _verified(path, dataset_id, partition, auth, what)
+    kind = h["kind"]
+    try:
+        if kind == _RECORDS:
+            return get_serializer(h["meta"].get("serializer", "pickle")).loads(extent)
+        return layout.decode(kind, extent, h["meta"])
+    except Exception as exc:  # noqa: BLE001 - authentic but undecodable: still loud
+        raise bad(f"cannot be decoded ({type(exc).__name__}: {exc})") from exc
+
+
+def export_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> tuple[dict, memoryview]:
+    """The header and the extent (a view of the mapping) of the block file at ``path``,
+    verified as :func:`read_block` verifies it: what a node sends another (``ray_server``)."""
+    h, extent, _ = _verified(path, dataset_id, partition, auth, what)
+    return h, extent
+
+
+def import_block(directory: str, header: dict, extent: Any, auth: FrameAuth) -> str:
+    """Writes a block received from another store (its ``header`` and ``extent``, checked
+    by the caller against the digest its catalog entry records) into ``directory`` under
+    this store's key: the same header and layout, a new tag. Its path."""
+    ext = memoryview(extent).cast("B")
+    if xxhash.xxh3_64_intdigest(ext) != header["digest"] or len(ext) != header["length"]:
+        raise BlockCorrupt(f"block {header.get('partition')} of dataset {header.get('dataset')}: the bytes received "
+                           f"do not match their header's digest; not stored")
+    raw = json.dumps(header, sort_keys=True).encode()
+    spans = (int(header["pickled"][0]), int(header["pickled"][1]))
+    tag = _tag(auth, raw, ext, spans)
+    lead = _HEAD.pack(MAGIC, len(raw), 0) + raw + tag
+    if len(lead) > header["offset"]:
+        raise BlockCorrupt(f"block {header.get('partition')} of dataset {header.get('dataset')}: its header does "
+                           f"not fit before its offset")
+    lead += b"\0" * (header["offset"] - len(lead))
+    return _write_file(directory, header["partition"], [memoryview(lead), ext])
+
+
+def _verified(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> tuple[dict, memoryview, Any]:
+    """(header, extent, bad): the block file mapped (``_map``) and checked: its tag at every
+    call, its digest at the first in this process (and whenever the file changed)."""
     def bad(why: str) -> BlockCorrupt:
         with _lock:
             _maps.pop(path, None)
@@ -185,8 +250,8 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
             buf, verified = None, False
     if buf is None:
         try:
-            buf = segment_file.map_file(path)
-        except (OSError, pa.ArrowException) as exc:
+            buf = map_block(path)
+        except (OSError, ValueError) as exc:
             raise bad(f"cannot be mapped ({exc})") from None
     view = memoryview(buf)
     if len(view) < _HEAD.size:
@@ -218,12 +283,7 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
             _maps[path] = (key, buf)
             while len(_maps) > _MAX_MAPS:
                 _maps.popitem(last=False)
-    try:
-        if kind == _RECORDS:
-            return get_serializer(h["meta"].get("serializer", "pickle")).loads(extent)
-        return layout.decode(kind, extent, h["meta"])
-    except Exception as exc:  # noqa: BLE001 - authentic but undecodable: still loud
-        raise bad(f"cannot be decoded ({type(exc).__name__}: {exc})") from exc
+    return h, extent, bad
 
 
 def forget_maps() -> None:

@@ -88,10 +88,22 @@ class StoreAccess:
         """
         self._check_open()  # type: ignore[attr-defined]
         if self._store_view is None:
-            self._store_view = ContextStore(self, Store(self.config.store))
+            self._store_view = ContextStore(self, _open_store(self.config))
         return self._store_view
 
     def _close_store(self) -> None:
         if self._store_view is not None:
             self._store_view.backing.close()
             self._store_view = None
+
+
+def _open_store(config: "Config") -> Any:
+    """The store of this machine; on the ray backend, the cluster's (a store per node,
+    one catalog: ``store/ray_store.py``)."""
+    from strataflow.config.backends import SHIPS_BY_OBJECT_STORE, backend_class
+
+    if backend_class(config.backend).ships_by == SHIPS_BY_OBJECT_STORE:
+        from strataflow.store.ray_store import RayStore
+
+        return RayStore(config.store)
+    return Store(config.store)

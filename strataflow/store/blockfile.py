@@ -167,8 +167,9 @@ _MAX_MAPS = 1024
 
 
 #: how a block file is mapped (``map_block``): "populate" (the measured fastest first
-#: pass, ``docs/store.md``), or "plain" (pages mapped at their first touch)
-MAP_MODE = "populate"
+#: pass, ``docs/store.md``), or "plain" (pages mapped at their first touch; for the
+#: benchmark's comparison, through the environment, which executor processes inherit)
+MAP_MODE = "plain" if os.environ.get("STRATAFLOW_STORE_MAP") == "plain" else "populate"
 
 
 def map_block(path: str) -> mmap.mmap:

@@ -2,14 +2,22 @@
 application A saved in the shared store, against B recomputing it from CSV, B reading it
 from Parquet (snappy, uncompressed), and A's own pass over its MEMORY_ONLY cache.
 
-Every B is a fresh Python process (its own Context, parallelism 2); only the pass is timed
-(open/read + the kernel + the reduce of the per-partition sums), not the Context's start.
-The variants run interleaved, ``--rounds`` times; the table gives each one's median and
-its ratio to the store's. Files: the store in ``/dev/shm``; CSV and Parquet in the temp
-directory (warm in the page cache after the first round: the warm case). Run under
-``flock /tmp/sf-bench.lock``.
+Also: the store read with a plain ``mmap`` (the first slice's read path) against
+``MAP_POPULATE`` (today's); and, under pressure, B's pass over a store whose memory tier
+holds a quarter of the dataset (the rest in a disk tier) against A's own pass over the
+engine's ``DISK_MMAP`` level with memory at a quarter of the dataset.
 
-    flock /tmp/sf-bench.lock python benchmarks/store_pass.py --mb 256 --rounds 3
+Every run is a fresh Python process (its own Context, parallelism 2, executor processes);
+only the pass is timed (open/read + the kernel + the reduce of the per-partition sums),
+not the Context's start. The variants run interleaved, ``--rounds`` times (warm: the
+files in the page cache after the set-up wrote them); the table gives each one's median
+and its ratio to the store's. Then each variant that has files on disk runs once *cold*:
+the page cache dropped (``/proc/sys/vm/drop_caches``, root) just before the timed pass
+(a tmpfs store's pages are not dropped: they are its memory). Files: the store in
+``/dev/shm``; the quarter store's disk tier, CSV, Parquet, ``.npy`` and ``DISK_MMAP``'s
+files in the temp directory. Run under ``flock /tmp/sf-bench.lock``.
+
+    flock /tmp/sf-bench.lock python benchmarks/store_pass.py --mb 1024 --rounds 3
 """
 
 from __future__ import annotations
@@ -27,11 +35,11 @@ import textwrap
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PRELUDE = """
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 from strataflow import Context, StorageLevel
 from strataflow.workloads.kmeans import kmeans_partition
-ROOT, WORK, K = sys.argv[1], sys.argv[2], 10
+ROOT, ROOT4, WORK, MB, COLD, K = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "cold", 10
 CENTRES = np.random.default_rng(1).random((K, 20))
 
 def as_array(v):
@@ -47,70 +55,119 @@ def one_pass(ds):
     parts = ds.map_partitions(kernel).collect()
     return sum(p[2] for p in parts)
 
-ctx = Context(memory="2GB", parallelism=2, progress=False, store=ROOT)
+def context(**kw):
+    opts = dict(memory=f"{4 * MB}MB", parallelism=2, progress=False, store=ROOT)
+    opts.update(kw)
+    return Context(**opts)
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as fh:
+        fh.write("1")
 """
 
+CSV = ("ds = ctx.csv_file(WORK + '/points.csv', 8, column_names=[f'c{i}' for i in range(20)], "
+       "column_types={f'c{i}': __import__('pyarrow').float64() for i in range(20)})")
+NPY = "ctx.npy_file(WORK + '/points.npy', 8).map_partitions(np.array)"
+#: name -> (setup code, env, measured cold too)
 VARIANTS = {
-    "store": "ds = ctx.store.open('points')",
-    "csv": "ds = ctx.csv_file(WORK + '/points.csv', 8, column_names=[f'c{i}' for i in range(20)], "
-           "column_types={f'c{i}': __import__('pyarrow').float64() for i in range(20)})",
-    "parquet-snappy": "ds = ctx.parquet_file(WORK + '/snappy.parquet', 8)",
-    "parquet-none": "ds = ctx.parquet_file(WORK + '/none.parquet', 8)",
-    "memory-only (A)": "ds = ctx.npy_file(WORK + '/points.npy', 8).map_partitions(np.array)"
-                       ".persist(StorageLevel.MEMORY_ONLY); one_pass(ds)",
+    "store (B opens it, mapped)": ("ctx = context(); ds = ctx.store.open('points')", {}, True),
+    "store, mapped with MAP_POPULATE": ("ctx = context(); ds = ctx.store.open('points')",
+                                        {"STRATAFLOW_STORE_MAP": "populate"}, False),
+    "B recomputes from CSV": ("ctx = context(); " + CSV, {}, True),
+    "B reads Parquet, snappy": ("ctx = context(); ds = ctx.parquet_file(WORK + '/snappy.parquet', 8)", {}, True),
+    "B reads Parquet, uncompressed": ("ctx = context(); ds = ctx.parquet_file(WORK + '/none.parquet', 8)", {}, True),
+    "A's MEMORY_ONLY pass": (f"ctx = context(); ds = {NPY}.persist(StorageLevel.MEMORY_ONLY); one_pass(ds)", {},
+                             False),
+    "store, mem tier 1/4 (rest on disk)": ("ctx = context(store=ROOT4); ds = ctx.store.open('points')", {}, True),
+    "A's DISK_MMAP pass, memory 1/4": (f"ctx = context(memory=f'{{MB // 4}}MB'); ds = {NPY}"
+                                       ".persist(StorageLevel.DISK_MMAP); one_pass(ds)", {}, True),
 }
+STORE, CSVV, SNAPPY, NONE, MEM, QUARTER, DMMAP = (list(VARIANTS)[i] for i in (0, 2, 3, 4, 5, 6, 7))
 
 
-def run(code: str, root: str, work: str) -> dict:
+def run(code: str, args: list[str], env: dict | None = None) -> dict:
     src = PRELUDE + textwrap.dedent(code)
-    done = subprocess.run([sys.executable, "-c", src, root, work], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": REPO}, timeout=1200)
+    done = subprocess.run([sys.executable, "-c", src, *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": REPO, **(env or {})}, timeout=1800)
     if done.returncode:
         raise SystemExit(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def timed(setup: str) -> str:
+    return (setup + "\nif COLD: drop_caches()\nt0 = time.perf_counter(); c = one_pass(ds); "
+            "dt = time.perf_counter() - t0\nctx.stop(); print(json.dumps({'s': dt, 'cost': c}))")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=int, default=256)
+    ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-cold", action="store_true", help="skip the cold runs (they drop the page cache: root)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="sf-store-bench-")
     root = f"/dev/shm/sf-store-bench-{os.getpid()}"
+    root4 = f"/dev/shm/sf-store-bench4-{os.getpid()}"
+    base_args = [root, root4, work, str(args.mb)]
     try:
+        tiers = [{"name": "mem", "dir": root4, "capacity": f"{args.mb // 4}MB"},
+                 {"name": "disk", "dir": work + "/disk-tier"}]
         run(f"""
             import pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq
-            rows = {args.mb} * (1 << 20) // (20 * 8)
+            from strataflow.store import Store
+            rows = MB * (1 << 20) // (20 * 8)
             pts = np.random.default_rng(0).random((rows, 20))
             np.save(WORK + '/points.npy', pts)
             table = pa.table({{f'c{{i}}': pts[:, i] for i in range(20)}})
+            del pts
             pcsv.write_csv(table, WORK + '/points.csv', pcsv.WriteOptions(include_header=False))
             rg = rows // 8 + 1
             pq.write_table(table, WORK + '/snappy.parquet', compression='snappy', row_group_size=rg)
             pq.write_table(table, WORK + '/none.parquet', compression='none', row_group_size=rg)
-            ctx.store.save(ctx.npy_file(WORK + '/points.npy', 8).map_partitions(np.array), 'points')
-            ctx.stop()
+            del table
+            Store(ROOT4, tiers={tiers!r})
+            for where in (ROOT, ROOT4):
+                ctx = context(store=where)
+                ctx.store.save({NPY}, 'points')
+                print(where, ctx.store.usage(), file=sys.stderr)
+                ctx.stop()
             print(json.dumps({{"rows": rows}}))
-            """, root, work)
+            """, base_args + ["warm"])
         times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        cold: dict[str, float] = {}
         cost = {}
         for _ in range(args.rounds):
-            for name, setup in VARIANTS.items():
-                out = run(setup + "\nt0 = time.perf_counter(); c = one_pass(ds); dt = time.perf_counter() - t0\n"
-                          "ctx.stop(); print(json.dumps({'s': dt, 'cost': c}))", root, work)
+            for name, (setup, env, _) in VARIANTS.items():
+                out = run(timed(setup), base_args + ["warm"], env)
                 times[name].append(out["s"])
                 cost[name] = out["cost"]
-        base = statistics.median(times["store"])
-        print(f"| variant ({args.mb} MB float64, 20 dims, K=10; median of {args.rounds}) | pass s | x store |")
-        print("|---|---|---|")
-        for name, ts in times.items():
-            m = statistics.median(ts)
-            print(f"| {name} | {m:.3f} | {m / base:.2f} |")
-        ref = cost["store"]
+        if not args.no_cold:
+            for name, (setup, env, is_cold) in VARIANTS.items():
+                if is_cold:
+                    cold[name] = run(timed(setup), base_args + ["cold"], env)["s"]
+        med = {n: statistics.median(ts) for n, ts in times.items()}
+        base = med[STORE]
+        print(f"| variant ({args.mb} MB float64, 20 dims, K=10; warm: median of {args.rounds}) | warm pass s "
+              f"| x store | cold pass s | x store cold |")
+        print("|---|---|---|---|---|")
+        for name in VARIANTS:
+            c = f"{cold[name]:.3f} | {cold[name] / cold[STORE]:.2f}" if name in cold else "- | -"
+            print(f"| {name} | {med[name]:.3f} | {med[name] / base:.2f} | {c} |")
+        print(f"\ntargets (warm): CSV / store = {med[CSVV] / base:.2f} (>= 5); Parquet snappy / store = "
+              f"{med[SNAPPY] / base:.2f}, uncompressed / store = {med[NONE] / base:.2f} (> 1); store / A's "
+              f"MEMORY_ONLY = {base / med[MEM]:.2f} (<= 1.5); quarter-tier store / DISK_MMAP = "
+              f"{med[QUARTER] / med[DMMAP]:.2f} (<= 1)")
+        if cold:
+            print(f"targets (cold): CSV / store = {cold[CSVV] / cold[STORE]:.2f}; Parquet snappy / store = "
+                  f"{cold[SNAPPY] / cold[STORE]:.2f}, uncompressed / store = {cold[NONE] / cold[STORE]:.2f}; "
+                  f"quarter-tier store / DISK_MMAP = {cold[QUARTER] / cold[DMMAP]:.2f}")
+        ref = cost[STORE]
         assert all(abs(c - ref) <= 1e-6 * abs(ref) for c in cost.values()), cost
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root4, ignore_errors=True)
 
 
 if __name__ == "__main__":

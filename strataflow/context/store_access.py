@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from strataflow.dataset import Dataset
 from strataflow.store import Store
 from strataflow.store.catalog import Entry
+from strataflow.store.errors import StoreError
 from strataflow.store.level_blocks import LevelHolds
 from strataflow.store.rebuild import bind
 
@@ -31,10 +32,30 @@ __all__ = ["StoreAccess", "ContextStore"]
 class ContextStore:
     """The store at ``ctx.config.store`` (default: the user's own), for one Context."""
 
-    def __init__(self, ctx: Any, store: Store) -> None:
+    def __init__(self, ctx: Any, store: Any) -> None:
         self._ctx = ctx
+        #: this machine's ``Store``, or on the ray backend the cluster's ``RayStore``
         self.backing = store
-        self.levels = LevelHolds(store.root, ctx.app_id)
+        self._levels: LevelHolds | None = None
+
+    @property
+    def levels(self) -> LevelHolds:
+        """The holds of the datasets this application persisted at ``StorageLevel.STORE``."""
+        if self._levels is None:
+            root = getattr(self.backing, "root", None)
+            if root is None:
+                raise StoreError("StorageLevel.STORE: not on the ray backend yet (its blocks would sit in each "
+                                 "node's store with no hold of the driver's); use ctx.store.save/open there")
+            self._levels = LevelHolds(root, self._ctx.app_id)
+        return self._levels
+
+    def close(self) -> None:
+        """Releases this application's holds and leases (the Context's end)."""
+        try:
+            if self._levels is not None:
+                self._levels.close()
+        finally:
+            self.backing.close()
 
     @property
     def path(self) -> str:
@@ -74,7 +95,8 @@ class ContextStore:
 
     def figures(self) -> dict:
         """The store's figures (``Store.figures``), with this application's own (``app``)."""
-        out = self.backing.figures()
+        figures = getattr(self.backing, "figures", None)
+        out = figures() if figures is not None else {"apps": {}}  # the cluster's store keeps none yet
         out["app"] = out["apps"].get(self._ctx.app_id, {})
         return out
 
@@ -122,7 +144,7 @@ class StoreAccess:
         """
         self._check_open()  # type: ignore[attr-defined]
         if self._store_view is None:
-            self._store_view = ContextStore(self, Store(self.config.store, app=self.app_id))  # type: ignore[attr-defined]
+            self._store_view = ContextStore(self, _open_store(self.config, self.app_id))  # type: ignore[attr-defined]
         return self._store_view
 
     def _hold_store_level(self, dataset_id: int) -> None:
@@ -131,7 +153,8 @@ class StoreAccess:
 
     def _release_store_level(self, dataset_id: int) -> None:
         if self._store_view is not None:
-            self._store_view.levels.release(dataset_id)
+            if self._store_view._levels is not None:
+                self._store_view._levels.release(dataset_id)
 
     def _store_metrics(self) -> dict:
         """``ctx.metrics()``'s ``store`` entry, once this application used the store."""
@@ -143,5 +166,16 @@ class StoreAccess:
             try:
                 self.events.post("StoreFigures", **view.figures())  # type: ignore[attr-defined]
             finally:
-                view.levels.close()
-                view.backing.close()
+                view.close()
+
+
+def _open_store(config: "Config", app: str) -> Any:
+    """The store of this machine; on a backend whose nodes share no files (ray), the
+    cluster's: a store per node, one catalog (``store/ray_store.py``)."""
+    from strataflow.config.backends import SHIPS_BY_OBJECT_STORE, backend_class
+
+    if backend_class(config.backend).ships_by == SHIPS_BY_OBJECT_STORE:
+        from strataflow.store.ray_store import RayStore
+
+        return RayStore(config.store)
+    return Store(config.store, app=app)

@@ -13,8 +13,7 @@ offset the extent: the zero-copy layout of ``storage/mapped/layout.py`` for an n
        serializer (``storage/blocks/serde.py``) for records and anything else
 ```
 
-Reading maps the file (``storage/mapped/segment_file.map_file``: read-only, no descriptor
-left open) and decodes the extent in place: an ndarray or Arrow partition is a read-only
+Reading maps the file (``map_block``: read-only, shared, no descriptor left open) and decodes the extent in place: an ndarray or Arrow partition is a read-only
 view of the mapping, with no copy into the heap; records are unpickled.
 
 Checks. The tag, made with the *store's* key (``root.py``), covers the header (so the
@@ -36,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import json
+import mmap
 import os
 import struct
 import threading
@@ -50,7 +50,7 @@ from strataflow.storage.blocks.serde import get_serializer
 from strataflow.storage.mapped import layout, segment_file
 from strataflow.store.errors import BlockCorrupt
 
-__all__ = ["write_block", "read_block", "block_name", "SUFFIX"]
+__all__ = ["write_block", "read_block", "export_block", "import_block", "block_name", "SUFFIX"]
 
 MAGIC = b"SFSTORE1"
 _HEAD = struct.Struct("<8sII")
@@ -105,10 +105,18 @@ def write_block(directory: str, dataset_id: str, partition: int, value: Any, aut
     tag = _tag(auth, header, extent_for_tag, spans)
     lead = _HEAD.pack(MAGIC, len(header), 0) + header + tag
     lead += b"\0" * (offset - len(lead))
+    _write_file(directory, partition, [memoryview(lead)] + views)
+    rows = _rows(value)
+    return {"partition": partition, "kind": kind, "nbytes": offset + length, "rows": rows, "digest": digest}
+
+
+def _write_file(directory: str, partition: int, views: list[memoryview]) -> str:
+    """``views`` as the block file of ``partition`` in ``directory``: a temporary name
+    (0600), fsync, rename. Its path."""
     fd, tmp = mkstemp_private(directory, ".part-", ".tmp")
     final = os.path.join(directory, block_name(partition))
     try:
-        _write_all(fd, [memoryview(lead)] + views)
+        _write_all(fd, views)
         os.fsync(fd)
         os.close(fd)
         fd = -1
@@ -121,8 +129,7 @@ def write_block(directory: str, dataset_id: str, partition: int, value: Any, aut
         except OSError:
             pass
         raise
-    rows = _rows(value)
-    return {"partition": partition, "kind": kind, "nbytes": offset + length, "rows": rows}
+    return final
 
 
 def _joined_ends(views: list[memoryview], length: int, spans: tuple[int, int]) -> memoryview:
@@ -154,8 +161,31 @@ def _rows(value: Any) -> int | None:
 # -- reading ------------------------------------------------------------------------------------
 _lock = threading.Lock()
 #: path -> (its stat key, its map) of files mapped and verified in this process; bounded
-_maps: "collections.OrderedDict[str, tuple[tuple, pa.Buffer]]" = collections.OrderedDict()
+_maps: "collections.OrderedDict[str, tuple[tuple, Any]]" = collections.OrderedDict()
 _MAX_MAPS = 1024
+
+
+#: how a block file is mapped (``map_block``): "plain", the default (pages mapped at their
+#: first touch, through Arrow: no descriptor left open), or "populate" (``MAP_POPULATE``:
+#: every page at once). Measured a tie on a warm pass (0.98x, ``docs/store.md``), and
+#: CPython's ``mmap`` (before 3.13's ``trackfd``) keeps a duplicate descriptor per map,
+#: up to ``_MAX_MAPS`` of them, so populate is only for the benchmark's comparison (the
+#: environment, which executor processes inherit).
+MAP_MODE = "populate" if os.environ.get("STRATAFLOW_STORE_MAP") == "populate" else "plain"
+
+
+def map_block(path: str) -> Any:
+    """The whole file, mapped read-only and shared (the map keeps the file's pages, even
+    once it is unlinked); "plain" leaves no descriptor open."""
+    if MAP_MODE == "plain":
+        if os.path.getsize(path) == 0:
+            raise ValueError("empty file")
+        return segment_file.map_file(path)
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise ValueError("empty file")
+        return mmap.mmap(fh.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
 
 
 def _stat_key(st: os.stat_result) -> tuple:
@@ -166,6 +196,45 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
     """The value of the block file at ``path``, decoded from its mapping (zero-copy for
     ndarray and Arrow); BlockCorrupt naming ``what`` (the dataset and partition) and the
     file if it is not the authentic block ``partition`` of ``dataset_id``."""
+    h, extent, bad = _verified(path, dataset_id, partition, auth, what)
+    kind = h["kind"]
+    try:
+        if kind == _RECORDS:
+            return get_serializer(h["meta"].get("serializer", "pickle")).loads(extent)
+        return layout.decode(kind, extent, h["meta"])
+    except Exception as exc:  # noqa: BLE001 - authentic but undecodable: still loud
+        raise bad(f"cannot be decoded ({type(exc).__name__}: {exc})") from exc
+
+
+def export_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> tuple[dict, memoryview]:
+    """The header and the extent (a view of the mapping) of the block file at ``path``,
+    verified as :func:`read_block` verifies it: what a node sends another (``ray_server``)."""
+    h, extent, _ = _verified(path, dataset_id, partition, auth, what)
+    return h, extent
+
+
+def import_block(directory: str, header: dict, extent: Any, auth: FrameAuth) -> str:
+    """Writes a block received from another store (its ``header`` and ``extent``, checked
+    by the caller against the digest its catalog entry records) into ``directory`` under
+    this store's key: the same header and layout, a new tag. Its path."""
+    ext = memoryview(extent).cast("B")
+    if xxhash.xxh3_64_intdigest(ext) != header["digest"] or len(ext) != header["length"]:
+        raise BlockCorrupt(f"block {header.get('partition')} of dataset {header.get('dataset')}: the bytes received "
+                           f"do not match their header's digest; not stored")
+    raw = json.dumps(header, sort_keys=True).encode()
+    spans = (int(header["pickled"][0]), int(header["pickled"][1]))
+    tag = _tag(auth, raw, ext, spans)
+    lead = _HEAD.pack(MAGIC, len(raw), 0) + raw + tag
+    if len(lead) > header["offset"]:
+        raise BlockCorrupt(f"block {header.get('partition')} of dataset {header.get('dataset')}: its header does "
+                           f"not fit before its offset")
+    lead += b"\0" * (header["offset"] - len(lead))
+    return _write_file(directory, header["partition"], [memoryview(lead), ext])
+
+
+def _verified(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> tuple[dict, memoryview, Any]:
+    """(header, extent, bad): the block file mapped (``_map``) and checked: its tag at every
+    call, its digest at the first in this process (and whenever the file changed)."""
     def bad(why: str) -> BlockCorrupt:
         with _lock:
             _maps.pop(path, None)
@@ -185,8 +254,8 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
             buf, verified = None, False
     if buf is None:
         try:
-            buf = segment_file.map_file(path)
-        except (OSError, pa.ArrowException) as exc:
+            buf = map_block(path)
+        except (OSError, ValueError, pa.ArrowException) as exc:
             raise bad(f"cannot be mapped ({exc})") from None
     view = memoryview(buf)
     if len(view) < _HEAD.size:
@@ -218,12 +287,7 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
             _maps[path] = (key, buf)
             while len(_maps) > _MAX_MAPS:
                 _maps.popitem(last=False)
-    try:
-        if kind == _RECORDS:
-            return get_serializer(h["meta"].get("serializer", "pickle")).loads(extent)
-        return layout.decode(kind, extent, h["meta"])
-    except Exception as exc:  # noqa: BLE001 - authentic but undecodable: still loud
-        raise bad(f"cannot be decoded ({type(exc).__name__}: {exc})") from exc
+    return h, extent, bad
 
 
 def forget_maps() -> None:

@@ -1,0 +1,212 @@
+"""The store on a Ray cluster, as an application uses it: the same calls as ``Store``
+(``save``, ``open_source``, ``info``, ``ls``, ``rm``, ``usage``), for a Context on the
+``ray`` backend (``context/store_access.py`` picks it).
+
+Saving. Each partition's task writes its block into the store of the node it runs on
+(``store.save_partition``, as on one machine) after that node's store server
+(``ray_server.py``) took a lease on the dataset, and returns where it lies (the node) and
+its extent's digest; when every block is written the entry is published in the cluster's
+catalog (the head node's server) in one rename, as locally: visible when complete. A
+failed save releases the dataset on every node, whose sweep then removes its blocks.
+
+Reading (:class:`RayStoreSource`). A task reads its partition from its own node's store,
+mapped zero-copy, when the block is there (written there, or fetched before). Otherwise it
+asks the server of the node the entry names: that node maps the block, checks its keyed
+tag and digest, and sends its header and bytes through Ray; the reader checks the bytes
+against the digest the catalog entry records (the entry is authenticated by the head's
+store key), writes them into its own node's store under *its* key (``import_block``), takes
+a lease there, and reads them mapped like any local block. Later reads on that node are
+local: a block crosses the network once per node.
+
+Removing (``rm``) unpublishes the name, then releases the dataset on every node that has a
+server: blocks go when no local reader holds them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+import uuid
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from strataflow.lineage import SourceNode
+from strataflow.store.blockfile import import_block, read_block
+from strataflow.store.catalog import Entry, check_name
+from strataflow.store.errors import BlockCorrupt, DatasetExists, DatasetNotFound, StoreError
+from strataflow.store.ray_server import head_node_id, node_root, server, servers
+from strataflow.store.root import tier_bytes
+from strataflow.store.source import find_block, root_for
+from strataflow.store.store import MODES, save_partition
+
+if TYPE_CHECKING:
+    from strataflow.executor.task import TaskContext
+
+__all__ = ["RayStore", "RayStoreSource", "save_on_node"]
+
+_FETCH_S = 120.0
+
+
+def _this_node() -> str:
+    return ray.get_runtime_context().get_node_id()
+
+
+def save_on_node(template: "str | os.PathLike | None", dataset_id: str, split: int, value: Any) -> list[dict]:
+    """A save's task on the cluster: the block into this node's store, held there by the
+    node's server; the partition's info with the node and the digest."""
+    node = _this_node()
+    ray.get(server(template, node).hold.remote(dataset_id), timeout=_FETCH_S)
+    info = save_partition(node_root(template, node), dataset_id, split, value)[0]
+    info["node"] = node
+    return [info]
+
+
+class RayStore:
+    """The cluster's store for one application (driver side): see the module."""
+
+    def __init__(self, template: "str | os.PathLike | None") -> None:
+        self.template = None if template is None else os.fspath(template)
+        self.head = server(self.template, head_node_id())
+        self.path = ray.get(self.head.path.remote(), timeout=_FETCH_S)
+
+    # -- saving ---------------------------------------------------------------------------------
+    def save(self, dataset: Any, name: str, mode: str = "error", lineage: bool = False) -> Entry | None:
+        check_name(name)
+        if lineage:
+            raise StoreError(f"store.save of {name!r}: lineage=True is not on the ray backend yet (a cluster "
+                             f"dataset is never evicted from its nodes' last tier, so it has nothing to rebuild)")
+        if mode not in MODES:
+            raise StoreError(f"store.save: mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode != "overwrite" and self.exists(name):
+            if mode == "ignore":
+                return None
+            raise DatasetExists(f"store: a dataset named {name!r} exists already in the cluster's catalog; remove "
+                                f"it first, or save with mode='overwrite'")
+        did = uuid.uuid4().hex
+        try:
+            t0 = time.perf_counter()
+            infos = dataset.map_partitions_with_index(functools.partial(save_on_node, self.template, did)).collect()
+            infos = sorted(infos, key=lambda i: i["partition"])
+            if [i["partition"] for i in infos] != list(range(dataset.num_partitions)):
+                raise StoreError(f"store.save of {name!r}: the job gave blocks {[i['partition'] for i in infos]}, "
+                                 f"not one per partition")
+            app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app))
+            old = ray.get(self.head.publish.remote(asdict(entry), mode == "overwrite"), timeout=_FETCH_S)
+        except BaseException:
+            self._release(did)
+            raise
+        if old is not None:
+            self._release(old)
+        return entry
+
+    def _release(self, dataset_id: str) -> None:
+        ray.get([s.release.remote(dataset_id) for s in servers(self.template).values()], timeout=_FETCH_S)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def open_source(self, name: str, rebuild: Any = None) -> tuple["RayStoreSource", Entry]:
+        """``name``'s source; ``rebuild`` (a local store's lineage binder) is unused: a cluster
+        dataset is not evicted, so there is nothing to rebuild."""
+        entry = self.info(name)
+        return RayStoreSource(self.template, entry), entry
+
+    def info(self, name: str) -> Entry:
+        check_name(name)
+        try:
+            return Entry(**ray.get(self.head.entry.remote(name), timeout=_FETCH_S))
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, DatasetNotFound):
+                raise exc.cause from None
+            raise
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.info(name)
+            return True
+        except DatasetNotFound:
+            return False
+
+    def ls(self) -> list[Entry]:
+        return [Entry(**e) for e in ray.get(self.head.entries.remote(), timeout=_FETCH_S)]
+
+    list = ls
+
+    def rm(self, name: str) -> None:
+        """Unpublishes ``name`` from the cluster's catalog; every node lets its blocks go."""
+        check_name(name)
+        try:
+            did = ray.get(self.head.unpublish.remote(name), timeout=_FETCH_S)
+        except ray.exceptions.RayTaskError as exc:
+            raise (exc.cause if isinstance(exc.cause, StoreError) else exc) from None
+        self._release(did)
+
+    remove = rm
+
+    def usage(self) -> list[dict]:
+        """Bytes per tier of every node's store."""
+        got = ray.get([s.usage.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
+        return [u for per_node in got for u in per_node]
+
+    def stats(self) -> list[dict]:
+        """Per node: blocks served to other nodes, datasets held."""
+        return ray.get([s.stats.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
+
+    def close(self) -> None:
+        """Nothing to release: the nodes' servers hold a published dataset's blocks."""
+
+    def __repr__(self) -> str:
+        return f"RayStore({self.template!r}, catalog at {self.path!r})"
+
+
+class RayStoreSource(SourceNode):
+    """The partitions of a dataset of the cluster's catalog: read from the executor's own
+    node's store, fetched from the node that holds it when not there (see the module).
+    Travels as the stores' path, the dataset's id, and per partition its node and digest."""
+
+    def __init__(self, template: str | None, entry: Entry) -> None:
+        self.template = template
+        self.name = entry.name
+        self.dataset_id = entry.id
+        self.num_partitions = entry.num_partitions
+        self.kinds = entry.kinds
+        self.nodes = [p.get("node") for p in entry.partitions]
+        self.digests = [p.get("digest") for p in entry.partitions]
+
+    def compute(self, split: int, tc: "TaskContext | None") -> Any:
+        node = _this_node()
+        root = root_for(node_root(self.template, node))
+        what = f"store dataset {self.name!r} (id {self.dataset_id}) partition {split}"
+        path = find_block(root, self.dataset_id, split)
+        if path is None:
+            path = self._fetch(root, node, split, what)
+        return read_block(path, self.dataset_id, split, root.auth, what)
+
+    def _fetch(self, root: Any, node: str, split: int, what: str) -> str:
+        """The block from the node that holds it, verified, written into this node's store."""
+        holder = self.nodes[split]
+        if holder is None or holder == node:
+            raise BlockCorrupt(f"{what}: its block file is in no tier of this node's store {root.path!r} (the "
+                               f"files were deleted behind the store)")
+        ok, header, extent = ray.get(server(self.template, holder).block.remote(self.dataset_id, split, what),
+                                     timeout=_FETCH_S)
+        if not ok:
+            raise BlockCorrupt(f"{what}, fetched from node {holder[:12]}: {header}")
+        if header.get("digest") != self.digests[split] or header.get("dataset") != self.dataset_id or \
+                header.get("partition") != split:
+            raise BlockCorrupt(f"{what}: node {holder[:12]} sent a block whose header does not match the "
+                               f"catalog's entry; not used")
+        ray.get(server(self.template, node).hold.remote(self.dataset_id), timeout=_FETCH_S)
+        return import_block(_tier_with_room(root, len(extent)).data_dir(self.dataset_id), header, extent, root.auth)
+
+    def describe(self) -> str:
+        return f"store:{self.name} ({self.num_partitions} partitions on Ray, {'/'.join(self.kinds)})"
+
+
+def _tier_with_room(root: Any, need: int) -> Any:
+    for tier in root.tiers:
+        if tier.capacity is None or tier_bytes(tier) + need <= tier.capacity:
+            return tier
+    return root.tiers[-1]

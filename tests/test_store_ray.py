@@ -1,0 +1,152 @@
+"""The shared store on a Ray cluster (issue 42): a store per node, one catalog for the
+cluster, a block read on another node fetched from its node's store.
+
+The simulated cluster of ``test_ray_backend.py`` (its ``cluster`` fixture: a private
+network namespace, a head without CPUs and two worker nodes, processes of this machine).
+The nodes' stores are told apart by ``{node}`` in the store's path (on a real cluster
+each node has its own ``/dev/shm``). Applications A and B are separate drivers
+(subprocesses joining the cluster by its address): A saves and exits; B opens the
+dataset by name and reads every partition, some from the other node's store.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from test_ray_backend import REPO, cluster  # noqa: F401 - the module's cluster fixture
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray is not installed (pip install strataflow[ray])")
+
+_PRELUDE = r"""
+import json, os, sys
+import numpy as np
+import ray
+from strataflow import Context
+address, store, marks = sys.argv[1], sys.argv[2], sys.argv[3]
+ray.init(address=address, logging_level="warning",
+         runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
+
+def part(i):
+    return np.arange(i * 1000, (i + 1) * 1000, dtype=np.float64).reshape(-1, 4)
+"""
+
+# A: two executors, one per worker node; the first task of each waits until a task of the
+# other node has started, so both nodes' stores get blocks (not left to the scheduler)
+_A = _PRELUDE + r"""
+from waits import hold_until
+
+def make(i, it):
+    node = ray.get_runtime_context().get_node_id()
+    open(os.path.join(marks, node), "w").close()
+    others = lambda: [n for n in os.listdir(marks) if n != node and not n.startswith(".")]
+    hold_until(os.path.join(marks, ".both")) if not others() else open(os.path.join(marks, ".both"), "w").close()
+    return part(i)
+
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    entry = c.store.save(c.parallelize(range(8), 8).map_partitions_with_index(make), "points")
+    print(json.dumps({"nodes": [p["node"] for p in entry.partitions]}), flush=True)
+"""
+
+# B: one executor (on one of the two nodes); reads every partition twice
+_B = _PRELUDE + r"""
+with Context(backend="ray", executors=1, memory="64MB", progress=False, store=store) as c:
+    ds = c.store.open("points")
+    first = ds.collect_partitions()
+    stats1 = c.store.backing.stats()
+    again = ds.map_partitions(lambda a: [float(a.sum())]).collect()
+    stats2 = c.store.backing.stats()
+    node = c.fleet.live()[0].node_id
+    ok = all(np.array_equal(first[i], part(i)) for i in range(8))
+    data = os.path.join(store.replace("{node}", node[:12]), "data")
+    files = {d: sorted(os.listdir(os.path.join(data, d))) for d in os.listdir(data)}
+    print(json.dumps({"ok": ok, "sums": again, "node": node, "stats1": stats1, "stats2": stats2,
+                      "names": [e.name for e in c.store.ls()], "files": files}), flush=True)
+    c.store.rm("points")
+    print(json.dumps({"after_rm": [e.name for e in c.store.ls()], "stats3": c.store.backing.stats()}), flush=True)
+"""
+
+
+def _driver(code: str, cluster, store: str, marks: str) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests"), *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, "-c", code, cluster.cluster.address, store, marks], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _blocks(path: str) -> dict[str, list[str]]:
+    """dataset id -> block files, in a node's store (its first tier)."""
+    d = os.path.join(path, "data")
+    return {did: sorted(os.listdir(os.path.join(d, did))) for did in os.listdir(d)} if os.path.isdir(d) else {}
+
+
+def test_b_opens_by_name_what_a_saved_reading_the_other_nodes_store(cluster, tmp_path):  # noqa: F811
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    (saved,) = _driver(_A, cluster, store, str(marks))
+    workers = {n.node_id for n in cluster.nodes}
+    by_node = saved["nodes"]
+    assert set(by_node) == workers  # both worker nodes' stores hold blocks
+    roots = {n: store.replace("{node}", n[:12]) for n in workers}
+    for n in workers:  # each block in the store of the node that wrote it, and only there
+        (files,) = _blocks(roots[n]).values()
+        assert files == [f"part-{i:05d}.sfb" for i, m in enumerate(by_node) if m == n]
+
+    got, removed = _driver(_B, cluster, store, str(marks))
+    assert got["ok"] and got["names"] == ["points"]
+    assert got["sums"] == [float(np.arange(i * 1000, (i + 1) * 1000).sum()) for i in range(8)]
+    elsewhere = [i for i, m in enumerate(by_node) if m != got["node"]]
+    assert elsewhere  # A's blocks lie on both nodes: B's one executor reads some from the other
+    served = {s["node"]: s["served"] for s in got["stats1"]}
+    assert sum(served.values()) == len(elsewhere) >= 1  # each fetched once, from the node that holds it
+    assert served.get(got["node"], 0) == 0
+    # the second pass read the copies B's node cached: nothing more crossed
+    assert {s["node"]: s["served"] for s in got["stats2"]} == served
+    (files,) = got["files"].values()  # B's node's store: its own blocks and the copies
+    assert files == [f"part-{i:05d}.sfb" for i in range(8)]
+    # rm: the cluster's catalog forgets it, every node lets its blocks go
+    assert removed["after_rm"] == [] and all(not s["held"] for s in removed["stats3"])
+    for n in workers:
+        assert _blocks(roots[n]) == {}
+
+
+def test_a_block_damaged_in_the_other_nodes_store_is_refused_not_served(cluster, tmp_path):  # noqa: F811
+    """B damages the blocks that lie in the *other* node's store (their last bytes): the
+    holder's server finds them failing their digest and sends none; B's task fails with
+    ``BlockCorrupt`` naming the dataset, the partition and the file."""
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    _driver(_A, cluster, store, str(marks))
+    code = _PRELUDE + r"""
+from strataflow import TaskFailedError
+with Context(backend="ray", executors=1, memory="64MB", progress=False, store=store, task_max_failures=1) as c:
+    here = c.fleet.live()[0].node_id
+    entry = c.store.info("points")
+    for p in entry.partitions:
+        if p["node"] != here:
+            path = os.path.join(store.replace("{node}", p["node"][:12]), "data", entry.id,
+                                f"part-{p['partition']:05d}.sfb")
+            with open(path, "r+b") as fh:
+                fh.seek(-8, 2)
+                fh.write(b"XXXXXXXX")
+    try:
+        c.store.open("points").collect_partitions()
+        print(json.dumps({"error": None}))
+    except TaskFailedError as exc:
+        print(json.dumps({"error": str(exc)}))
+    print(json.dumps({"stats": c.store.backing.stats()}))
+    c.store.rm("points")
+"""
+    out, stats = _driver(code, cluster, store, str(marks))
+    assert out["error"] and "BlockCorrupt" in out["error"] and "'points'" in out["error"]
+    assert "fails its checksum" in out["error"] and "does not serve it" in out["error"]
+    assert sum(s["served"] for s in stats["stats"]) == 0

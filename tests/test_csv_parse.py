@@ -121,6 +121,8 @@ def test_the_polars_path_is_taken_for_clean_float_text_only():
     assert t is not None and t.to_pydict() == {"a": [1.5, -0.0], "b": [2.0, 1000.0]}
     assert parse_with_polars(clean, pa.schema([("a", pa.float64()), ("b", pa.int64())]), " ") is None
     assert parse_with_polars(b"1,\n", F64, ",") is None  # a null: pyarrow decides
+    assert parse_with_polars(b"1,NaN\n", F64, ",") is None  # polars' NaN, pyarrow's null
+    assert parse_with_polars(b"1,+nan\n", F64, ",") is None  # NaN in both: pyarrow decides anyway
     assert parse_with_polars(b"1,2\n", F64, "\u00e9") is None  # a delimiter of two bytes
 
 

@@ -11,13 +11,14 @@ strataflow[fast-csv]``); without it nothing changes.
 Why only float columns, and why the fallback: the result must not depend on which parser
 ran. For float columns the two agree on every value polars accepts (checked field by
 field in ``tests/test_csv_parse.py``: exponents, ``inf``/``Infinity``, ``-0.0``, quoted
-numbers, ``\\r\\n``, subnormals, 17-digit and longer mantissas), given pyarrow's null
-tokens (``""``, ``NaN``, ``NA``, ...). Where they differ polars either fails (``1 ``,
-``nan(1)``, a field that is not a number, a row with too many fields) or fills nulls
-where pyarrow skips or refuses a line (a blank line, a row with too few fields). So a
-polars table is used only when polars succeeded and it holds no null; otherwise the range
-is parsed again by pyarrow, whose result or error (naming the row) is exactly today's.
-Input with missing values thus always takes the pyarrow path.
+numbers, ``\\r\\n``, subnormals, 17-digit and longer mantissas). Where they differ polars
+fails (``1 ``, ``nan(1)``, ``NA``, a field that is not a number, a row with too many
+fields), fills nulls where pyarrow skips or refuses a line (a blank line, a row with too
+few fields), or reads NaN where pyarrow reads a null (``NaN``, ``nan``: pyarrow's null
+tokens; giving polars that list cost it 40% of its speed). So a polars table is used only
+when polars succeeded and it holds no null and no NaN; otherwise the range is parsed
+again by pyarrow, whose result or error (naming the row) is exactly today's. Input with
+missing values or NaNs thus always takes the pyarrow path.
 
 ``STRATAFLOW_CSV_PARSER=pyarrow`` in the environment (read at each parse, so executors
 started with it obey it too) turns the polars path off.
@@ -74,18 +75,25 @@ def parse_with_polars(data: memoryview | bytes, schema: pa.Schema, delimiter: st
     types = _polars_types(schema) if len(schema) else None
     if types is None or len(delimiter.encode()) != 1:
         return None
-    import pyarrow.csv as pacsv
-
     pl = _POLARS
     try:
-        frame = pl.read_csv(bytes(data), has_header=False, separator=delimiter, schema=types,
-                            null_values=list(pacsv.ConvertOptions().null_values), quote_char='"')
+        frame = pl.read_csv(bytes(data), has_header=False, separator=delimiter, schema=types, quote_char='"')
     except Exception:  # noqa: BLE001 - any refusal (bad field, ragged row, polars' own error): pyarrow decides
         return None
     table = frame.to_arrow()
-    if any(col.null_count for col in table.columns) or table.column_names != schema.names:
+    if table.column_names != schema.names or any(col.null_count or _has_nan(col) for col in table.columns):
         return None
     return table if table.schema.equals(schema) else table.cast(schema)
+
+
+def _has_nan(col: pa.ChunkedArray) -> bool:
+    """True where a value may be NaN: pyarrow reads ``NaN``, ``nan``, ``-nan`` as null, polars
+    as NaN, so a table with one goes to pyarrow (one sum a chunk: NaN propagates; a sum of
+    inf and -inf is NaN too, a false alarm that costs only the pyarrow parse)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        return any(np.isnan(np.sum(chunk.to_numpy(zero_copy_only=True))) for chunk in col.chunks)
 
 
 def parse_with_pyarrow(data: memoryview | bytes, names: list[str], types: dict | pa.Schema, delimiter: str,

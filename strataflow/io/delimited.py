@@ -1,7 +1,8 @@
 """Delimited text (CSV) as pyarrow Table partitions with ONE schema for all of them.
 
 Partitions are the line-aligned byte ranges of ``TextSource``, each parsed by pyarrow's
-vectorized CSV reader. Left alone, pyarrow would infer each range's types from that
+vectorized CSV reader, or by polars' where it is installed and gives the same table
+(float columns; see ``csv_parse.py``). Left alone, pyarrow would infer each range's types from that
 range: one range's column of ``1, 2`` is int64, another's ``1.5`` double, another's all
 empty null, and a job that combines them fails (a header row read as data makes every
 column string in the first range only). So the schema is settled on the driver, when
@@ -31,6 +32,7 @@ import pyarrow as pa
 from strataflow.config import ConfigError
 from strataflow.lineage import SourceNode
 from strataflow.io.compression import open_read
+from strataflow.io.csv_parse import parse_range, parse_with_pyarrow
 from strataflow.io.paths import FileRef
 from strataflow.io.sources import InputError
 from strataflow.io.text import TextSource, _find_newline
@@ -135,18 +137,18 @@ class CsvSource(TextSource):
             data = data[nl + 1:] if nl != -1 else memoryview(b"")
         return data
 
-    def _parse(self, split: int, types: dict, whole: bool) -> pa.Table | None:
-        import pyarrow.csv as pacsv
-
+    def _parse(self, split: int, types: dict | pa.Schema, whole: bool) -> pa.Table | None:
+        """The split's rows: of ``types`` (the whole schema: ``csv_parse.parse_range``,
+        polars where it can), or, for the inference pass (``whole``), pyarrow's types for
+        the columns ``types`` does not name, the range parsed as one block."""
         data = self._data(split)
         if not data or (len(data) < 4096 and not bytes(data).strip()):
             return None
-        read = pacsv.ReadOptions(column_names=self.column_names, use_threads=False,
-                                 **({"block_size": min(_MAX_BLOCK, max(len(data), 1 << 20))} if whole else {}))
         try:
-            return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=read,
-                                  parse_options=pacsv.ParseOptions(delimiter=self.delimiter),
-                                  convert_options=pacsv.ConvertOptions(column_types=types))
+            if whole:
+                return parse_with_pyarrow(data, self.column_names, types, self.delimiter,
+                                          block_size=min(_MAX_BLOCK, max(len(data), 1 << 20)))
+            return parse_range(data, types, self.delimiter)
         except pa.ArrowInvalid as exc:
             ref, start, _ = self.splits[split]
             raise InputError(f"csv_file: {ref.name!r} cannot be parsed in the lines from byte {start} on: {exc}") \

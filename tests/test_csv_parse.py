@@ -1,13 +1,14 @@
 """csv_parse: polars' table where it gives exactly pyarrow's, pyarrow's otherwise.
 
-Both paths are run on every case: ``fast`` is ``parse_range`` as shipped (polars where
-installed), ``fallback`` the same with ``STRATAFLOW_CSV_PARSER=pyarrow``; each must give
+Both paths are run on every case: ``fast`` is ``parse_range`` with polars asked for
+(``STRATAFLOW_CSV_PARSER=polars``), ``fallback`` the default (pyarrow); each must give
 ``float()``'s value of every field (bit for bit, so ``-0.0`` counts), the same nulls,
 and the same error for a bad row."""
 
 from __future__ import annotations
 
 import math
+import os
 import struct
 
 import numpy as np
@@ -22,18 +23,30 @@ pytestmark = pytest.mark.usefixtures("no_leaks")
 # polars (an eventfd, an epoll, a pipe) and pyarrow's CSV reader (a pipe) open descriptors for
 # their thread pools the first time they parse in a process, and keep them: parse once here,
 # so no_leaks does not count them as a leak.
+_asked = os.environ.get(PARSER_ENV)
+os.environ[PARSER_ENV] = "polars"
 parse_with_polars(b"1\n", pa.schema([("a", pa.float64())]), ",")
+if _asked is None:
+    del os.environ[PARSER_ENV]
+else:
+    os.environ[PARSER_ENV] = _asked
 parse_with_pyarrow(b"1\n", ["a"], {}, ",")
 
 F64 = pa.schema([("a", pa.float64()), ("b", pa.float64())])
 
 
+@pytest.fixture(autouse=True)
+def _polars_asked_for(monkeypatch):
+    """The direct calls of ``parse_with_polars`` below test polars' path: it is asked for."""
+    monkeypatch.setenv(PARSER_ENV, "polars")
+
+
 @pytest.fixture(params=["fast", "fallback"])
 def path(request, monkeypatch):
     if request.param == "fallback":
-        monkeypatch.setenv(PARSER_ENV, "pyarrow")
+        monkeypatch.delenv(PARSER_ENV, raising=False)  # the default: pyarrow
     else:
-        monkeypatch.delenv(PARSER_ENV, raising=False)
+        monkeypatch.setenv(PARSER_ENV, "polars")
     return request.param
 
 
@@ -126,11 +139,14 @@ def test_the_polars_path_is_taken_for_clean_float_text_only():
     assert parse_with_polars(b"1,2\n", F64, "\u00e9") is None  # a delimiter of two bytes
 
 
-def test_the_fallback_is_forced_by_the_environment_or_a_missing_polars(monkeypatch):
+def test_polars_only_when_asked_for_and_installed(monkeypatch):
     text = b"1.25,2\n"
+    monkeypatch.delenv(PARSER_ENV, raising=False)
+    assert parse_with_polars(text, F64, ",") is None  # the default is pyarrow
     monkeypatch.setenv(PARSER_ENV, "pyarrow")
     assert parse_with_polars(text, F64, ",") is None
-    monkeypatch.delenv(PARSER_ENV)
+    monkeypatch.setenv(PARSER_ENV, "polars")
+    assert parse_with_polars(text, F64, ",") is not None
     monkeypatch.setattr(csv_parse, "_POLARS", False)  # as if the fast-csv extra were not installed
     assert not csv_parse.polars_available()
     assert parse_with_polars(text, F64, ",") is None

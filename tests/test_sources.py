@@ -316,8 +316,10 @@ def test_csv_file_of_floats_on_both_parsers_cuts_at_lines_and_parses_exactly(par
     from strataflow import Context
     from strataflow.io.csv_parse import PARSER_ENV
 
-    if parser == "pyarrow":  # before the Context starts: its executor processes inherit it
-        monkeypatch.setenv(PARSER_ENV, "pyarrow")
+    if parser == "fast":  # before the Context starts: its executor processes inherit it
+        monkeypatch.setenv(PARSER_ENV, "polars")
+    else:
+        monkeypatch.delenv(PARSER_ENV, raising=False)
     text, vals = _float_text(3000, seed=41)
     (tmp_path / "p.txt").write_bytes(text)
     names = ["x", "y", "z"]

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from strataflow.dataset import Dataset
 from strataflow.store import Store
 from strataflow.store.catalog import Entry
-from strataflow.store.errors import StoreError
 from strataflow.store.level_blocks import LevelHolds
 from strataflow.store.rebuild import bind
 
@@ -37,15 +36,19 @@ class ContextStore:
         #: this machine's ``Store``, or on the ray backend the cluster's ``RayStore``
         self.backing = store
         self._levels: LevelHolds | None = None
+        self._local: Store | None = None  # the driver machine's store, for the holds on the ray backend
 
     @property
     def levels(self) -> LevelHolds:
-        """The holds of the datasets this application persisted at ``StorageLevel.STORE``."""
+        """The holds of the datasets this application persisted at ``StorageLevel.STORE``,
+        in the store of the driver's machine (on the ray backend too: a cluster's nodes
+        keep their blocks in their own stores, held for the application by no one else
+        yet, which only the driver's node's sweep could take; see docs/store.md)."""
         if self._levels is None:
             root = getattr(self.backing, "root", None)
             if root is None:
-                raise StoreError("StorageLevel.STORE: not on the ray backend yet (its blocks would sit in each "
-                                 "node's store with no hold of the driver's); use ctx.store.save/open there")
+                self._local = Store(self._ctx.config.store, app=self._ctx.app_id)
+                root = self._local.root
             self._levels = LevelHolds(root, self._ctx.app_id)
         return self._levels
 
@@ -56,6 +59,8 @@ class ContextStore:
                 self._levels.close()
         finally:
             self.backing.close()
+            if self._local is not None:
+                self._local.close()
 
     @property
     def path(self) -> str:

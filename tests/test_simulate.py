@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from strataflow import Context, StorageLevel
@@ -121,14 +121,24 @@ def traces(draw):
     return Trace("random", ops, draw(st.sampled_from([100, 200, 300, 500])), draw(st.sampled_from([0.0, 0.5])))
 
 
+# Found by hypothesis: opt bypasses a block never read again, so a later task's execution
+# memory takes the room; spark caches it, so execution is granted less (the protected
+# storage region), and the room it kept serves the next block's hits. Opt bounds the hits
+# of a policy that gave execution as much as it did, not of one that starved execution.
+_STARVES_EXECUTION = Trace("random", [("read", BlockId(1, 1), 100), ("plan", ()), ("exec", 250)]
+                           + [("read", BlockId(0, 0), 100)] * 5, 200, 0.5)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(traces())
+@example(_STARVES_EXECUTION)
 def test_random_traces_opt_bounds_and_accounting(trace):
     opt = BeladyModel(trace.capacity, trace.storage_fraction).run(trace)
     for name, cls in POLICIES.items():
         model = CacheModel(cls(), trace.capacity, trace.storage_fraction)
         tally = model.run(trace)
-        assert tally.memory_hit_bytes <= opt.memory_hit_bytes, name
+        if tally.exec_shortfall_bytes <= opt.exec_shortfall_bytes:
+            assert tally.memory_hit_bytes <= opt.memory_hit_bytes, name
         assert 0 <= model.storage_used == sum(model.mem.values())
         assert model.storage_used + model.exec_used <= trace.capacity
         assert set(model.mem) <= set(model.disk) | {b for b, _ in trace.reads()}

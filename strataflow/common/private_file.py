@@ -92,11 +92,13 @@ def open_private(path: str, flags: int) -> int:
 
 
 @contextmanager
-def atomic_write(path: str, sync: bool = False) -> Iterator[BinaryIO]:
+def atomic_write(path: str, sync: bool = False, prefix: str | None = None) -> Iterator[BinaryIO]:
     """A binary file object whose bytes appear at ``path`` (mode 0600) when the block
-    ends without error; ``sync`` flushes them to the device before the rename."""
+    ends without error; ``sync`` flushes them to the device before the rename. The
+    temporary file is ``<prefix>XXXX.tmp`` beside ``path`` (default prefix ``<name>.``;
+    a store gives a hidden one its sweep recognizes)."""
     directory, name = os.path.split(path)
-    fd, tmp = mkstemp_private(directory or ".", f"{name}.", ".tmp")
+    fd, tmp = mkstemp_private(directory or ".", f"{name}." if prefix is None else prefix, ".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fd = -1  # closed with fh from now on

@@ -44,7 +44,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-from strataflow.common.private_file import mkstemp_private
+from strataflow.common.private_file import atomic_write
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.storage.blocks.serde import get_serializer
 from strataflow.storage.mapped import layout, segment_file
@@ -111,24 +111,12 @@ def write_block(directory: str, dataset_id: str, partition: int, value: Any, aut
 
 
 def _write_file(directory: str, partition: int, views: list[memoryview]) -> str:
-    """``views`` as the block file of ``partition`` in ``directory``: a temporary name
-    (0600), fsync, rename. Its path."""
-    fd, tmp = mkstemp_private(directory, ".part-", ".tmp")
+    """``views`` as the block file of ``partition`` in ``directory``: a hidden temporary
+    name (0600, which the sweep removes if the writer dies), fsync, rename. Its path."""
     final = os.path.join(directory, block_name(partition))
-    try:
-        _write_all(fd, views)
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.rename(tmp, final)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_write(final, sync=True, prefix=".part-") as fh:
+        for v in views:
+            fh.write(v)
     return final
 
 
@@ -142,13 +130,6 @@ def _joined_ends(views: list[memoryview], length: int, spans: tuple[int, int]) -
         return memoryview(b"")
     data = b"".join(bytes(v) for v in views)  # records: the whole stream is pickled anyway
     return memoryview(data)
-
-
-def _write_all(fd: int, views: list[memoryview]) -> None:
-    for v in views:
-        while v.nbytes:
-            n = os.write(fd, v)
-            v = v[n:]
 
 
 def _rows(value: Any) -> int | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import cloudpickle
 
-from strataflow.common.private_file import make_private_dirs, mkstemp_private
+from strataflow.common.private_file import atomic_write, make_private_dirs
 from strataflow.lineage import ShuffleDependency
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.storage.level import StorageLevel
@@ -54,20 +54,10 @@ def write_lineage(root: str, dataset_id: str, data: bytes, auth: FrameAuth) -> N
     """Writes the pickled lineage, tagged, whole (temporary name, fsync, rename)."""
     d = lineage_dir(root)
     make_private_dirs(d)
-    fd, tmp = mkstemp_private(d, f".{dataset_id}.", ".tmp")  # its id: the sweep knows whose
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(auth.tag(_DOMAIN, dataset_id.encode(), data))
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.rename(tmp, _path(root, dataset_id))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # the temporary name holds the dataset's id: the sweep knows whose it is
+    with atomic_write(_path(root, dataset_id), sync=True, prefix=f".{dataset_id}.") as fh:
+        fh.write(auth.tag(_DOMAIN, dataset_id.encode(), data))
+        fh.write(data)
 
 
 def read_lineage(root: str, dataset_id: str, name: str, auth: FrameAuth) -> Any:

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import Counter
 
-from strataflow.common.private_file import make_private_dirs, mkstemp_private, open_private
+from strataflow.common.private_file import atomic_write, make_private_dirs, open_private
 
 __all__ = ["count_app", "bump", "counters", "apps", "COUNTERS"]
 
@@ -41,17 +41,8 @@ def _dir(root: str, *parts: str) -> str:
 def _replace(path: str, data: bytes) -> None:
     d = os.path.dirname(path)
     make_private_dirs(d)
-    fd, tmp = mkstemp_private(d, ".stats-", ".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_write(path, prefix=".stats-") as fh:
+        fh.write(data)
 
 
 def count_app(root: str, app: str, dataset: str | None = None, **deltas: int) -> None:

@@ -42,7 +42,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from strataflow.common.private_file import make_private_dirs, mkstemp_private
+from strataflow.common.private_file import atomic_write, make_private_dirs
 
 from strataflow.store.catalog import Entry, list_entries, publish, read_entry
 from strataflow.store.errors import StoreError
@@ -114,22 +114,9 @@ def victims(root: StoreRoot, tier: Tier, now: Callable[[], float] = time.time) -
 def _move(src: str, dst_dir: str) -> int:
     """Copies ``src`` into ``dst_dir`` (complete, fsynced, renamed), then unlinks ``src``."""
     make_private_dirs(dst_dir)
-    fd, tmp = mkstemp_private(dst_dir, ".move-", ".tmp")
-    try:
-        with open(src, "rb") as fin, os.fdopen(fd, "wb") as fout:
-            fd = -1
-            shutil.copyfileobj(fin, fout, 1 << 22)
-            fout.flush()
-            os.fsync(fout.fileno())
-        os.rename(tmp, os.path.join(dst_dir, os.path.basename(src)))
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with open(src, "rb") as fin, atomic_write(os.path.join(dst_dir, os.path.basename(src)), sync=True,
+                                               prefix=".move-") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 22)
     size = os.path.getsize(src)
     os.unlink(src)
     return size

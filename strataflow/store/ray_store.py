@@ -36,11 +36,11 @@ import ray
 from strataflow.lineage import SourceNode
 from strataflow.store.blockfile import import_block, read_block
 from strataflow.store.catalog import Entry, check_name
-from strataflow.store.errors import BlockCorrupt, DatasetExists, DatasetNotFound, StoreError
+from strataflow.store.errors import BlockCorrupt, DatasetNotFound, StoreError
 from strataflow.store.ray_server import head_node_id, node_root, server, servers
 from strataflow.store.root import tier_bytes
 from strataflow.store.source import find_block, root_for
-from strataflow.store.store import MODES, save_partition
+from strataflow.store.store import may_save, save_partition
 
 if TYPE_CHECKING:
     from strataflow.executor.task import TaskContext
@@ -78,13 +78,8 @@ class RayStore:
         if lineage:
             raise StoreError(f"store.save of {name!r}: lineage=True is not on the ray backend yet (a cluster "
                              f"dataset is never evicted from its nodes' last tier, so it has nothing to rebuild)")
-        if mode not in MODES:
-            raise StoreError(f"store.save: mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if mode != "overwrite" and self.exists(name):
-            if mode == "ignore":
-                return None
-            raise DatasetExists(f"store: a dataset named {name!r} exists already in the cluster's catalog; remove "
-                                f"it first, or save with mode='overwrite'")
+        if not may_save(self.exists, name, mode, " in the cluster's catalog"):
+            return None
         did = uuid.uuid4().hex
         try:
             t0 = time.perf_counter()

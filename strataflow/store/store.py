@@ -76,13 +76,8 @@ class Store:
         ``lineage``: keep the dataset's lineage, to rebuild it after an eviction."""
         check_name(name)
         pickled = dump_lineage(dataset, name) if lineage else None
-        if mode not in MODES:
-            raise StoreError(f"store.save: mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if mode != "overwrite" and self.exists(name):
-            if mode == "ignore":
-                return None
-            raise DatasetExists(f"store: a dataset named {name!r} exists already; remove it first, or save with "
-                                f"mode='overwrite'")
+        if not may_save(self.exists, name, mode):
+            return None
         did = uuid.uuid4().hex
         with gc_lock(self.path, exclusive=False):
             writer = WriterLock(self.path, did, name)
@@ -220,6 +215,20 @@ def _fsync_dir(path: str) -> None:
 def _size_hint(value: Any) -> int:
     n = getattr(value, "nbytes", None)
     return int(n) if isinstance(n, int) else 0
+
+
+def may_save(exists: Callable[[str], bool], name: str, mode: str, where: str = "") -> bool:
+    """Whether a save of ``name`` in ``mode`` goes ahead: False when ``ignore`` finds the
+    name taken; DatasetExists when ``error`` does; StoreError for an unknown mode. ``where``
+    names the catalog in the message (the cluster's)."""
+    if mode not in MODES:
+        raise StoreError(f"store.save: mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode != "overwrite" and exists(name):
+        if mode == "ignore":
+            return False
+        raise DatasetExists(f"store: a dataset named {name!r} exists already{where}; remove it first, or save with "
+                            f"mode='overwrite'")
+    return True
 
 
 def save_partition(root_path: str, dataset_id: str, split: int, value: Any) -> list[dict]:

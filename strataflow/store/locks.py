@@ -88,14 +88,7 @@ class WriterLock:
 
     def release(self) -> None:
         """Removes the lock file, then unlocks (call under the gc lock)."""
-        if self._fd < 0:
-            return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        os.close(self._fd)
-        self._fd = -1
+        self._fd = _unlink_and_unlock(self.path, self._fd)
 
 
 class Lease:
@@ -111,12 +104,7 @@ class Lease:
     def release(self) -> None:
         if self._fd < 0:
             return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        os.close(self._fd)
-        self._fd = -1
+        self._fd = _unlink_and_unlock(self.path, self._fd)
         try:
             os.rmdir(os.path.dirname(self.path))  # the last lease of the dataset (a new one remakes it)
         except OSError:
@@ -127,3 +115,17 @@ class Lease:
             self.release()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _unlink_and_unlock(path: str, fd: int) -> int:
+    """Removes a held lock file, then closes (unlocks) it: in that order, so no one takes
+    the lock of a file about to go. Returns -1, the closed descriptor (nothing if ``fd``
+    is -1 already)."""
+    if fd < 0:
+        return -1
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+    return -1

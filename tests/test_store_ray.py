@@ -55,6 +55,13 @@ with Context(backend="ray", executors=2, memory="64MB", progress=False, store=st
     print(json.dumps({"nodes": [p["node"] for p in entry.partitions]}), flush=True)
 """
 
+# A with one executor: every block in one node's store
+_A_ONE_NODE = _PRELUDE + r"""
+with Context(backend="ray", executors=1, memory="64MB", progress=False, store=store) as c:
+    entry = c.store.save(c.parallelize(range(8), 8).map_partitions_with_index(lambda i, it: part(i)), "points")
+    print(json.dumps({"nodes": [p["node"] for p in entry.partitions]}), flush=True)
+"""
+
 # B: one executor (on one of the two nodes); reads every partition twice
 _B = _PRELUDE + r"""
 with Context(backend="ray", executors=1, memory="64MB", progress=False, store=store) as c:
@@ -117,6 +124,42 @@ def test_b_opens_by_name_what_a_saved_reading_the_other_nodes_store(cluster, tmp
     assert removed["after_rm"] == [] and all(not s["held"] for s in removed["stats3"])
     for n in workers:
         assert _blocks(roots[n]) == {}
+
+
+# B: an executor on each worker node; a task waits for its block's node however long that
+# takes (no timing in the outcome): every partition is read where its block lies
+_B_LOCAL = _PRELUDE + r"""
+from waits import HANG_S
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store, locality_wait=HANG_S) as c:
+    ds = c.store.open("points")
+    ran = ds.map_partitions_with_index(
+        lambda i, a: [(i, ray.get_runtime_context().get_node_id(), float(a.sum()))]).collect()
+    print(json.dumps({"ran": ran, "executors": sorted(h.node_id for h in c.fleet.live()),
+                      "stats": c.store.backing.stats()}), flush=True)
+    c.store.rm("points")
+"""
+
+
+@pytest.mark.parametrize("saver", ["both nodes", "one node"])
+def test_tasks_run_on_the_node_that_holds_their_block_nothing_fetched(cluster, tmp_path, saver):  # noqa: F811
+    """With a free executor on every node, each task of B's read runs on the node the
+    catalog names for its block (its preferred location) and maps it there: no block
+    crosses between nodes (the servers count what they serve). With every block on one
+    node, B's executor on the other node gets none of the tasks (spread over both, half
+    would fetch). The first test is the other case: B's one executor has no peer on the
+    other node, so those partitions run on it at once and are fetched."""
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    (saved,) = _driver(_A if saver == "both nodes" else _A_ONE_NODE, cluster, store, str(marks))
+    by_node = saved["nodes"]
+    assert len(set(by_node)) == (2 if saver == "both nodes" else 1)
+    (got,) = _driver(_B_LOCAL, cluster, store, str(marks))
+    assert got["executors"] == sorted({n.node_id for n in cluster.nodes})  # one executor per worker node
+    assert sorted(i for i, _, _ in got["ran"]) == list(range(8))
+    assert {i: node for i, node, _ in got["ran"]} == dict(enumerate(by_node))  # each where its block lies
+    assert [s for _, _, s in sorted(got["ran"])] == [float(np.arange(i * 1000, (i + 1) * 1000).sum())
+                                                     for i in range(8)]
+    assert sum(s["served"] for s in got["stats"]) == 0  # nothing fetched from another node
 
 
 def test_a_block_damaged_in_the_other_nodes_store_is_refused_not_served(cluster, tmp_path):  # noqa: F811

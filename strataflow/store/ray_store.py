@@ -170,6 +170,13 @@ class RayStoreSource(SourceNode):
         self.nodes = [p.get("node") for p in entry.partitions]
         self.digests = [p.get("digest") for p in entry.partitions]
 
+    #: each partition prefers the node the catalog names for its block (the scheduler's
+    #: ``located_nodes``): read there, mapped, nothing fetched
+    located = True
+
+    def preferred_nodes(self, split: int) -> list[str]:
+        return [self.nodes[split]] if self.nodes[split] else []
+
     def compute(self, split: int, tc: "TaskContext | None") -> Any:
         node = _this_node()
         root = root_for(node_root(self.template, node))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -74,8 +75,10 @@ with Context(backend="ray", executors=1, memory="64MB", progress=False, store=st
     ok = all(np.array_equal(first[i], part(i)) for i in range(8))
     data = os.path.join(store.replace("{node}", node[:12]), "data")
     files = {d: sorted(os.listdir(os.path.join(data, d))) for d in os.listdir(data)}
+    m = c.metrics()["store"]
     print(json.dumps({"ok": ok, "sums": again, "node": node, "stats1": stats1, "stats2": stats2,
-                      "names": [e.name for e in c.store.ls()], "files": files}), flush=True)
+                      "names": [e.name for e in c.store.ls()], "files": files,
+                      "figures": {k: m[k] for k in ("fetches", "app", "nodes", "tiers", "datasets")}}), flush=True)
     c.store.rm("points")
     print(json.dumps({"after_rm": [e.name for e in c.store.ls()], "stats3": c.store.backing.stats()}), flush=True)
 """
@@ -118,6 +121,16 @@ def test_b_opens_by_name_what_a_saved_reading_the_other_nodes_store(cluster, tmp
     assert served.get(got["node"], 0) == 0
     # the second pass read the copies B's node cached: nothing more crossed
     assert {s["node"]: s["served"] for s in got["stats2"]} == served
+    # the figures: fetches between nodes, B's reads (two passes) and fetches, bytes per node's store
+    figures = got["figures"]
+    assert figures["fetches"] == len(elsewhere)
+    app = figures["app"]
+    assert (app["opens"], app["block_reads"], app["fetches"]) == (1, 16, len(elsewhere))
+    assert app["bytes_fetched"] > 0 and app["datasets"] == {"points": 16}
+    assert {n[:12] for n in workers} <= set(figures["nodes"])
+    assert sum(figures["tiers"].values()) == sum(sum(n["tiers"].values()) for n in figures["nodes"].values()) > 0
+    assert figures["nodes"][got["node"][:12]]["served"] == 0
+    assert figures["datasets"]["points"]["nodes"] == {n[:12]: by_node.count(n) for n in workers}
     (files,) = got["files"].values()  # B's node's store: its own blocks and the copies
     assert files == [f"part-{i:05d}.sfb" for i in range(8)]
     # rm: the cluster's catalog forgets it, every node lets its blocks go
@@ -193,3 +206,73 @@ with Context(backend="ray", executors=1, memory="64MB", progress=False, store=st
     assert out["error"] and "BlockCorrupt" in out["error"] and "'points'" in out["error"]
     assert "fails its checksum" in out["error"] and "does not serve it" in out["error"]
     assert sum(s["served"] for s in stats["stats"]) == 0
+
+
+# A saves one dataset twice: with its lineage and without
+_A_LINEAGE = _PRELUDE + r"""
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    ds = c.parallelize(range(8), 8).map_partitions_with_index(lambda i, it: part(i))
+    lin, bare = c.store.save(ds, "lin", lineage=True), c.store.save(ds, "bare")
+    print(json.dumps({"lin": lin.id, "bare": bare.id, "lineage": [lin.lineage, bare.lineage],
+                      "nodes": sorted({p["node"] for p in lin.partitions + bare.partitions})}), flush=True)
+"""
+
+# B opens both after their blocks were lost on every node
+_B_LINEAGE = _PRELUDE + r"""
+from strataflow.store.errors import DatasetEvicted
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    seen = []
+    c.events.subscribe(seen.append)
+    try:
+        c.store.open("bare")
+        err = None
+    except DatasetEvicted as exc:
+        err = str(exc)
+    got = c.store.open("lin").collect_partitions()
+    entry = c.store.info("lin")
+    m = c.metrics()["store"]
+    lineage_dir = os.path.join(c.store.path, "cluster", "lineage")
+    print(json.dumps({"err": err, "ok": all(np.array_equal(got[i], part(i)) for i in range(8)), "id": entry.id,
+                      "rebuilds": entry.rebuilds, "lineage": entry.lineage, "lineage_files": os.listdir(lineage_dir),
+                      "events": [e["event"] for e in seen if e["event"].startswith("Store")],
+                      "figures": {k: m[k] for k in ("rebuilds", "app", "datasets")}}), flush=True)
+    c.store.rm("lin")
+    c.store.rm("bare")
+    print(json.dumps({"lineage_files": os.listdir(lineage_dir)}), flush=True)
+"""
+
+
+def test_a_dataset_lost_on_every_node_is_rebuilt_from_its_lineage_or_refused_without(cluster, tmp_path):  # noqa: F811
+    """A saves ``lin`` with ``lineage=True`` (kept beside the cluster's catalog) and
+    ``bare`` without; every node's store then loses their blocks (a node wiped). B's
+    ``open("bare")`` raises DatasetEvicted saying it has no lineage; ``open("lin")``
+    rebuilds it (one job in B's executors), reads it right and counts the rebuild: the
+    entry's, the store's and B's figures. ``rm`` drops the lineage files."""
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    (saved,) = _driver(_A_LINEAGE, cluster, store, str(marks))
+    assert saved["lineage"] == [True, False]
+    for n in saved["nodes"]:  # every block of both, on every node that holds some
+        root = store.replace("{node}", n[:12])
+        for did in (saved["lin"], saved["bare"]):
+            shutil.rmtree(os.path.join(root, "data", did))
+    got, after = _driver(_B_LINEAGE, cluster, store, str(marks))
+    assert "'bare'" in got["err"] and "saved without lineage, so it cannot be rebuilt" in got["err"]
+    assert "lost the blocks of partitions [0, 1, 2, 3, 4, 5, 6, 7]" in got["err"]
+    assert got["ok"] and got["lineage"] and got["rebuilds"] == 1 and got["id"] != saved["lin"]
+    assert got["lineage_files"] == [f"{got['id']}.pkl"]  # the old id's went with it
+    assert got["events"] == ["StoreRebuild", "StoreOpen"]
+    figures = got["figures"]
+    assert figures["rebuilds"] == 1 and figures["datasets"]["lin"]["rebuilds"] == 1
+    assert (figures["app"]["rebuilds"], figures["app"]["saves"], figures["app"]["opens"]) == (1, 1, 1)
+    assert figures["app"]["block_reads"] == 8
+    assert after["lineage_files"] == []
+
+
+def test_the_report_shows_the_fetches_between_nodes():
+    from strataflow.report.store_rows import store_rows
+
+    rows = store_rows([{"event": "StoreFigures", "app": {}, "tiers": {"mem": 0}, "fetches": 3,
+                        "bytes_fetched": 3 << 20}], {})
+    (row,) = [r for r in rows if r.key == "store_fetches"]
+    assert row.value == 3 and row.text == "3 (3.00 MiB)"

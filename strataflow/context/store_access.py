@@ -100,8 +100,7 @@ class ContextStore:
 
     def figures(self) -> dict:
         """The store's figures (``Store.figures``), with this application's own (``app``)."""
-        figures = getattr(self.backing, "figures", None)
-        out = figures() if figures is not None else {"apps": {}}  # the cluster's store keeps none yet
+        out = self.backing.figures()
         out["app"] = out["apps"].get(self._ctx.app_id, {})
         return out
 
@@ -182,5 +181,5 @@ def _open_store(config: "Config", app: str) -> Any:
     if backend_class(config.backend).ships_by == SHIPS_BY_OBJECT_STORE:
         from strataflow.store.ray_store import RayStore
 
-        return RayStore(config.store)
+        return RayStore(config.store, app=app)
     return Store(config.store, app=app)

@@ -276,3 +276,50 @@ def test_the_report_shows_the_fetches_between_nodes():
                         "bytes_fetched": 3 << 20}], {})
     (row,) = [r for r in rows if r.key == "store_fetches"]
     assert row.value == 3 and row.text == "3 (3.00 MiB)"
+
+
+def test_store_level_blocks_are_held_on_every_node_by_its_server(cluster, tmp_path):  # noqa: F811
+    """``persist(StorageLevel.STORE)`` on the cluster: each executor writes its blocks into
+    its own node's store and that node's server holds them, so another user of that
+    store (its start sweeps) leaves them; the next pass reads each from there where its
+    task runs on the block's node (a task on the other node misses: STORE blocks have no
+    locality on Ray yet); ``unpersist`` lets them go on every node."""
+    from strataflow import Context, StorageLevel
+    from strataflow.store import Store
+    from strataflow.store.level_blocks import level_id
+
+    store = str(tmp_path / "store-{node}")
+    roots = {n.node_id: store.replace("{node}", n.node_id[:12]) for n in cluster.nodes}
+    dirs = {k: tmp_path / k for k in ("local", "shuffle")}
+    for d in dirs.values():
+        d.mkdir()
+    with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store,
+                 local_dirs=[str(dirs["local"])], shuffle_dirs=[str(dirs["shuffle"])]) as c:
+        ds = c.parallelize(range(8), 8).map_partitions_with_index(
+            lambda i, it: np.full((250, 4), float(i))).persist(StorageLevel.STORE)
+        assert ds.map_partitions(lambda a: [float(a.sum())]).collect() == [1000.0 * i for i in range(8)]
+        lid = level_id(c.app_id, ds.id)
+        placed = {n: _blocks(r).get(lid, []) for n, r in roots.items()}
+        assert all(placed.values()) and sum(map(len, placed.values())) == 8  # blocks on both nodes' stores
+        for n, r in roots.items():  # another user of each node's store: its start sweeps what no one holds
+            assert lid not in Store(r).swept["datasets"]
+            assert _blocks(r).get(lid, []) == placed[n]
+        held = {s["node"]: s["held"] for s in c.store.backing.stats()}
+        assert all(lid in held[n] for n in roots)
+        m0 = c.metrics()
+        ran = ds.map_partitions_with_index(
+            lambda i, a: [(i, ray_node(), float(a.sum()))]).collect()
+        m1 = c.metrics()
+        assert [s for _, _, s in ran] == [1000.0 * i for i in range(8)]
+        local = sum(1 for i, node, _ in ran if f"part-{i:05d}.sfb" in placed[node])
+        assert m1["store_hits"] - m0["store_hits"] == local and m1["misses"] - m0["misses"] == 8 - local
+        ds.unpersist()
+        assert all(lid not in s["held"] for s in c.store.backing.stats())
+        for r in roots.values():
+            assert lid not in _blocks(r)
+
+
+def ray_node() -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()

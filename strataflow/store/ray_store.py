@@ -56,6 +56,7 @@ from strataflow.store.blockfile import import_block, read_block
 from strataflow.store.catalog import Entry, check_name
 from strataflow.store.errors import BlockCorrupt, DatasetEvicted, DatasetNotFound, StoreError
 from strataflow.store.ray_figures import merge_figures
+from strataflow.store.ray_level import RayLevelHolds
 from strataflow.store.ray_server import alive_nodes, head_node_id, node_root, server, servers
 from strataflow.store.rebuild import dump_lineage
 from strataflow.store.root import tier_bytes
@@ -219,6 +220,10 @@ class RayStore:
         """Bytes per tier of every node's store."""
         got = ray.get([s.usage.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
         return [u for per_node in got for u in per_node]
+
+    def level_holds(self, app: str) -> Any:
+        """The driver's holds of ``app``'s ``StorageLevel.STORE`` blocks (``ray_level.py``)."""
+        return RayLevelHolds(self.template, app)
 
     def balance(self) -> list[dict]:
         """Every node's ``balance`` of its own store (the datasets of its own catalog: a

@@ -269,6 +269,33 @@ def test_a_dataset_lost_on_every_node_is_rebuilt_from_its_lineage_or_refused_wit
     assert after["lineage_files"] == []
 
 
+def test_a_dataset_whose_node_left_the_cluster_is_rebuilt_from_its_lineage(cluster, tmp_path):  # noqa: F811
+    """A saves on three nodes; the third leaves the cluster (removed, not gracefully), its
+    store with it. B finds the partitions that lay there lost: ``bare`` is refused,
+    naming that node, ``lin`` is rebuilt on the nodes left; ``rm`` does not wait for the
+    gone node's server."""
+    import ray
+
+    from waits import wait_for
+
+    node = cluster.add_node()
+    try:
+        store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+        marks.mkdir()
+        (saved,) = _driver(_A_LINEAGE.replace("executors=2", "executors=3"), cluster, store, str(marks))
+        assert node.node_id in saved["nodes"]  # SPREAD: blocks on the third node too
+        cluster.cluster.remove_node(node, allow_graceful=False)
+        wait_for(lambda: node.node_id not in {n["NodeID"] for n in ray.nodes() if n["Alive"]},
+                 what="the removed node to be seen dead")
+        got, after = _driver(_B_LINEAGE, cluster, store, str(marks))
+        assert "'bare'" in got["err"] and node.node_id[:12] in got["err"] and "without lineage" in got["err"]
+        assert got["ok"] and got["rebuilds"] == 1 and got["figures"]["app"]["rebuilds"] == 1
+        assert after["lineage_files"] == []
+    finally:
+        if node in cluster.cluster.worker_nodes:
+            cluster.cluster.remove_node(node, allow_graceful=False)
+
+
 def test_the_report_shows_the_fetches_between_nodes():
     from strataflow.report.store_rows import store_rows
 

@@ -155,3 +155,16 @@ def test_mixed_verdict_holds_auto_to_the_best_single_level_within_0_9():
 def _run(workload: str, level: str, repeat: int, seconds: float, pressure: float = 4.0) -> dict:
     return {"experiment": "auto", "workload": workload, "api": "batches", "level": level, "pressure": pressure,
             "repeat": repeat, "total_s": seconds, "result_check": "ok"}
+
+
+def test_levels_chosen_per_dataset_by_hand(mixed_dir):
+    """``level_of`` persists each named dataset at its own level (the hand-made choice a
+    benchmark compares AUTO and the single levels with); a misspelt dataset is refused."""
+    r = run_workload("mixed", mixed_dir, level="MEMORY_AND_DISK", memory=MEMORY, parallelism=2, iterations=2,
+                     level_of={"signals": "MEMORY_ONLY", "features": "MEMORY_AND_DISK_MMAP"})
+    assert r["result_check"] == "ok"
+    levels = {d["name"].split("#")[0]: d["level"] for d in r["storage"]}
+    assert levels == {"signals (cheap)": "MEMORY_ONLY", "features (dear)": "MEMORY_AND_DISK_MMAP",
+                      "records": "MEMORY_AND_DISK", "events (Arrow)": "MEMORY_AND_DISK"}
+    with pytest.raises(ValueError, match="no dataset.*'points'"):
+        run_workload("mixed", mixed_dir, level="MEMORY_ONLY", parallelism=2, level_of={"points": "DISK_ONLY"})

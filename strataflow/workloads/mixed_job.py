@@ -127,13 +127,20 @@ def _merge(parts: list[dict]) -> dict:
 
 def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None, serializer=None,
         iterations: int = 10, seed: int = 0, k: int | None = None, rounds: int = 3, num_partitions: int | None = None,
-        check: bool = True) -> Outcome:
+        check: bool = True, level_of: dict[str, str] | None = None) -> Outcome:
+    """``level_of``: levels of some datasets by their first word (``signals``, ``features``,
+    ``records``, ``events``) in place of ``level``: a per-dataset choice made by hand, to
+    measure what choosing per dataset can gain over any single level."""
     from strataflow.storage.level import StorageLevel
 
     if api != "batches":
         raise ValueError("mixed: the pipeline holds records and batches by design (its datasets fix their forms); "
                          f"run it with api='batches', not {api!r}")
     level = StorageLevel.NONE if level is None else StorageLevel.parse(level)
+    unknown = set(level_of or {}) - {"signals", "features", "records", "events"}
+    if unknown:
+        raise ValueError(f"mixed: level_of names no dataset {sorted(unknown)}; its datasets are signals, features, "
+                         "records and events")
     k = k or manifest["clusters"]
     n = num_partitions or 4 * ctx.default_parallelism
     sig_path, rec_path, ev_path = _paths(data_dir, manifest)
@@ -145,7 +152,7 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
     for ds, name in ((signals, "signals (cheap)"), (features, "features (dear)"), (records, "records"),
                      (events, "events (Arrow)")):
         ds.name = name
-        ds.persist(level, serializer)
+        ds.persist(StorageLevel.parse((level_of or {}).get(name.split()[0], level)), serializer)
     stage: dict[str, float] = {}
     t0 = time.perf_counter()
     init = sample_centres(features, k, seed)[:, 1:]  # computes and caches signals and features

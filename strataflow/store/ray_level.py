@@ -25,7 +25,7 @@ from typing import Any
 import ray
 
 from strataflow.store.level_blocks import StoreLevelBlocks, level_id
-from strataflow.store.ray_server import node_root, server, servers
+from strataflow.store.ray_server import holder, node_root, server, servers
 
 __all__ = ["RayLevelBlocks", "RayLevelHolds"]
 
@@ -44,7 +44,7 @@ class RayLevelBlocks(StoreLevelBlocks):
     def put(self, bid: Any, value: Any, label: str) -> int:
         did = level_id(self.app, bid.dataset_id)
         if did not in self._held:  # held before the first block is written: no sweep sees it unheld
-            ray.get(server(self.template, self.node_id).hold.remote(did), timeout=_CALL_S)
+            ray.get(server(self.template, self.node_id).hold.remote(did, holder()), timeout=_CALL_S)
             self._held.add(did)
         return super().put(bid, value, label)
 

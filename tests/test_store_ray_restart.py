@@ -1,0 +1,181 @@
+"""The store on Ray outlives the cluster, and no application's hold outlives the application
+(issue 42: "a store killed with kill -9 restarts and serves every published dataset"; on a
+cluster its store servers are the store).
+
+Clusters of their own (``test_ray_backend.private_ray``: the private network namespace and
+Ray's temp dir as there), two worker nodes each named by a Ray label
+(``strataflow-store-node``), the head too (its store keeps the catalog), so that their stores (``store-{node}``) are at the same paths
+when the cluster is started again: the node ids are new at every start, the labels are
+not, as the paths of a real cluster's nodes (their own ``/dev/shm``) are not.
+
+- A saves on both nodes and exits; the whole cluster is shut down (every server gone);
+  a new cluster starts over the same stores; B opens the dataset by name and reads every
+  partition right, on the node holding it: no rebuild, nothing fetched, and each node's
+  new server held the blocks before its first sweep.
+- A driver killed with ``kill -9`` while it holds a ``STORE`` dataset's blocks and has a
+  save half done: the servers see its job ended and let both go (the blocks swept), while
+  the dataset it published before stays held.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from test_ray_backend import REPO, SimCluster, private_ray, wait_ray_gone
+from test_store_ray import _A, _PRELUDE, _blocks, _driver
+from waits import HANG_S, wait_for
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray is not installed (pip install strataflow[ray])")
+
+LABEL = "strataflow-store-node"
+NAMES = ["n1", "n2"]
+
+
+@pytest.fixture(scope="module")
+def ray_env():
+    with private_ray() as sims:
+        yield sims
+
+
+def _start(sims: list) -> SimCluster:
+    for old in sims:
+        old.shutdown()
+    sim = SimCluster(os.environ["RAY_TMPDIR"], labels=[{LABEL: n} for n in NAMES], head_labels={LABEL: "head"},
+                     client_port=None)
+    sims.append(sim)
+    return sim
+
+
+def _current(sims: list) -> SimCluster:
+    live = [s for s in sims if s.cluster is not None]
+    return live[-1] if live else _start(sims)
+
+
+# B: an executor on each node; every partition waits for its block's node
+_B_AFTER = _PRELUDE + r"""
+from waits import HANG_S
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store, locality_wait=HANG_S) as c:
+    ds = c.store.open("points")
+    ran = ds.map_partitions_with_index(
+        lambda i, a: [(i, ray.get_runtime_context().get_node_id(), bool(np.array_equal(a, part(i))))]).collect()
+    entry = c.store.info("points")
+    print(json.dumps({"ran": ran, "id": entry.id, "rebuilds": entry.rebuilds, "stats": c.store.backing.stats(),
+                      "rebuilt": c.metrics()["store"]["app"].get("rebuilds", 0)}), flush=True)
+"""
+
+
+def test_the_catalog_and_its_blocks_outlive_the_cluster(ray_env, tmp_path):
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    roots = {n: store.replace("{node}", n) for n in NAMES}
+    sim = _start(ray_env)
+    (saved,) = _driver(_A, sim, store, str(marks))
+    label_of = {node.node_id: name for node, name in zip(sim.nodes, NAMES)}
+    placed = {label_of[n] for n in saved["nodes"]}
+    assert placed == set(NAMES)  # blocks in both nodes' stores
+    before = {n: _blocks(r) for n, r in roots.items()}
+    (did,) = {d for b in before.values() for d in b}
+    idents = {n: open(os.path.join(r, "store-id")).read() for n, r in roots.items()}
+    assert len(set(idents.values())) == 2
+    assert all(os.stat(os.path.join(r, "store-id")).st_mode & 0o777 == 0o600 for r in roots.values())
+
+    # the whole cluster goes: every server with it
+    ray_env[-1].shutdown()
+    assert wait_ray_gone(os.environ["RAY_TMPDIR"]) == []
+    assert {n: _blocks(r) for n, r in roots.items()} == before
+
+    sim = _start(ray_env)  # new node ids, the same labels, so the same stores
+    assert not {n.node_id for n in sim.nodes} & set(label_of)
+    (got,) = _driver(_B_AFTER, sim, store, str(marks))
+    assert got["id"] == did and got["rebuilds"] == 0 and got["rebuilt"] == 0  # opened, not rebuilt
+    label_now = {node.node_id: name for node, name in zip(sim.nodes, NAMES)}
+    assert sorted(i for i, _, _ in got["ran"]) == list(range(8)) and all(ok for _, _, ok in got["ran"])
+    for i, node, _ in got["ran"]:  # each partition read on the node whose store holds its block
+        assert f"part-{i:05d}.sfb" in before[label_now[node]][did]
+    assert sum(s["served"] for s in got["stats"]) == 0  # nothing fetched
+    by_store = {s["store"]: s for s in got["stats"]}
+    for n in NAMES:  # each node's new server held the dataset from its start (before its sweep)
+        assert did in by_store[idents[n]]["reheld"] and did in by_store[idents[n]]["held"]
+    assert {n: _blocks(r) for n, r in roots.items()} == before  # swept at the servers' start: nothing gone
+
+
+# D: publishes "kept", persists a dataset at STORE on both nodes, says so, then starts a
+# save whose partition 7 waits for a file no one makes: the test kills D meanwhile
+_D = _PRELUDE + r"""
+from strataflow import StorageLevel
+from waits import hold_until
+
+def hang_last(i, it):
+    if i == 7:
+        open(os.path.join(marks, "started"), "w").close()
+        hold_until(os.path.join(marks, "never"))
+    return part(i)
+
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    kept = c.store.save(c.parallelize(range(4), 4).map_partitions_with_index(lambda i, it: part(i)), "kept")
+    cached = c.parallelize(range(8), 8).map_partitions_with_index(lambda i, it: part(i)).persist(StorageLevel.STORE)
+    cached.count()
+    print(json.dumps({"kept": kept.id, "app": c.app_id, "cached": cached.id}), flush=True)
+    c.store.save(c.parallelize(range(8), 8).map_partitions_with_index(hang_last), "half")
+"""
+
+
+def test_the_holds_of_a_driver_killed_go_with_it(ray_env, tmp_path):
+    import ray
+
+    from strataflow.store.level_blocks import level_id
+    from strataflow.store.ray_server import servers
+
+    sim = _current(ray_env)
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    roots = [store.replace("{node}", n) for n in NAMES]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests"), *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.Popen([sys.executable, "-c", _D, sim.cluster.address, store, str(marks)], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        said = json.loads(proc.stdout.readline())
+        lvl = level_id(said["app"], said["cached"])
+
+        def half_written() -> set[str]:  # the half-done save's blocks: 7 of its 8, on the nodes' stores
+            ids = {d for r in roots for d in _blocks(r) if d not in (said["kept"], lvl)}
+            n = sum(len(_blocks(r).get(d, [])) for r in roots for d in ids)
+            return ids if n == 7 and (marks / "started").exists() else set()
+
+        (half,) = wait_for(half_written, what="the half-done save's seven blocks")
+        assert sum(len(_blocks(r).get(lvl, [])) for r in roots) == 8
+        held = {d for s in ray.get([s.stats.remote() for s in servers(store).values()]) for d in s["held"]}
+        assert {said["kept"], lvl, half} <= held
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+
+    def let_go() -> bool:
+        held = {d for s in ray.get([s.stats.remote() for s in servers(store).values()]) for d in s["held"]}
+        on_disk = {d for r in roots for d in _blocks(r)}
+        return not ({lvl, half} & held) and not ({lvl, half} & on_disk)
+
+    wait_for(let_go, timeout=2 * HANG_S, what="the servers to let the killed driver's holds go and sweep its blocks",
+             interval=0.2)
+    stats = {os.path.realpath(s["path"]): s for s in ray.get([s.stats.remote() for s in servers(store).values()])}
+    with_kept = [r for r in roots if _blocks(r).get(said["kept"])]
+    assert sum(len(_blocks(r)[said["kept"]]) for r in with_kept) == 4  # published: held for the catalog
+    assert all(said["kept"] in stats[os.path.realpath(r)]["held"] for r in with_kept)
+    entry = _driver(_PRELUDE + r"""
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    got = c.store.open("kept").collect_partitions()
+    print(json.dumps({"ok": all(np.array_equal(got[i], part(i)) for i in range(4))}), flush=True)
+    c.store.rm("kept")
+""", sim, store, str(marks))
+    assert entry == [{"ok": True}]
+    assert not any(_blocks(r) for r in roots)

@@ -13,9 +13,9 @@ machine) cannot reach: another node's sweep would take them. So:
 - the driver (:class:`RayLevelHolds`) releases that id on every node's server at
   ``unpersist`` and at the Context's end; each server then sweeps its store.
 
-An application whose driver dies without stopping its Context leaves its holds with the
-servers until the cluster ends (the servers cannot tell a driver gone from a quiet one;
-the same holds for a save whose driver dies mid-way: ``docs/store.md``).
+The holds are the application's (its Ray job's: ``ray_holds.py``): a driver that dies
+without stopping its Context (``kill -9``) leaves nothing held, for each server lets go of
+the holds of a job Ray marks ended, and sweeps.
 """
 
 from __future__ import annotations

@@ -13,7 +13,13 @@ the server is what the rest of the cluster talks to:
 - ``hold``/``release``: the leases that keep a cluster dataset's blocks in this node's
   store while the dataset is published (the node's own catalog does not name it, so its
   sweep would otherwise take them): a save's task takes one before it writes, a fetch
-  before it caches a copy, and ``rm`` (or a failed save) releases them on every node;
+  before it caches a copy, and ``rm`` (or a failed save) releases them on every node.
+  Each hold is for the job (application) that asked, or for the catalog
+  (``ray_holds.Holds``); ``reap`` (every ``STRATAFLOW_STORE_REAP_S`` seconds, default 5)
+  lets go of what only ended jobs held, unless the catalog names it;
+- its store's *identity* (``ray_holds.store_ident``, a file in the store): the catalog's
+  entries name nodes by it, and a server starting over a store the catalog names (a
+  cluster started again) holds those datasets before its first sweep;
 - the *catalog* of the cluster: the head node's server keeps the published entries in
   ``<its store>/cluster/catalog/`` (``catalog.py``'s files and keyed tags, with the head
   store's key): one place every driver of the cluster asks, apart from the names of

@@ -4,8 +4,9 @@
 
 Saving. Each partition's task writes its block into the store of the node it runs on
 (``store.save_partition``, as on one machine) after that node's store server
-(``ray_server.py``) took a lease on the dataset, and returns where it lies (the node) and
-its extent's digest; when every block is written the entry is published in the cluster's
+(``ray_server.py``) took a lease on the dataset for this application, and returns where
+it lies (the node, and its store's identity, ``ray_holds.store_ident``: the catalog names
+nodes by it, so it outlives the cluster) and its extent's digest; when every block is written the entry is published in the cluster's
 catalog (the head node's server) in one rename, as locally: visible when complete. A
 failed save releases the dataset on every node, whose sweep then removes its blocks.
 
@@ -18,8 +19,9 @@ store key), writes them into its own node's store under *its* key (``import_bloc
 a lease there, and reads them mapped like any local block. Later reads on that node are
 local: a block crosses the network once per node.
 
-Where tasks run. The source names, per partition, the node the entry records
-(``preferred_nodes``): the scheduler sends the task to an executor on that node when one is
+Where tasks run. The source names, per partition, the live node whose store has the
+identity the entry records (``RayStore._where``: every live node's server asked, started
+where none runs; ``preferred_nodes``): the scheduler sends the task to an executor on that node when one is
 free (``scheduler/dag.py``'s ``located_nodes``), so a read fetches only what lies on a
 node with no executor of the application (or after the locality wait).
 

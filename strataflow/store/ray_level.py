@@ -35,6 +35,10 @@ _CALL_S = 120.0
 class RayLevelBlocks(StoreLevelBlocks):
     """An executor's ``STORE`` blocks on a Ray node (see the module)."""
 
+    #: only this node's executors read its store: the block master is told where the
+    #: blocks lie (``peer_blocks.locate``), tasks go to them, others fetch them from here
+    located = True
+
     def __init__(self, template: str | None, app: str, node_id: str) -> None:
         super().__init__(node_root(template, node_id), app)
         self.template = template

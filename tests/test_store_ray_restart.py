@@ -68,7 +68,8 @@ with Context(backend="ray", executors=2, memory="64MB", progress=False, store=st
         lambda i, a: [(i, ray.get_runtime_context().get_node_id(), bool(np.array_equal(a, part(i))))]).collect()
     entry = c.store.info("points")
     print(json.dumps({"ran": ran, "id": entry.id, "rebuilds": entry.rebuilds, "stats": c.store.backing.stats(),
-                      "rebuilt": c.metrics()["store"]["app"].get("rebuilds", 0)}), flush=True)
+                      "rebuilt": c.metrics()["store"]["app"].get("rebuilds", 0),
+                      "fig_nodes": c.metrics()["store"]["datasets"]["points"]["nodes"]}), flush=True)
 """
 
 
@@ -101,6 +102,8 @@ def test_the_catalog_and_its_blocks_outlive_the_cluster(ray_env, tmp_path):
     for i, node, _ in got["ran"]:  # each partition read on the node whose store holds its block
         assert f"part-{i:05d}.sfb" in before[label_now[node]][did]
     assert sum(s["served"] for s in got["stats"]) == 0  # nothing fetched
+    node_now = {name: node for node, name in label_now.items()}  # the figures name this cluster's nodes
+    assert got["fig_nodes"] == {node_now[n][:12]: len(before[n][did]) for n in NAMES}
     by_store = {s["store"]: s for s in got["stats"]}
     for n in NAMES:  # each node's new server held the dataset from its start (before its sweep)
         assert did in by_store[idents[n]]["reheld"] and did in by_store[idents[n]]["held"]
@@ -179,3 +182,35 @@ with Context(backend="ray", executors=2, memory="64MB", progress=False, store=st
 """, sim, store, str(marks))
     assert entry == [{"ok": True}]
     assert not any(_blocks(r) for r in roots)
+
+
+def test_a_stores_identity_is_made_once_private_and_kept(tmp_path):
+    from strataflow.store.ray_holds import IDENT_FILE, store_ident
+
+    d = tmp_path / "s"
+    d.mkdir(mode=0o700)
+    first = store_ident(str(d))
+    assert len(first) == 32 and store_ident(str(d)) == first
+    assert os.stat(d / IDENT_FILE).st_mode & 0o777 == 0o600
+    assert sorted(os.listdir(d)) == [IDENT_FILE]  # no temporary file left
+    other = tmp_path / "t"
+    other.mkdir(mode=0o700)
+    assert store_ident(str(other)) != first
+
+
+def test_holds_of_ended_jobs_go_unless_the_catalog_names_them(tmp_path):
+    from strataflow.store.ray_holds import Holds
+
+    d = tmp_path / "s"
+    d.mkdir(mode=0o700)
+    holds = Holds(str(d))
+    for did, job in [("shared", "a"), ("shared", "b"), ("saving", "a"), ("published", "a"), ("kept", None)]:
+        holds.hold(did, job)
+    assert holds.jobs() == {"a", "b"}
+    assert sorted(holds.reap({"a"}, published={"published"})) == ["saving"]  # b still holds "shared"
+    assert holds.ids() == ["kept", "published", "shared"]
+    assert not (d / "leases" / "saving").exists()  # its lease file went with it
+    assert holds.reap({"b"}, published=set()) == ["shared"]
+    assert holds.jobs() == set()  # "published" is now held for the catalog, as "kept" was
+    assert holds.reap({"a", "b"}, published=set()) == [] and holds.ids() == ["kept", "published"]
+    assert holds.release("published") and not holds.release("published")

@@ -255,7 +255,8 @@ class StoreServer:
         held = len(self.holds)
         tiers = self.store.root.tiers
         cluster = {**counters(self.cluster_root), "apps": apps(self.cluster_root)}
-        return {"node": self.node_id, "path": self.store.path, "tiers": {t.name: tier_bytes(t) for t in tiers},
+        return {"node": self.node_id, "store": self.ident, "path": self.store.path,
+                "tiers": {t.name: tier_bytes(t) for t in tiers},
                 "capacity": {t.name: t.capacity for t in tiers}, **counters(self.store.path),
                 "apps": apps(self.store.path), "served": served, "served_bytes": served_bytes, "held": held,
                 "cluster": cluster}

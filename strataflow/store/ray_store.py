@@ -98,7 +98,7 @@ class RayStore:
         self.app = app
         self.head = server(self.template, head_node_id())
         self.path = ray.get(self.head.path.remote(), timeout=_FETCH_S)
-        self._where_seen: tuple[set[str], dict[str, str]] = (set(), {})
+        self._where_seen: tuple[set[str], dict[str, list[str]]] = (set(), {})
 
     # -- saving ---------------------------------------------------------------------------------
     def save(self, dataset: Any, name: str, mode: str = "error", lineage: bool = False,
@@ -154,23 +154,31 @@ class RayStore:
         self._count(name, opens=1)
         return RayStoreSource(self.template, entry, self.app, nodes), entry
 
-    def _where(self) -> dict[str, str]:
-        """store identity -> the live Ray node whose store it is: asked of every live
-        node's server (started where there is none: a cluster started again has none yet,
-        and a server's start holds what the catalog names in its store)."""
+    def _where(self) -> dict[str, list[str]]:
+        """store identity -> the live Ray nodes whose store it is (several where nodes
+        share one store's directory, as the simulated nodes of one machine may): asked of
+        every live node's server (started where there is none: a cluster started again has
+        none yet, and a server's start holds what the catalog names in its store)."""
         alive = alive_nodes()
         if self._where_seen[0] != alive:
             got = ray.get([server(self.template, n).ident_of.remote() for n in sorted(alive)], timeout=_FETCH_S)
-            self._where_seen = (alive, {ident: node for node, ident in got})
+            where: dict[str, list[str]] = {}
+            for node, ident in got:
+                where.setdefault(ident, []).append(node)
+            self._where_seen = (alive, where)
         return self._where_seen[1]
 
     def _nodes_of(self, entry: Entry) -> list[str | None]:
         """Per partition, the live Ray node holding its block by the entry (None: none
-        does). An entry names the node's store by its identity, which outlives the cluster."""
+        does). An entry names the node's store by its identity, which outlives the cluster;
+        of several nodes over one store, the one that wrote the block if it is alive."""
         where = self._where()
-        alive = set(where.values())
-        return [where.get(p["store"]) if p.get("store") else (p.get("node") if p.get("node") in alive else None)
-                for p in entry.partitions]
+        alive = {n for nodes in where.values() for n in nodes}
+        out: list[str | None] = []
+        for p in entry.partitions:
+            nodes = where.get(p["store"], []) if p.get("store") else [n for n in [p.get("node")] if n in alive]
+            out.append(p.get("node") if p.get("node") in nodes else (nodes[0] if nodes else None))
+        return out
 
     def _lost(self, entry: Entry, nodes: list[str | None]) -> dict[str, list[int]]:
         """node -> the partitions of ``entry`` whose block is not in that node's store (all

@@ -54,6 +54,14 @@ def _start(sims: list) -> SimCluster:
     return sim
 
 
+def _next_json(proc: subprocess.Popen) -> dict:
+    """The next JSON line a driver prints (Ray also forwards its workers' logs there)."""
+    for line in proc.stdout:
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"the driver ended (exit status {proc.wait()}) before it said what the test waits for")
+
+
 def _current(sims: list) -> SimCluster:
     live = [s for s in sims if s.cluster is not None]
     return live[-1] if live else _start(sims)
@@ -146,7 +154,7 @@ def test_the_holds_of_a_driver_killed_go_with_it(ray_env, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", _D, sim.cluster.address, store, str(marks)], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, text=True)
     try:
-        said = json.loads(proc.stdout.readline())
+        said = _next_json(proc)
         lvl = level_id(said["app"], said["cached"])
 
         def half_written() -> set[str]:  # the half-done save's blocks: 7 of its 8, on the nodes' stores
@@ -214,3 +222,87 @@ def test_holds_of_ended_jobs_go_unless_the_catalog_names_them(tmp_path):
     assert holds.jobs() == set()  # "published" is now held for the catalog, as "kept" was
     assert holds.reap({"a", "b"}, published=set()) == [] and holds.ids() == ["kept", "published"]
     assert holds.release("published") and not holds.release("published")
+
+
+def test_holds_are_recorded_and_taken_again_in_the_same_cluster_session_only(tmp_path):
+    from strataflow.store.ray_holds import Holds
+
+    d = tmp_path / "s"
+    d.mkdir(mode=0o700)
+    record = str(d / "holds.json")
+    first = Holds(str(d), record, session="s1")
+    first.hold("saving", "a")
+    first.hold("published", None)
+    first.hold("gone", "a")
+    first.release("gone")
+    assert os.stat(record).st_mode & 0o777 == 0o600
+    again = Holds(str(d), record, session="s1")  # the server restarted by Ray, same cluster
+    assert again.restore() == ["published", "saving"] and again.jobs() == {"a"}
+    assert again.reap({"a"}, published={"published"}) == ["saving"]
+    assert Holds(str(d), record, session="s2").restore() == []  # a cluster started again: its jobs are gone
+
+
+# E: persists a dataset at STORE on both nodes, then waits for the test before reading it again
+_E = _PRELUDE + r"""
+from strataflow import StorageLevel
+from waits import HANG_S, hold_until
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store, locality_wait=HANG_S) as c:
+    cached = c.parallelize(range(8), 8).map_partitions_with_index(lambda i, it: part(i)).persist(StorageLevel.STORE)
+    cached.count()
+    print(json.dumps({"app": c.app_id, "cached": cached.id}), flush=True)
+    hold_until(os.path.join(marks, "go"))
+    m0 = c.metrics()
+    ok = cached.map_partitions_with_index(lambda i, a: [bool(np.array_equal(a, part(i)))]).collect()
+    m1 = c.metrics()
+    print(json.dumps({"ok": all(ok), "hits": m1["store_hits"] - m0["store_hits"],
+                      "misses": m1["misses"] - m0["misses"]}), flush=True)
+"""
+
+
+def test_a_server_restarted_after_a_crash_holds_again_what_it_held(ray_env, tmp_path):
+    """A node's store server killed (``kill -9``) while an application's ``STORE`` blocks
+    lie in its store: Ray restarts it, and before its first sweep it takes again the holds
+    it had recorded in this cluster session; the application's next pass maps every block
+    where it lies, none recomputed."""
+    import ray
+
+    from strataflow.store.level_blocks import level_id
+    from strataflow.store.ray_server import servers
+
+    sim = _current(ray_env)
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    victim_root = os.path.realpath(store.replace("{node}", NAMES[0]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests"), *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.Popen([sys.executable, "-c", _E, sim.cluster.address, store, str(marks)], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        said = _next_json(proc)
+        lvl = level_id(said["app"], said["cached"])
+        (victim,) = [h for h in servers(store).values()
+                     if os.path.realpath(ray.get(h.stats.remote())["path"]) == victim_root]
+        before = ray.get(victim.stats.remote())
+        blocks = _blocks(victim_root).get(lvl, [])
+        assert lvl in before["held"] and blocks
+        os.kill(before["pid"], signal.SIGKILL)
+
+        def restarted():
+            try:
+                got = ray.get(victim.stats.remote(), timeout=HANG_S)
+            except ray.exceptions.RayError:
+                return None
+            return got if got["pid"] != before["pid"] else None
+
+        after = wait_for(restarted, what="Ray to restart the store server", interval=0.2)
+        assert lvl in after["restored"] and lvl in after["held"]
+        assert _blocks(victim_root).get(lvl, []) == blocks  # its start's sweep left them
+        (marks / "go").touch()
+        read = _next_json(proc)
+        assert read == {"ok": True, "hits": 8, "misses": 0}
+        assert proc.wait(timeout=HANG_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()

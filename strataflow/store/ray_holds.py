@@ -15,16 +15,21 @@ store's identity, and its holds on datasets with the application each is for.
   ``STORE`` level's executors hold for their job; a published dataset is held for the
   catalog (no job). ``reap`` lets go of what only dead jobs held (a driver killed before it
   released its holds: its job is marked dead by Ray when its connection goes), unless the
-  catalog names the dataset: then it stays, held for the catalog.
+  catalog names the dataset: then it stays, held for the catalog. The holds are recorded
+  in the store (``cluster/holds.json``, with the Ray cluster's session): a server that Ray
+  restarts after a crash takes them again (``restore``) before its first sweep; one on a
+  cluster started again does not (that session's jobs are all gone; the catalog's
+  datasets are held again from the catalog).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import uuid
 
-from strataflow.common.private_file import open_private
+from strataflow.common.private_file import atomic_write, open_private
 from strataflow.store.locks import Lease
 
 __all__ = ["IDENT_FILE", "store_ident", "Holds", "dead_jobs"]
@@ -73,26 +78,55 @@ class Holds:
     """A server's leases on datasets of its store, each with the jobs holding it (``None``
     in the set: held for the catalog)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, record: str | None = None, session: str = "") -> None:
         self.path = path
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
         self._by: dict[str, set[str | None]] = {}
+        self._record, self._session = record, session
 
     def hold(self, dataset_id: str, job: str | None) -> None:
         with self._lock:
             if dataset_id not in self._leases:
                 self._leases[dataset_id] = Lease(self.path, dataset_id)
-            self._by.setdefault(dataset_id, set()).add(job)
+            by = self._by.setdefault(dataset_id, set())
+            if job not in by:
+                by.add(job)
+                self._write()
 
     def release(self, dataset_id: str) -> bool:
         """Lets ``dataset_id`` go, whoever held it; whether it was held."""
         with self._lock:
             lease = self._leases.pop(dataset_id, None)
             self._by.pop(dataset_id, None)
+            if lease is not None:
+                self._write()
         if lease is not None:
             lease.release()
         return lease is not None
+
+    def restore(self) -> list[str]:
+        """Takes again the holds this store's server recorded in this cluster session (a
+        server restarted after a crash); the datasets."""
+        try:
+            with open(self._record or "") as fh:
+                data = json.load(fh)
+        except (FileNotFoundError, ValueError):
+            return []
+        if data.get("session") != self._session:
+            return []  # another cluster's: its jobs are gone
+        for did, jobs in data.get("holds", {}).items():
+            for job in jobs:
+                self.hold(did, job)
+        return sorted(data.get("holds", {}))
+
+    def _write(self) -> None:
+        """The holds, recorded (under ``_lock``)."""
+        if self._record is None:
+            return
+        holds = {did: sorted(by, key=str) for did, by in self._by.items()}
+        with atomic_write(self._record) as fh:
+            fh.write(json.dumps({"session": self._session, "holds": holds}).encode())
 
     def jobs(self) -> set[str]:
         with self._lock:
@@ -114,6 +148,8 @@ class Holds:
                         gone.append(did)
                         del self._by[did]
                         leases.append(self._leases.pop(did))
+            if gone or dead:
+                self._write()
         for lease in leases:
             lease.release()
         return gone

@@ -16,7 +16,8 @@ the server is what the rest of the cluster talks to:
   before it caches a copy, and ``rm`` (or a failed save) releases them on every node.
   Each hold is for the job (application) that asked, or for the catalog
   (``ray_holds.Holds``); ``reap`` (every ``STRATAFLOW_STORE_REAP_S`` seconds, default 5)
-  lets go of what only ended jobs held, unless the catalog names it;
+  lets go of what only ended jobs held, unless the catalog names it; the holds are
+  recorded in the store, and a server Ray restarts after a crash takes them again;
 - its store's *identity* (``ray_holds.store_ident``, a file in the store): the catalog's
   entries name nodes by it, and a server starting over a store the catalog names (a
   cluster started again) holds those datasets before its first sweep;
@@ -152,13 +153,16 @@ class StoreServer:
         path, self._auth = root.path, root.auth
         #: the store's identity (``ray_holds.store_ident``): what the catalog's entries name
         self.ident = store_ident(path)
-        self.holds = Holds(path)
         self.cluster_root = prepare_dir(os.path.join(path, "cluster"), "store cluster catalog")
         prepare_dir(os.path.join(self.cluster_root, "catalog"), "store cluster catalog")
+        self.holds = Holds(path, os.path.join(self.cluster_root, "holds.json"),
+                           ray.get_runtime_context().get_session_name())
         self._head = node_id == head_node_id()
-        # a cluster started again over this store: what the catalog names here is held
-        # before the first sweep (the store's own catalog does not name it)
+        # before the first sweep: what the catalog names here (a cluster started again over
+        # this store: the store's own catalog does not name it), and the holds this server
+        # had before Ray restarted it (a crash) in this cluster
         self.rehelds = self._rehold(path)
+        self.restored = self.holds.restore()
         self.store = Store(path)
         self._lock = threading.Lock()
         self.served = 0
@@ -276,7 +280,8 @@ class StoreServer:
         with self._lock:
             served, served_bytes = self.served, self.served_bytes
         return {"node": self.node_id, "store": self.ident, "path": self.store.path, "served": served,
-                "served_bytes": served_bytes, "held": self.holds.ids(), "reheld": self.rehelds}
+                "served_bytes": served_bytes, "held": self.holds.ids(), "reheld": self.rehelds,
+                "restored": self.restored, "pid": os.getpid()}
 
     def usage(self) -> list[dict]:
         return [{**u, "node": self.node_id} for u in self.store.usage()]

@@ -24,6 +24,7 @@ modules should run without Ray's idle daemons on this machine's cores.)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -34,6 +35,7 @@ import tempfile
 import threading
 import time
 import traceback
+from typing import Iterator
 
 import numpy as np
 import psutil
@@ -90,16 +92,24 @@ def _ray_processes(tmpdir: str, descendants: bool = True) -> list[psutil.Process
 class SimCluster:
     """The module's Ray cluster: head (no CPUs: the driver's node) and worker nodes."""
 
-    def __init__(self, tmpdir: str) -> None:
+    def __init__(self, tmpdir: str, labels: "list[dict] | None" = None, head_labels: dict | None = None,
+                 client_port: int | None = CLIENT_PORT) -> None:
+        """``labels``: per worker node, its Ray labels (default: two nodes, none), and the
+        head's; ``client_port``: the head's Ray Client server's (None: no such server)."""
         import ray
         from ray.cluster_utils import Cluster
 
         self.tmpdir = tmpdir
-        self.cluster = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 0, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-            "object_store_memory": 80 * MB, "ray_client_server_port": CLIENT_PORT,
-            "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}})
-        self.nodes = [self.cluster.add_node(**_NODE) for _ in range(2)]
+        head = {"num_cpus": 0, "include_dashboard": False, "node_ip_address": "127.0.0.1",
+                "object_store_memory": 80 * MB,
+                "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}}
+        if client_port is not None:
+            head["ray_client_server_port"] = client_port
+        if head_labels:
+            head["labels"] = head_labels
+        self.cluster = Cluster(initialize_head=True, head_node_args=head)
+        self.nodes = [self.cluster.add_node(**_NODE, **({"labels": lab} if lab else {}))
+                      for lab in (labels or [{}, {}])]
         ray.init(address=self.cluster.address, logging_level="warning",
                  runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([REPO, *sys.path])}})
 
@@ -111,12 +121,19 @@ class SimCluster:
     def shutdown(self) -> None:
         import ray
 
+        if self.cluster is None:
+            return
         ray.shutdown()
         self.cluster.shutdown()
+        self.cluster = None
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextlib.contextmanager
+def private_ray() -> Iterator[list[SimCluster]]:
+    """The setting of every Ray test: a private network namespace, Ray's files in a temp
+    dir of their own; yields a list the caller adds its ``SimCluster``s to. At the end each
+    is shut down, no Ray process may be left, and the thread goes back to the host's
+    namespace."""
     entered = netns.enter_private_netns()
     if entered is not True:
         pytest.skip(f"no private network namespace for the Ray tests: {entered}")
@@ -124,19 +141,15 @@ def cluster():
     saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAY_USAGE_STATS_ENABLED")}
     tmpdir = tempfile.mkdtemp(prefix="sfray", dir="/tmp")  # short: unix socket paths
     os.environ.update(RAY_TMPDIR=tmpdir, RAY_USAGE_STATS_ENABLED="0")
-    sim = None
+    sims: list[SimCluster] = []
     try:
-        sim = SimCluster(tmpdir)
-        yield sim
+        yield sims
     finally:
-        if sim is not None:
+        for sim in sims:
             sim.shutdown()
-        elif "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        if "ray" in sys.modules and sys.modules["ray"].is_initialized():
             sys.modules["ray"].shutdown()
-        deadline = time.monotonic() + HANG_S  # a guard: processes still there then are killed below
-        while _ray_processes(tmpdir) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        left = _ray_processes(tmpdir)
+        left = wait_ray_gone(tmpdir)
         for p in left:
             p.kill()
         shutil.rmtree(tmpdir, ignore_errors=True)
@@ -149,6 +162,22 @@ def cluster():
         back = netns.leave_private_netns()
         assert not left, f"Ray processes left running: {[' '.join(p.cmdline()[:3]) for p in left]}"
         assert back is True, back
+
+
+def wait_ray_gone(tmpdir: str) -> list[psutil.Process]:
+    """Waits (up to ``HANG_S``) until no process of the Ray started here is left; those
+    still there then."""
+    deadline = time.monotonic() + HANG_S
+    while _ray_processes(tmpdir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _ray_processes(tmpdir)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with private_ray() as sims:
+        sims.append(SimCluster(os.environ["RAY_TMPDIR"]))
+        yield sims[0]
 
 
 def _context(tmp_path, **kw) -> Context:

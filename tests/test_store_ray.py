@@ -308,19 +308,22 @@ def test_the_report_shows_the_fetches_between_nodes():
 def test_store_level_blocks_are_held_on_every_node_by_its_server(cluster, tmp_path):  # noqa: F811
     """``persist(StorageLevel.STORE)`` on the cluster: each executor writes its blocks into
     its own node's store and that node's server holds them, so another user of that
-    store (its start sweeps) leaves them; the next pass reads each from there where its
-    task runs on the block's node (a task on the other node misses: STORE blocks have no
-    locality on Ray yet); ``unpersist`` lets them go on every node."""
+    store (its start sweeps) leaves them; the executors report them to the block master,
+    so the next pass runs each task where its block lies (a locality wait long enough to
+    never give up) and maps it there; a task placed on the other node (the preference
+    inverted) fetches it from the holder's executor instead of recomputing it;
+    ``unpersist`` lets them go on every node."""
     from strataflow import Context, StorageLevel
     from strataflow.store import Store
     from strataflow.store.level_blocks import level_id
+    from waits import HANG_S
 
     store = str(tmp_path / "store-{node}")
     roots = {n.node_id: store.replace("{node}", n.node_id[:12]) for n in cluster.nodes}
     dirs = {k: tmp_path / k for k in ("local", "shuffle")}
     for d in dirs.values():
         d.mkdir()
-    with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store,
+    with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store, locality_wait=HANG_S,
                  local_dirs=[str(dirs["local"])], shuffle_dirs=[str(dirs["shuffle"])]) as c:
         ds = c.parallelize(range(8), 8).map_partitions_with_index(
             lambda i, it: np.full((250, 4), float(i))).persist(StorageLevel.STORE)
@@ -333,13 +336,25 @@ def test_store_level_blocks_are_held_on_every_node_by_its_server(cluster, tmp_pa
             assert _blocks(r).get(lid, []) == placed[n]
         held = {s["node"]: s["held"] for s in c.store.backing.stats()}
         assert all(lid in held[n] for n in roots)
+
+        def where_and_sums():
+            return ds.map_partitions_with_index(lambda i, a: [(i, ray_node(), float(a.sum()))]).collect()
+
         m0 = c.metrics()
-        ran = ds.map_partitions_with_index(
-            lambda i, a: [(i, ray_node(), float(a.sum()))]).collect()
+        ran = where_and_sums()
         m1 = c.metrics()
         assert [s for _, _, s in ran] == [1000.0 * i for i in range(8)]
-        local = sum(1 for i, node, _ in ran if f"part-{i:05d}.sfb" in placed[node])
-        assert m1["store_hits"] - m0["store_hits"] == local and m1["misses"] - m0["misses"] == 8 - local
+        assert all(f"part-{i:05d}.sfb" in placed[node] for i, node, _ in ran)  # each on its block's node
+        assert (m1["store_hits"] - m0["store_hits"], m1["misses"] - m0["misses"]) == (8, 0)
+        master, ids = c.block_master, c.executors()
+        real = master.preferred
+        master.preferred = lambda blocks: [e for e in ids if e not in real(blocks)] if real(blocks) else []
+        ran = where_and_sums()  # every task on the node its block is not on: fetched from the holder
+        m2 = c.metrics()
+        master.preferred = real
+        assert [s for _, _, s in ran] == [1000.0 * i for i in range(8)]
+        assert all(f"part-{i:05d}.sfb" not in placed[node] for i, node, _ in ran)
+        assert (m2["peer_hits"] - m1["peer_hits"], m2["misses"] - m1["misses"]) == (8, 0)
         ds.unpersist()
         assert all(lid not in s["held"] for s in c.store.backing.stats())
         for r in roots.values():

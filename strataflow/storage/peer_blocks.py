@@ -10,7 +10,9 @@ instead of recomputing it:
   file, as every executor of a machine can (Spark reads a NODE_LOCAL disk block from the
   other executor's directory); the file's description came with the holder's report;
 - a block only in the holder's memory is fetched from the holder (``fetch``: in the
-  processes backend, a request the driver relays to the holder and answers).
+  processes backend, a request the driver relays to the holder and answers); so is a
+  ``StorageLevel.STORE`` block in the store of the holder's node, on a Ray cluster
+  (``SharedBlocks.located``: there the block master knows where they lie).
 
 A location is a hint reported with an earlier task: the holder may have evicted, moved
 or removed the block since. Every such read is verified (the file's checksum) and a block
@@ -63,7 +65,17 @@ def locate(bm: "BlockManager", bid: "BlockId") -> tuple[str, Source] | None:
         source = bm.regions.entry(bid)
     if bid in bm.memory_store:
         return "memory", source
+    if source is None and _in_located_store(bm, bid):
+        return "disk", None  # in this executor's node's store: read there, fetched through it elsewhere
     return ("disk", source) if source is not None else None
+
+
+def _in_located_store(bm: "BlockManager", bid: "BlockId") -> bool:
+    """Whether ``bid`` is a ``STORE`` block this executor put in a store of its own node
+    (``SharedBlocks.located``: on a Ray cluster; on one machine every executor maps every
+    block, so none is reported)."""
+    shared = bm.shared
+    return shared is not None and getattr(shared, "located", False) and bid.split in shared.blocks(bid.dataset_id)
 
 
 def read_peer(bm: "BlockManager", bid: "BlockId", peer: PeerBlock) -> Any:
@@ -106,9 +118,24 @@ def serve_peer(bm: "BlockManager", bid: "BlockId") -> Any:
             elif bid in bm.disk:
                 payload, ser_name, _ = bm.disk.read(bid)
                 value = bm.codec.decode(payload, ser_name, bid)
+            elif _in_located_store(bm, bid):
+                value = _from_located_store(bm, bid)
             else:
                 return MISS
         except (BlockUnavailable, SerializationError):
             return MISS
+        if value is MISS:
+            return MISS
     bm.metrics.add(peer_blocks_served=1)
     return value
+
+
+def _from_located_store(bm: "BlockManager", bid: "BlockId") -> Any:
+    """A ``STORE`` block from this node's store, for another node's task; MISS if the
+    store has no whole copy (gone, or failing its keyed tag or checksum: never served)."""
+    info = bm.info(bid.dataset_id)
+    try:
+        got = bm.shared.get(bid, info.label()) if info is not None else None  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - a bad copy is refused, as ``read_shared`` refuses it
+        return MISS
+    return MISS if got is None else got[0]

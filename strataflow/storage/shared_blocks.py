@@ -30,7 +30,10 @@ __all__ = ["SharedBlocks", "read_shared", "write_shared"]
 
 class SharedBlocks(Protocol):
     """Blocks kept in a store that outlives the executor (the store package's
-    ``level_blocks.StoreLevelBlocks``)."""
+    ``level_blocks.StoreLevelBlocks``). One that has ``located = True`` (a Ray node's:
+    ``store/ray_level.py``) is a store only the executors of its node read: its blocks are
+    reported to the block master as this executor's (``peer_blocks.locate``), so tasks go
+    to them and a task elsewhere fetches them from it."""
 
     def get(self, bid: BlockId, label: str) -> tuple[Any, int] | None:
         """The block's value and its size in the store; None if the store has no copy.

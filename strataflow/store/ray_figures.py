@@ -14,7 +14,8 @@ with what only a cluster has beside them.
   block reads and fetches in their nodes' stores, its drivers' opens, saves and rebuilds
   in the cluster catalog's.
 - ``datasets``: per name of the cluster's catalog, its bytes, lineage, rebuilds and how
-  many of its blocks each node holds (by the entry).
+  many of its blocks each node holds (by the entry: the node now over the store it names,
+  else the node that wrote it).
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def merge_figures(per_node: list[dict], entries: list[Any], head_path: str) -> d
         _add_apps(apps, f["cluster"]["apps"])
         nodes[f["node"][:12]] = {"path": f["path"], "tiers": f["tiers"], "served": f["served"],
                                  "served_bytes": f["served_bytes"], "held": f["held"]}
+    now = {f["store"]: f["node"] for f in per_node if f.get("store")}  # a store's node in this cluster
     datasets = {e.name: {"bytes": e.nbytes, "lineage": e.lineage, "rebuilds": e.rebuilds, "evicted": False,
-                         "nodes": dict(Counter(str(p.get("node"))[:12] for p in e.partitions))} for e in entries}
+                         "nodes": dict(Counter(str(now.get(p.get("store"), p.get("node")))[:12]
+                                               for p in e.partitions))} for e in entries}
     return {"root": head_path, "backend": "ray", "tiers": dict(tiers), "capacity": capacity, **totals,
             "fetches": sum(f["served"] for f in per_node), "bytes_fetched": sum(f["served_bytes"] for f in per_node),
             "nodes": nodes, "apps": {a: {**v, "datasets": dict(v["datasets"])} for a, v in apps.items()},

@@ -13,9 +13,9 @@ machine) cannot reach: another node's sweep would take them. So:
 - the driver (:class:`RayLevelHolds`) releases that id on every node's server at
   ``unpersist`` and at the Context's end; each server then sweeps its store.
 
-An application whose driver dies without stopping its Context leaves its holds with the
-servers until the cluster ends (the servers cannot tell a driver gone from a quiet one;
-the same holds for a save whose driver dies mid-way: ``docs/store.md``).
+The holds are the application's (its Ray job's: ``ray_holds.py``): a driver that dies
+without stopping its Context (``kill -9``) leaves nothing held, for each server lets go of
+the holds of a job Ray marks ended, and sweeps.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import ray
 
 from strataflow.store.level_blocks import StoreLevelBlocks, level_id
-from strataflow.store.ray_server import node_root, server, servers
+from strataflow.store.ray_server import holder, node_root, server, servers
 
 __all__ = ["RayLevelBlocks", "RayLevelHolds"]
 
@@ -34,6 +34,10 @@ _CALL_S = 120.0
 
 class RayLevelBlocks(StoreLevelBlocks):
     """An executor's ``STORE`` blocks on a Ray node (see the module)."""
+
+    #: only this node's executors read its store: the block master is told where the
+    #: blocks lie (``peer_blocks.locate``), tasks go to them, others fetch them from here
+    located = True
 
     def __init__(self, template: str | None, app: str, node_id: str) -> None:
         super().__init__(node_root(template, node_id), app)
@@ -44,7 +48,7 @@ class RayLevelBlocks(StoreLevelBlocks):
     def put(self, bid: Any, value: Any, label: str) -> int:
         did = level_id(self.app, bid.dataset_id)
         if did not in self._held:  # held before the first block is written: no sweep sees it unheld
-            ray.get(server(self.template, self.node_id).hold.remote(did), timeout=_CALL_S)
+            ray.get(server(self.template, self.node_id).hold.remote(did, holder()), timeout=_CALL_S)
             self._held.add(did)
         return super().put(bid, value, label)
 

@@ -13,7 +13,14 @@ the server is what the rest of the cluster talks to:
 - ``hold``/``release``: the leases that keep a cluster dataset's blocks in this node's
   store while the dataset is published (the node's own catalog does not name it, so its
   sweep would otherwise take them): a save's task takes one before it writes, a fetch
-  before it caches a copy, and ``rm`` (or a failed save) releases them on every node;
+  before it caches a copy, and ``rm`` (or a failed save) releases them on every node.
+  Each hold is for the job (application) that asked, or for the catalog
+  (``ray_holds.Holds``); ``reap`` (every ``STRATAFLOW_STORE_REAP_S`` seconds, default 5)
+  lets go of what only ended jobs held, unless the catalog names it; the holds are
+  recorded in the store, and a server Ray restarts after a crash takes them again;
+- its store's *identity* (``ray_holds.store_ident``, a file in the store): the catalog's
+  entries name nodes by it, and a server starting over a store the catalog names (a
+  cluster started again) holds those datasets before its first sweep;
 - the *catalog* of the cluster: the head node's server keeps the published entries in
   ``<its store>/cluster/catalog/`` (``catalog.py``'s files and keyed tags, with the head
   store's key): one place every driver of the cluster asks, apart from the names of
@@ -43,26 +50,43 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from strataflow.store.blockfile import export_block
 from strataflow.store.catalog import Entry, list_entries, publish, read_entry, unpublish
 from strataflow.store.errors import StoreError
-from strataflow.store.locks import Lease
+from strataflow.store.ray_holds import Holds, dead_jobs, store_ident
 from strataflow.store.rebuild import drop_lineage, read_lineage_bytes, write_lineage
 from strataflow.store.root import default_root, prepare_dir, tier_bytes
-from strataflow.store.source import find_block
+from strataflow.store.source import find_block, root_for
 from strataflow.store.stats import apps, bump, count_app, counters
 from strataflow.store.store import Store
 from strataflow.store.sweep import sweep
 
-__all__ = ["NAMESPACE", "node_root", "server", "servers", "alive_nodes", "head_node_id", "StoreServer"]
+__all__ = ["NAMESPACE", "NODE_LABEL", "node_root", "holder", "server", "servers", "alive_nodes", "head_node_id", "StoreServer"]
 
 NAMESPACE = "strataflow"
 _PREFIX = "strataflow-store:"
 _HEAD = "node:__internal_head__"
+_CALL_S = 120.0
+
+
+#: a node's label naming its store in a path's ``{node}`` (``ray start --labels``): a name
+#: that outlives the cluster, where the node's id is new at every start
+NODE_LABEL = "strataflow-store-node"
 
 
 def node_root(template: "str | os.PathLike | None", node_id: str) -> str:
-    """The path of ``node_id``'s store: ``template`` (default: the user's store), with
-    ``{node}`` replaced by the node's id (its first 12 hex digits)."""
+    """The path of ``node_id``'s store (called on that node): ``template`` (default: the
+    user's store), with ``{node}`` replaced by the node's ``strataflow-store-node`` label
+    when it has one, else by the node's id (its first 12 hex digits)."""
     path = os.fspath(template) if template is not None else default_root()
-    return path.replace("{node}", node_id[:12])
+    if "{node}" not in path:
+        return path
+    name = None
+    if ray.is_initialized() and ray.get_runtime_context().get_node_id() == node_id:
+        name = ray.get_runtime_context().get_node_labels().get(NODE_LABEL)
+    return path.replace("{node}", name or node_id[:12])
+
+
+def holder() -> str:
+    """The job (application) of the calling process: what a hold is for (``ray_holds.py``)."""
+    return ray.get_runtime_context().get_job_id()
 
 
 def _key(template: "str | os.PathLike | None") -> str:
@@ -124,34 +148,85 @@ class StoreServer:
 
     def __init__(self, template: "str | os.PathLike | None", node_id: str) -> None:
         self.node_id = node_id
-        self.store = Store(node_root(template, node_id))
-        self.cluster_root = prepare_dir(os.path.join(self.store.path, "cluster"), "store cluster catalog")
+        self.template = template
+        root = root_for(node_root(template, node_id))  # made and checked; not swept yet
+        path, self._auth = root.path, root.auth
+        #: the store's identity (``ray_holds.store_ident``): what the catalog's entries name
+        self.ident = store_ident(path)
+        self.cluster_root = prepare_dir(os.path.join(path, "cluster"), "store cluster catalog")
         prepare_dir(os.path.join(self.cluster_root, "catalog"), "store cluster catalog")
+        self.holds = Holds(path, os.path.join(self.cluster_root, "holds.json"),
+                           ray.get_runtime_context().get_session_name())
+        self._head = node_id == head_node_id()
+        # before the first sweep: what the catalog names here (a cluster started again over
+        # this store: the store's own catalog does not name it), and the holds this server
+        # had before Ray restarted it (a crash) in this cluster
+        self.rehelds = self._rehold(path)
+        self.restored = self.holds.restore()
+        self.store = Store(path)
         self._lock = threading.Lock()
-        self._held: dict[str, Lease] = {}
         self.served = 0
         self.served_bytes = 0
+        self._stop = threading.Event()
+        threading.Thread(target=self._reaper, name="strataflow-store-reaper", daemon=True).start()
+
+    def _entries(self) -> list[dict]:
+        """The cluster catalog's entries (the head's server's)."""
+        if self._head:
+            return self.entries()
+        return ray.get(server(self.template, head_node_id()).entries.remote(), timeout=_CALL_S)
+
+    def _rehold(self, path: str) -> list[str]:
+        root = root_for(path)
+        got = []
+        for e in self._entries():
+            parts = e["partitions"]
+            if any(p.get("store") == self.ident for p in parts) or \
+                    any(find_block(root, e["id"], int(p["partition"])) for p in parts):
+                self.holds.hold(e["id"], None)
+                got.append(e["id"])
+        return got
 
     def path(self) -> str:
         return self.store.path
 
+    def ident_of(self) -> tuple[str, str]:
+        """``(Ray node id, store identity)``: where the catalog's store id lies now."""
+        return self.node_id, self.ident
+
     # -- leases ---------------------------------------------------------------------------------
-    def hold(self, dataset_id: str) -> str:
-        """Keeps ``dataset_id``'s blocks in this node's store (until ``release``); this
-        node's store path."""
-        with self._lock:
-            if dataset_id not in self._held:
-                self._held[dataset_id] = Lease(self.store.path, dataset_id)
-        return self.store.path
+    def hold(self, dataset_id: str, job: str | None = None) -> str:
+        """Keeps ``dataset_id``'s blocks in this node's store for ``job`` (until
+        ``release``, or the job's end unless the catalog then names the dataset: ``reap``;
+        no job: held for the catalog); this store's identity."""
+        self.holds.hold(dataset_id, job)
+        return self.ident
 
     def release(self, dataset_id: str) -> None:
         """Lets ``dataset_id``'s blocks go (now, unless a local reader holds them)."""
-        with self._lock:
-            lease = self._held.pop(dataset_id, None)
         drop_lineage(self.cluster_root, dataset_id)  # the head's copy, if it keeps one
-        if lease is not None:
-            lease.release()
+        if self.holds.release(dataset_id):
             sweep(self.store.root)
+
+    def reap(self) -> list[str]:
+        """Lets go of the datasets only ended jobs held (a driver that died without
+        releasing them), but for those the catalog names; sweeps them. Returns them."""
+        jobs = self.holds.jobs()
+        dead = dead_jobs(jobs) if jobs else set()
+        if not dead:
+            return []
+        gone = self.holds.reap(dead, {e["id"] for e in self._entries()})
+        if gone:
+            sweep(self.store.root)
+        return gone
+
+    def _reaper(self) -> None:
+        period = float(os.environ.get("STRATAFLOW_STORE_REAP_S", "5"))
+        while not self._stop.wait(period):
+            try:
+                self.reap()
+            except Exception:  # noqa: BLE001 - the head restarting, a GCS call failing: next round
+                pass
 
     def missing(self, dataset_id: str, partitions: list[int]) -> list[int]:
         """Which of ``partitions`` of ``dataset_id`` have no block file in this node's store."""
@@ -180,10 +255,12 @@ class StoreServer:
         datasets), what it served to other nodes, and (the head's) the cluster's own:
         opens, saves and rebuilds counted by drivers (``cluster``)."""
         with self._lock:
-            served, served_bytes, held = self.served, self.served_bytes, len(self._held)
+            served, served_bytes = self.served, self.served_bytes
+        held = len(self.holds)
         tiers = self.store.root.tiers
         cluster = {**counters(self.cluster_root), "apps": apps(self.cluster_root)}
-        return {"node": self.node_id, "path": self.store.path, "tiers": {t.name: tier_bytes(t) for t in tiers},
+        return {"node": self.node_id, "store": self.ident, "path": self.store.path,
+                "tiers": {t.name: tier_bytes(t) for t in tiers},
                 "capacity": {t.name: t.capacity for t in tiers}, **counters(self.store.path),
                 "apps": apps(self.store.path), "served": served, "served_bytes": served_bytes, "held": held,
                 "cluster": cluster}
@@ -201,8 +278,10 @@ class StoreServer:
 
     def stats(self) -> dict:
         with self._lock:
-            return {"node": self.node_id, "path": self.store.path, "served": self.served,
-                    "served_bytes": self.served_bytes, "held": sorted(self._held)}
+            served, served_bytes = self.served, self.served_bytes
+        return {"node": self.node_id, "store": self.ident, "path": self.store.path, "served": served,
+                "served_bytes": served_bytes, "held": self.holds.ids(), "reheld": self.rehelds,
+                "restored": self.restored, "pid": os.getpid()}
 
     def usage(self) -> list[dict]:
         return [{**u, "node": self.node_id} for u in self.store.usage()]
@@ -215,7 +294,7 @@ class StoreServer:
         return asdict(read_entry(self.cluster_root, name, self.store.root.auth))
 
     def entries(self) -> list[dict]:
-        return [asdict(e) for e in list_entries(self.cluster_root, self.store.root.auth)]
+        return [asdict(e) for e in list_entries(self.cluster_root, self._auth)]
 
     def unpublish(self, name: str) -> str:
         return unpublish(self.cluster_root, name, self.store.root.auth)

@@ -4,8 +4,9 @@
 
 Saving. Each partition's task writes its block into the store of the node it runs on
 (``store.save_partition``, as on one machine) after that node's store server
-(``ray_server.py``) took a lease on the dataset, and returns where it lies (the node) and
-its extent's digest; when every block is written the entry is published in the cluster's
+(``ray_server.py``) took a lease on the dataset for this application, and returns where
+it lies (the node, and its store's identity, ``ray_holds.store_ident``: the catalog names
+nodes by it, so it outlives the cluster) and its extent's digest; when every block is written the entry is published in the cluster's
 catalog (the head node's server) in one rename, as locally: visible when complete. A
 failed save releases the dataset on every node, whose sweep then removes its blocks.
 
@@ -18,8 +19,9 @@ store key), writes them into its own node's store under *its* key (``import_bloc
 a lease there, and reads them mapped like any local block. Later reads on that node are
 local: a block crosses the network once per node.
 
-Where tasks run. The source names, per partition, the node the entry records
-(``preferred_nodes``): the scheduler sends the task to an executor on that node when one is
+Where tasks run. The source names, per partition, the live node whose store has the
+identity the entry records (``RayStore._where``: every live node's server asked, started
+where none runs; ``preferred_nodes``): the scheduler sends the task to an executor on that node when one is
 free (``scheduler/dag.py``'s ``located_nodes``), so a read fetches only what lies on a
 node with no executor of the application (or after the locality wait).
 
@@ -57,7 +59,7 @@ from strataflow.store.catalog import Entry, check_name
 from strataflow.store.errors import BlockCorrupt, DatasetEvicted, DatasetNotFound, StoreError
 from strataflow.store.ray_figures import merge_figures
 from strataflow.store.ray_level import RayLevelHolds
-from strataflow.store.ray_server import alive_nodes, head_node_id, node_root, server, servers
+from strataflow.store.ray_server import alive_nodes, head_node_id, holder, node_root, server, servers
 from strataflow.store.rebuild import dump_lineage
 from strataflow.store.root import tier_bytes
 from strataflow.store.source import find_block, root_for
@@ -78,11 +80,12 @@ def _this_node() -> str:
 
 def save_on_node(template: "str | os.PathLike | None", dataset_id: str, split: int, value: Any) -> list[dict]:
     """A save's task on the cluster: the block into this node's store, held there by the
-    node's server; the partition's info with the node and the digest."""
+    node's server for this application; the partition's info with the node, its store's
+    identity (``ray_holds.store_ident``: what outlives the cluster) and the digest."""
     node = _this_node()
-    ray.get(server(template, node).hold.remote(dataset_id), timeout=_FETCH_S)
+    ident = ray.get(server(template, node).hold.remote(dataset_id, holder()), timeout=_FETCH_S)
     info = save_partition(node_root(template, node), dataset_id, split, value)[0]
-    info["node"] = node
+    info["node"], info["store"] = node, ident
     return [info]
 
 
@@ -95,6 +98,7 @@ class RayStore:
         self.app = app
         self.head = server(self.template, head_node_id())
         self.path = ray.get(self.head.path.remote(), timeout=_FETCH_S)
+        self._where_seen: tuple[set[str], dict[str, list[str]]] = (set(), {})
 
     # -- saving ---------------------------------------------------------------------------------
     def save(self, dataset: Any, name: str, mode: str = "error", lineage: bool = False,
@@ -142,22 +146,49 @@ class RayStore:
         rebuilt first from its lineage, with ``bind`` (which gives the unpickled lineage a
         Context), if it was saved with it; DatasetEvicted says why not if not."""
         entry = self.info(name)
-        lost = self._lost(entry)
+        nodes = self._nodes_of(entry)
+        lost = self._lost(entry, nodes)
         if lost:
             entry = self._rebuild(entry, lost, bind)
+            nodes = self._nodes_of(entry)
         self._count(name, opens=1)
-        return RayStoreSource(self.template, entry, self.app), entry
+        return RayStoreSource(self.template, entry, self.app, nodes), entry
 
-    def _lost(self, entry: Entry) -> dict[str, list[int]]:
-        """node -> the partitions of ``entry`` whose block is not in that node's store (all
-        of them for a node no longer in the cluster): one call per node that holds some."""
-        want: dict[str, list[int]] = {}
-        for p in entry.partitions:
-            want.setdefault(str(p.get("node")), []).append(int(p["partition"]))
+    def _where(self) -> dict[str, list[str]]:
+        """store identity -> the live Ray nodes whose store it is (several where nodes
+        share one store's directory, as the simulated nodes of one machine may): asked of
+        every live node's server (started where there is none: a cluster started again has
+        none yet, and a server's start holds what the catalog names in its store)."""
         alive = alive_nodes()
-        lost = {node: parts for node, parts in want.items() if node not in alive}
-        asked = {node: server(self.template, node).missing.remote(entry.id, parts)
-                 for node, parts in want.items() if node in alive}
+        if self._where_seen[0] != alive:
+            got = ray.get([server(self.template, n).ident_of.remote() for n in sorted(alive)], timeout=_FETCH_S)
+            where: dict[str, list[str]] = {}
+            for node, ident in got:
+                where.setdefault(ident, []).append(node)
+            self._where_seen = (alive, where)
+        return self._where_seen[1]
+
+    def _nodes_of(self, entry: Entry) -> list[str | None]:
+        """Per partition, the live Ray node holding its block by the entry (None: none
+        does). An entry names the node's store by its identity, which outlives the cluster;
+        of several nodes over one store, the one that wrote the block if it is alive."""
+        where = self._where()
+        alive = {n for nodes in where.values() for n in nodes}
+        out: list[str | None] = []
+        for p in entry.partitions:
+            nodes = where.get(p["store"], []) if p.get("store") else [n for n in [p.get("node")] if n in alive]
+            out.append(p.get("node") if p.get("node") in nodes else (nodes[0] if nodes else None))
+        return out
+
+    def _lost(self, entry: Entry, nodes: list[str | None]) -> dict[str, list[int]]:
+        """node -> the partitions of ``entry`` whose block is not in that node's store (all
+        of them for a node no longer in the cluster, named by the id it had at the save):
+        one call per live node that holds some."""
+        want: dict[str, list[int]] = {}
+        lost: dict[str, list[int]] = {}
+        for p, node in zip(entry.partitions, nodes):
+            (want if node else lost).setdefault(node or str(p.get("node")), []).append(int(p["partition"]))
+        asked = {node: server(self.template, node).missing.remote(entry.id, parts) for node, parts in want.items()}
         for node, ref in asked.items():
             missing = ray.get(ref, timeout=_FETCH_S)
             if missing:
@@ -257,14 +288,16 @@ class RayStoreSource(SourceNode):
     node's store, fetched from the node that holds it when not there (see the module).
     Travels as the stores' path, the dataset's id, and per partition its node and digest."""
 
-    def __init__(self, template: str | None, entry: Entry, app: str = "") -> None:
+    def __init__(self, template: str | None, entry: Entry, app: str = "",
+                 nodes: "list[str | None] | None" = None) -> None:
         self.template = template
         self.app = app
         self.name = entry.name
         self.dataset_id = entry.id
         self.num_partitions = entry.num_partitions
         self.kinds = entry.kinds
-        self.nodes = [p.get("node") for p in entry.partitions]
+        #: per partition, the live Ray node whose store holds its block (``RayStore._nodes_of``)
+        self.nodes = nodes if nodes is not None else [p.get("node") for p in entry.partitions]
         self.digests = [p.get("digest") for p in entry.partitions]
 
     #: each partition prefers the node the catalog names for its block (the scheduler's
@@ -291,19 +324,19 @@ class RayStoreSource(SourceNode):
 
     def _fetch(self, root: Any, node: str, split: int, what: str) -> str:
         """The block from the node that holds it, verified, written into this node's store."""
-        holder = self.nodes[split]
-        if holder is None or holder == node:
+        owner = self.nodes[split]
+        if owner is None or owner == node:
             raise BlockCorrupt(f"{what}: its block file is in no tier of this node's store {root.path!r} (the "
                                f"files were deleted behind the store)")
-        ok, header, extent = ray.get(server(self.template, holder).block.remote(self.dataset_id, split, what),
+        ok, header, extent = ray.get(server(self.template, owner).block.remote(self.dataset_id, split, what),
                                      timeout=_FETCH_S)
         if not ok:
-            raise BlockCorrupt(f"{what}, fetched from node {holder[:12]}: {header}")
+            raise BlockCorrupt(f"{what}, fetched from node {owner[:12]}: {header}")
         if header.get("digest") != self.digests[split] or header.get("dataset") != self.dataset_id or \
                 header.get("partition") != split:
-            raise BlockCorrupt(f"{what}: node {holder[:12]} sent a block whose header does not match the "
+            raise BlockCorrupt(f"{what}: node {owner[:12]} sent a block whose header does not match the "
                                f"catalog's entry; not used")
-        ray.get(server(self.template, node).hold.remote(self.dataset_id), timeout=_FETCH_S)
+        ray.get(server(self.template, node).hold.remote(self.dataset_id, holder()), timeout=_FETCH_S)
         return import_block(_tier_with_room(root, len(extent)).data_dir(self.dataset_id), header, extent, root.auth)
 
     def describe(self) -> str:

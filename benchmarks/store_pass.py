@@ -2,10 +2,12 @@
 application A saved in the shared store, against B recomputing it from CSV, B reading it
 from Parquet (snappy, uncompressed), and A's own pass over its MEMORY_ONLY cache.
 
-Also: the store read with a plain ``mmap`` (the first slice's read path) against
-``MAP_POPULATE`` (today's); and, under pressure, B's pass over a store whose memory tier
+Also: the store mapped with ``MAP_POPULATE`` and with a plain map (pages at their first
+touch) against today's default (``MADV_POPULATE_READ`` after the map); and, under pressure, B's pass over a store whose memory tier
 holds a quarter of the dataset (the rest in a disk tier) against A's own pass over the
-engine's ``DISK_MMAP`` level with memory at a quarter of the dataset.
+engine's ``DISK_MMAP`` level with memory at a quarter of the dataset, with the store's
+default digest check (at the first read in each process) and with ``verify="store"`` (once
+per version of a file: ``store/verified.py``). ``--quarter-only`` runs just those.
 
 Every run is a fresh Python process (its own Context, parallelism 2, executor processes);
 only the pass is timed (open/read + the kernel + the reduce of the per-partition sums),
@@ -40,6 +42,7 @@ import numpy as np
 from strataflow import Context, StorageLevel
 from strataflow.workloads.kmeans import kmeans_partition
 ROOT, ROOT4, WORK, MB, COLD, K = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "cold", 10
+ROOT4V = sys.argv[6]
 CENTRES = np.random.default_rng(1).random((K, 20))
 
 def as_array(v):
@@ -74,6 +77,8 @@ VARIANTS = {
     "store (B opens it, mapped)": ("ctx = context(); ds = ctx.store.open('points')", {}, True),
     "store, mapped with MAP_POPULATE": ("ctx = context(); ds = ctx.store.open('points')",
                                         {"STRATAFLOW_STORE_MAP": "populate"}, False),
+    "store, plain map (before issue 42's quarter fix)": ("ctx = context(); ds = ctx.store.open('points')",
+                                                         {"STRATAFLOW_STORE_MAP": "plain"}, False),
     "B recomputes from CSV": ("ctx = context(); " + CSV, {}, True),
     "B reads Parquet, snappy": ("ctx = context(); ds = ctx.parquet_file(WORK + '/snappy.parquet', 8)", {}, True),
     "B reads Parquet, uncompressed": ("ctx = context(); ds = ctx.parquet_file(WORK + '/none.parquet', 8)", {}, True),
@@ -82,8 +87,14 @@ VARIANTS = {
     "store, mem tier 1/4 (rest on disk)": ("ctx = context(store=ROOT4); ds = ctx.store.open('points')", {}, True),
     "A's DISK_MMAP pass, memory 1/4": (f"ctx = context(memory=f'{{MB // 4}}MB'); ds = {NPY}"
                                        ".persist(StorageLevel.DISK_MMAP); one_pass(ds)", {}, True),
+    "store, mem tier 1/4, verify=store": ("ctx = context(store=ROOT4V); ds = ctx.store.open('points')", {}, True),
+    "store, mem tier 1/4, plain map (before)": ("ctx = context(store=ROOT4); ds = ctx.store.open('points')",
+                                                {"STRATAFLOW_STORE_MAP": "plain"}, False),
 }
-STORE, CSVV, SNAPPY, NONE, MEM, QUARTER, DMMAP = (list(VARIANTS)[i] for i in (0, 2, 3, 4, 5, 6, 7))
+STORE, CSVV, SNAPPY, NONE, MEM, QUARTER, DMMAP, QUARTERV, QUARTER0 = (
+    list(VARIANTS)[i] for i in (0, 3, 4, 5, 6, 7, 8, 9, 10))
+#: ``--quarter-only``: the store and the pressure comparison, without CSV, Parquet and MEMORY_ONLY
+QUARTER_ONLY = (STORE, QUARTER0, QUARTER, QUARTERV, DMMAP)
 
 
 def run(code: str, args: list[str], env: dict | None = None) -> dict:
@@ -105,14 +116,20 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-cold", action="store_true", help="skip the cold runs (they drop the page cache: root)")
+    ap.add_argument("--quarter-only", action="store_true",
+                    help="only the store, the quarter-tier stores (both verify modes) and DISK_MMAP")
     args = ap.parse_args()
+    variants = {n: v for n, v in VARIANTS.items() if not args.quarter_only or n in QUARTER_ONLY}
     work = tempfile.mkdtemp(prefix="sf-store-bench-")
     root = f"/dev/shm/sf-store-bench-{os.getpid()}"
     root4 = f"/dev/shm/sf-store-bench4-{os.getpid()}"
+    root4v = f"/dev/shm/sf-store-bench4v-{os.getpid()}"
     base_args = [root, root4, work, str(args.mb)]
     try:
         tiers = [{"name": "mem", "dir": root4, "capacity": f"{args.mb // 4}MB"},
                  {"name": "disk", "dir": work + "/disk-tier"}]
+        tiers_v = [{"name": "mem", "dir": root4v, "capacity": f"{args.mb // 4}MB"},
+                   {"name": "disk", "dir": work + "/disk-tier-v"}]
         run(f"""
             import pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq
             from strataflow.store import Store
@@ -127,41 +144,51 @@ def main() -> None:
             pq.write_table(table, WORK + '/none.parquet', compression='none', row_group_size=rg)
             del table
             Store(ROOT4, tiers={tiers!r})
-            for where in (ROOT, ROOT4):
+            Store(ROOT4V, tiers={tiers_v!r}, verify="store")
+            for where in (ROOT, ROOT4, ROOT4V):
                 ctx = context(store=where)
                 ctx.store.save({NPY}, 'points')
                 print(where, ctx.store.usage(), file=sys.stderr)
                 ctx.stop()
             print(json.dumps({{"rows": rows}}))
-            """, base_args + ["warm"])
-        times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+            """, base_args + ["warm", root4v])
+        times: dict[str, list[float]] = {v: [] for v in variants}
         cold: dict[str, float] = {}
         cost = {}
         for _ in range(args.rounds):
-            for name, (setup, env, _) in VARIANTS.items():
-                out = run(timed(setup), base_args + ["warm"], env)
+            for name, (setup, env, _) in variants.items():
+                out = run(timed(setup), base_args + ["warm", root4v], env)
                 times[name].append(out["s"])
                 cost[name] = out["cost"]
         if not args.no_cold:
-            for name, (setup, env, is_cold) in VARIANTS.items():
+            for name, (setup, env, is_cold) in variants.items():
                 if is_cold:
-                    cold[name] = run(timed(setup), base_args + ["cold"], env)["s"]
+                    cold[name] = run(timed(setup), base_args + ["cold", root4v], env)["s"]
         med = {n: statistics.median(ts) for n, ts in times.items()}
         base = med[STORE]
         print(f"| variant ({args.mb} MB float64, 20 dims, K=10; warm: median of {args.rounds}) | warm pass s "
               f"| x store | cold pass s | x store cold |")
         print("|---|---|---|---|---|")
-        for name in VARIANTS:
+        for name in variants:
             c = f"{cold[name]:.3f} | {cold[name] / cold[STORE]:.2f}" if name in cold else "- | -"
             print(f"| {name} | {med[name]:.3f} | {med[name] / base:.2f} | {c} |")
-        print(f"\ntargets (warm): CSV / store = {med[CSVV] / base:.2f} (>= 5); Parquet snappy / store = "
-              f"{med[SNAPPY] / base:.2f}, uncompressed / store = {med[NONE] / base:.2f} (> 1); store / A's "
-              f"MEMORY_ONLY = {base / med[MEM]:.2f} (<= 1.5); quarter-tier store / DISK_MMAP = "
-              f"{med[QUARTER] / med[DMMAP]:.2f} (<= 1)")
+        if not args.quarter_only:
+            print(f"\ntargets (warm): CSV / store = {med[CSVV] / base:.2f} (>= 5); Parquet snappy / store = "
+                  f"{med[SNAPPY] / base:.2f}, uncompressed / store = {med[NONE] / base:.2f} (> 1); store / A's "
+                  f"MEMORY_ONLY = {base / med[MEM]:.2f} (<= 1.5)")
+        # the pressure target, per round too: a round's variants ran one after another, so a
+        # round's ratio shares its load (other sessions on the machine) more than the medians do
+        for q in (QUARTER0, QUARTER, QUARTERV):
+            paired = [x / y for x, y in zip(times[q], times[DMMAP])]
+            print(f"target (warm): {q} / DISK_MMAP = {med[q] / med[DMMAP]:.2f} (<= 1); per round "
+                  f"{' '.join(f'{r:.2f}' for r in paired)}, median {statistics.median(paired):.2f}")
+        print("rounds (s): " + "; ".join(f"{n}: {' '.join(f'{t:.3f}' for t in ts)}" for n, ts in times.items()))
         if cold:
-            print(f"targets (cold): CSV / store = {cold[CSVV] / cold[STORE]:.2f}; Parquet snappy / store = "
-                  f"{cold[SNAPPY] / cold[STORE]:.2f}, uncompressed / store = {cold[NONE] / cold[STORE]:.2f}; "
-                  f"quarter-tier store / DISK_MMAP = {cold[QUARTER] / cold[DMMAP]:.2f}")
+            if not args.quarter_only:
+                print(f"targets (cold): CSV / store = {cold[CSVV] / cold[STORE]:.2f}; Parquet snappy / store = "
+                      f"{cold[SNAPPY] / cold[STORE]:.2f}, uncompressed / store = {cold[NONE] / cold[STORE]:.2f}")
+            print(f"targets (cold): quarter-tier store / DISK_MMAP = {cold[QUARTER] / cold[DMMAP]:.2f}, with "
+                  f"verify=store {cold[QUARTERV] / cold[DMMAP]:.2f}")
         ref = cost[STORE]
         assert all(abs(c - ref) <= 1e-6 * abs(ref) for c in cost.values()), cost
     finally:

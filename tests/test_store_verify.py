@@ -200,3 +200,37 @@ def test_a_missing_block_is_still_refused_with_records_on(tmp_path):
     with pytest.raises(BlockCorrupt, match="is gone"):
         blockfile.read_block(str(tmp_path / "nowhere.sfb"), "x", 0, store.root.auth, "a missing block",
                              store.root.records_dir("x"))
+
+
+def _faults_touching(buf):
+    import resource
+    a = np.frombuffer(buf, dtype=np.uint8)
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    int(a[::4096].sum())  # one byte of every page
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+
+
+@pytest.fixture
+def shm_file():
+    """A file of 2048 pages in ``/dev/shm``, the default store's tier (tmpfs: small pages, so
+    a plain map faults them in 16 at a time; a disk file system's large folios fault fewer)."""
+    import tempfile
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    fd, path = tempfile.mkstemp(dir="/dev/shm", prefix="sf-test-map-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(np.ones(8 << 20, dtype=np.uint8).tobytes())
+    yield path
+    os.unlink(path)
+
+
+def test_a_block_is_mapped_with_its_page_tables_filled_and_no_descriptor_left(shm_file, monkeypatch):
+    path = shm_file
+    fds = len(os.listdir("/proc/self/fd"))
+    assert blockfile.MAP_MODE == "populate_read"  # the default (STRATAFLOW_STORE_MAP unset in tests)
+    populated = blockfile.map_block(path)
+    assert len(os.listdir("/proc/self/fd")) == fds
+    monkeypatch.setattr(blockfile, "MAP_MODE", "plain")
+    plain = blockfile.map_block(path)
+    at_touch, populated_touch = _faults_touching(plain), _faults_touching(populated)
+    assert at_touch >= 2048 // 16 // 2 and populated_touch <= at_touch // 8, (at_touch, populated_touch)

@@ -38,6 +38,7 @@ by a reader stays valid after the unlink (POSIX).
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import mmap
 import os
@@ -151,22 +152,40 @@ _maps: "collections.OrderedDict[str, tuple[tuple, Any]]" = collections.OrderedDi
 _MAX_MAPS = 1024
 
 
-#: how a block file is mapped (``map_block``): "plain", the default (pages mapped at their
-#: first touch, through Arrow: no descriptor left open), or "populate" (``MAP_POPULATE``:
-#: every page at once). Measured a tie on a warm pass (0.98x, ``docs/store.md``), and
-#: CPython's ``mmap`` (before 3.13's ``trackfd``) keeps a duplicate descriptor per map,
-#: up to ``_MAX_MAPS`` of them, so populate is only for the benchmark's comparison (the
-#: environment, which executor processes inherit).
-MAP_MODE = "populate" if os.environ.get("STRATAFLOW_STORE_MAP") == "populate" else "plain"
+#: how a block file is mapped (``map_block``): "populate_read", the default (mapped through
+#: Arrow, no descriptor left open, then ``MADV_POPULATE_READ``: the page tables of every
+#: page at once, so the pass takes no page fault: ``benchmarks/store_gap.py`` measured the
+#: faults at 0.03 CPU s per GB and the populate at 0.014), "plain" (pages mapped at their
+#: first touch, 16 a fault), or "populate" (``MAP_POPULATE`` through CPython's ``mmap``,
+#: which before 3.13's ``trackfd`` keeps a duplicate descriptor per map, up to
+#: ``_MAX_MAPS`` of them: for the benchmark's comparison only). The environment
+#: (``STRATAFLOW_STORE_MAP``) picks one; executor processes inherit it.
+MAP_MODE = os.environ.get("STRATAFLOW_STORE_MAP", "populate_read")
+if MAP_MODE not in ("plain", "populate", "populate_read"):
+    MAP_MODE = "populate_read"
+_MADV_POPULATE_READ = 22  # Linux 5.14; absent from Python 3.11's constants
+_libc = ctypes.CDLL(None, use_errno=True) if hasattr(ctypes.CDLL(None), "madvise") else None
+
+
+def _populate(buf: Any) -> None:
+    """Page tables for every page of ``buf`` (a map) at once, so that the pass over it takes
+    no page fault; best effort (an older kernel says EINVAL: the pages fault in as before)."""
+    if _libc is None or buf.size == 0:
+        return
+    start = buf.address - buf.address % layout.PAGE
+    _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(buf.address + buf.size - start), _MADV_POPULATE_READ)
 
 
 def map_block(path: str) -> Any:
     """The whole file, mapped read-only and shared (the map keeps the file's pages, even
-    once it is unlinked); "plain" leaves no descriptor open."""
-    if MAP_MODE == "plain":
+    once it is unlinked); "plain" and "populate_read" leave no descriptor open."""
+    if MAP_MODE != "populate":
         if os.path.getsize(path) == 0:
             raise ValueError("empty file")
-        return segment_file.map_file(path)
+        buf = segment_file.map_file(path)
+        if MAP_MODE == "populate_read":
+            _populate(buf)
+        return buf
     flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
     with open(path, "rb") as fh:
         if os.fstat(fh.fileno()).st_size == 0:

@@ -8,9 +8,9 @@ timed alone, in fresh processes.
   the values; and the kernel a second time (the pages now mapped in this process);
 - "store, verify=store": the same reads of a store with ``verify="store"`` (no digest: the
   writer's record is trusted, ``store/verified.py``);
-- "..., MAP_POPULATE": mapped with every page at once (``STRATAFLOW_STORE_MAP=populate``);
-  "..., MADV_POPULATE_READ": the plain map, then every page's table entry at once
-  (``STRATAFLOW_STORE_MAP=populate_read``);
+- each mapped three ways (``STRATAFLOW_STORE_MAP``): "plain" (pages at their first touch),
+  "populate" (``MAP_POPULATE``), "populate_read" (the plain map, then
+  ``MADV_POPULATE_READ``: every page's table entry at once; the default);
 - "DISK_MMAP": a region store (the level's files, in the temp directory) filled with the
   same blocks, read once (its first pass: map, digest, kernel), then timed on its second
   pass, as the benchmark's ``DISK_MMAP`` pass is.
@@ -37,7 +37,10 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: BLAS on one thread, so a process's CPU seconds are its one thread's work
-_POPULATE_READ = {"STRATAFLOW_STORE_MAP": "populate_read"}
+#: (label, which store: 0 verify="process", 1 verify="store", how its blocks are mapped)
+_ROWS = [("store, plain map", 0, "plain"), ("store, MADV_POPULATE_READ (default map)", 0, "populate_read"),
+         ("store, verify=store, plain map", 1, "plain"), ("store, verify=store, MAP_POPULATE", 1, "populate"),
+         ("store, verify=store, MADV_POPULATE_READ", 1, "populate_read")]
 _ONE_THREAD = {v: "1" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 
 SETUP = """
@@ -114,17 +117,11 @@ def main() -> None:
     roots = [f"/dev/shm/sf-store-gap-{os.getpid()}", f"/dev/shm/sf-store-gapv-{os.getpid()}"]
     try:
         _run(SETUP, work, str(args.mb), *roots)
-        got: dict[str, list[dict]] = {"store": [], "store, verify=store": [],
-                                      "store, verify=store, MAP_POPULATE": [],
-                                      "store, verify=store, MADV_POPULATE_READ": [],
-                                      "store, MADV_POPULATE_READ": [], "DISK_MMAP": []}
+        got: dict[str, list[dict]] = {label: [] for label, _, _ in _ROWS}
+        got["DISK_MMAP"] = []
         for _ in range(args.rounds):
-            got["store"].append(_run(READ, roots[0]))
-            got["store, verify=store"].append(_run(READ, roots[1]))
-            got["store, verify=store, MAP_POPULATE"].append(_run(READ, roots[1],
-                                                                 env={"STRATAFLOW_STORE_MAP": "populate"}))
-            got["store, verify=store, MADV_POPULATE_READ"].append(_run(READ, roots[1], env=_POPULATE_READ))
-            got["store, MADV_POPULATE_READ"].append(_run(READ, roots[0], env=_POPULATE_READ))
+            for label, which, mode in _ROWS:
+                got[label].append(_run(READ, roots[which], env={"STRATAFLOW_STORE_MAP": mode}))
             got["DISK_MMAP"].append(_run(REGION, work))
         print(f"| {args.mb} MB, 8 blocks, one thread, medians of {args.rounds} fresh processes | CPU s |\n|---|---|")
         for name, runs in got.items():

@@ -168,6 +168,8 @@ def test_the_mode_is_the_stores_recorded_with_its_tiers_and_checked(tmp_path):
         json.dump({**raw, "verify": "never"}, fh)
     with pytest.raises(StoreError, match="verify='never' is not one of"):
         Store(root)
+    again = Store(root, tiers=[{"name": "mem", "dir": root}]).root  # given tiers replace it, as before
+    assert again.verify == "process" and json.load(open(cfg))["verify"] == "process"
 
 
 def test_removing_a_dataset_removes_its_records(tmp_path):

@@ -164,13 +164,17 @@ class StoreRoot:
             with open(cfg, "rb") as fh:
                 raw = json.loads(fh.read())
             raw_tiers, raw_verify = raw["tiers"], raw.get("verify", "process")
+            if raw_verify not in VERIFY_MODES:
+                raise StoreError(f"store configuration {cfg!r}: verify={raw_verify!r} is not one of "
+                                 f"{', '.join(map(repr, VERIFY_MODES))}")
         except FileNotFoundError:
             raw_tiers, raw_verify = None, "process"
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise StoreError(f"store configuration {cfg!r} is unreadable: {exc}") from exc
-        if raw_verify not in VERIFY_MODES:
-            raise StoreError(f"store configuration {cfg!r}: verify={raw_verify!r} is not one of "
-                             f"{', '.join(map(repr, VERIFY_MODES))}")
+        except (StoreError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            if given is None:  # given tiers replace a configuration, even one not readable
+                if isinstance(exc, StoreError):
+                    raise
+                raise StoreError(f"store configuration {cfg!r} is unreadable: {exc}") from exc
+            raw_tiers, raw_verify = None, "process"
         tiers = _tiers_from(given if given is not None else raw_tiers, self.path)
         if given is not None or (verify is not None and verify != raw_verify):
             recorded = [t.to_json() for t in tiers] if given is not None else raw_tiers

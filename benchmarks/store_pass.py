@@ -217,6 +217,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(root4, ignore_errors=True)
+        shutil.rmtree(root4v, ignore_errors=True)
 
 
 if __name__ == "__main__":

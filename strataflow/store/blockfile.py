@@ -20,9 +20,13 @@ Checks. The tag, made with the *store's* key (``root.py``), covers the header (s
 dataset, the partition, the layout and the extent's XXH3 digest cannot be changed or
 swapped between files) and the bytes a reader unpickles; it is checked at every read,
 before anything is unpickled. The digest covers the whole extent and is checked at the
-first read of the file in each process (again if the file changes: another inode, size or
-mtime); as for the engine's own mapped blocks, numeric bytes carry the fast unkeyed
-digest, not the MAC, to keep the MAC off the numeric hot path. Any failure raises
+first read of the file in each process (again if the file changes: another inode, size,
+mtime or ctime); as for the engine's own mapped blocks, numeric bytes carry the fast unkeyed
+digest, not the MAC, to keep the MAC off the numeric hot path. A store made with
+``verify="store"`` hashes each version of a file once, not once per process: its writer
+(``check_block``) or the first reader after a change leaves a keyed record of the file's
+stat (ctime included), and a reader that finds the file as recorded does not hash it
+(``verified.py`` says what that trades). Any failure raises
 :class:`BlockCorrupt` naming the dataset, the partition and the file: never a silent
 wrong value, never a recompute (a saved dataset has no lineage here).
 
@@ -34,6 +38,7 @@ by a reader stays valid after the unlink (POSIX).
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import mmap
 import os
@@ -49,6 +54,7 @@ from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.storage.blocks.serde import get_serializer
 from strataflow.storage.mapped import layout, segment_file
 from strataflow.store.errors import BlockCorrupt
+from strataflow.store import verified as records_of
 
 __all__ = ["write_block", "read_block", "export_block", "import_block", "block_name", "SUFFIX"]
 
@@ -146,22 +152,40 @@ _maps: "collections.OrderedDict[str, tuple[tuple, Any]]" = collections.OrderedDi
 _MAX_MAPS = 1024
 
 
-#: how a block file is mapped (``map_block``): "plain", the default (pages mapped at their
-#: first touch, through Arrow: no descriptor left open), or "populate" (``MAP_POPULATE``:
-#: every page at once). Measured a tie on a warm pass (0.98x, ``docs/store.md``), and
-#: CPython's ``mmap`` (before 3.13's ``trackfd``) keeps a duplicate descriptor per map,
-#: up to ``_MAX_MAPS`` of them, so populate is only for the benchmark's comparison (the
-#: environment, which executor processes inherit).
-MAP_MODE = "populate" if os.environ.get("STRATAFLOW_STORE_MAP") == "populate" else "plain"
+#: how a block file is mapped (``map_block``): "populate_read", the default (mapped through
+#: Arrow, no descriptor left open, then ``MADV_POPULATE_READ``: the page tables of every
+#: page at once, so the pass takes no page fault: ``benchmarks/store_gap.py`` measured the
+#: faults at 0.03 CPU s per GB and the populate at 0.014), "plain" (pages mapped at their
+#: first touch, 16 a fault), or "populate" (``MAP_POPULATE`` through CPython's ``mmap``,
+#: which before 3.13's ``trackfd`` keeps a duplicate descriptor per map, up to
+#: ``_MAX_MAPS`` of them: for the benchmark's comparison only). The environment
+#: (``STRATAFLOW_STORE_MAP``) picks one; executor processes inherit it.
+MAP_MODE = os.environ.get("STRATAFLOW_STORE_MAP", "populate_read")
+if MAP_MODE not in ("plain", "populate", "populate_read"):
+    MAP_MODE = "populate_read"
+_MADV_POPULATE_READ = 22  # Linux 5.14; absent from Python 3.11's constants
+_libc = ctypes.CDLL(None, use_errno=True) if hasattr(ctypes.CDLL(None), "madvise") else None
+
+
+def _populate(buf: Any) -> None:
+    """Page tables for every page of ``buf`` (a map) at once, so that the pass over it takes
+    no page fault; best effort (an older kernel says EINVAL: the pages fault in as before)."""
+    if _libc is None or buf.size == 0:
+        return
+    start = buf.address - buf.address % layout.PAGE
+    _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(buf.address + buf.size - start), _MADV_POPULATE_READ)
 
 
 def map_block(path: str) -> Any:
     """The whole file, mapped read-only and shared (the map keeps the file's pages, even
-    once it is unlinked); "plain" leaves no descriptor open."""
-    if MAP_MODE == "plain":
+    once it is unlinked); "plain" and "populate_read" leave no descriptor open."""
+    if MAP_MODE != "populate":
         if os.path.getsize(path) == 0:
             raise ValueError("empty file")
-        return segment_file.map_file(path)
+        buf = segment_file.map_file(path)
+        if MAP_MODE == "populate_read":
+            _populate(buf)
+        return buf
     flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
     with open(path, "rb") as fh:
         if os.fstat(fh.fileno()).st_size == 0:
@@ -170,14 +194,19 @@ def map_block(path: str) -> Any:
 
 
 def _stat_key(st: os.stat_result) -> tuple:
-    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+    """A version of a file: its identity, size, mtime and ctime (a ``utime`` that puts the
+    mtime back after a write still moves the ctime, which no user can set)."""
+    return tuple(records_of.file_key(st))
 
 
-def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> Any:
+def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str,
+               records: str | None = None) -> Any:
     """The value of the block file at ``path``, decoded from its mapping (zero-copy for
     ndarray and Arrow); BlockCorrupt naming ``what`` (the dataset and partition) and the
-    file if it is not the authentic block ``partition`` of ``dataset_id``."""
-    h, extent, bad = _verified(path, dataset_id, partition, auth, what)
+    file if it is not the authentic block ``partition`` of ``dataset_id``. ``records``: the
+    dataset's verification records (``verified.py``; a store with ``verify="store"``), None
+    to hash the file at its first read in this process."""
+    h, extent, bad = _verified(path, dataset_id, partition, auth, what, records)
     kind = h["kind"]
     try:
         if kind == _RECORDS:
@@ -185,6 +214,13 @@ def read_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what
         return layout.decode(kind, extent, h["meta"])
     except Exception as exc:  # noqa: BLE001 - authentic but undecodable: still loud
         raise bad(f"cannot be decoded ({type(exc).__name__}: {exc})") from exc
+
+
+def check_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str, records: str) -> None:
+    """A writer's check of the block file it just wrote, for ``verify="store"``: the file
+    read back through a mapping and hashed, and the record left for later readers (the map
+    is not kept: the writer does not read it)."""
+    _verified(path, dataset_id, partition, auth, what, records, keep=False)
 
 
 def export_block(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> tuple[dict, memoryview]:
@@ -213,9 +249,12 @@ def import_block(directory: str, header: dict, extent: Any, auth: FrameAuth) -> 
     return _write_file(directory, header["partition"], [memoryview(lead), ext])
 
 
-def _verified(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str) -> tuple[dict, memoryview, Any]:
+def _verified(path: str, dataset_id: str, partition: int, auth: FrameAuth, what: str, records: str | None = None,
+              keep: bool = True) -> tuple[dict, memoryview, Any]:
     """(header, extent, bad): the block file mapped (``_map``) and checked: its tag at every
-    call, its digest at the first in this process (and whenever the file changed)."""
+    call, its digest at the first in this process (and whenever the file changed) unless
+    ``records`` holds a record of a check of this very version of the file (``verified.py``);
+    a check made here leaves one there. ``keep``: the map is cached for later reads."""
     def bad(why: str) -> BlockCorrupt:
         with _lock:
             _maps.pop(path, None)
@@ -262,13 +301,28 @@ def _verified(path: str, dataset_id: str, partition: int, auth: FrameAuth, what:
     if kind not in ("ndarray", "arrow", _RECORDS) or (kind == _RECORDS) != (spans != (0, 0)):
         raise bad(f"has an unknown layout {kind!r}")
     if not verified:
-        if xxhash.xxh3_64_intdigest(extent) != h["digest"]:
-            raise bad("fails its checksum (damaged)")
+        if records is None or not _unchanged(path, st) or not records_of.trusted(records, partition, st,
+                                                                                 h["digest"], auth):
+            if xxhash.xxh3_64_intdigest(extent) != h["digest"]:
+                raise bad("fails its checksum (damaged)")
+            if records is not None:
+                records_of.record(records, partition, st, h["digest"], auth)
+        if not keep:
+            return h, extent, bad
         with _lock:
             _maps[path] = (key, buf)
             while len(_maps) > _MAX_MAPS:
                 _maps.popitem(last=False)
     return h, extent, bad
+
+
+def _unchanged(path: str, st: os.stat_result) -> bool:
+    """Whether the file at ``path`` is still the version whose stat, taken before it was
+    mapped, was ``st`` (a record of ``st`` then speaks for the map)."""
+    try:
+        return records_of.file_key(os.stat(path)) == records_of.file_key(st)
+    except OSError:
+        return False
 
 
 def forget_maps() -> None:

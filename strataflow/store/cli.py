@@ -39,7 +39,8 @@ def _start(args: Any, store: Store) -> int:
 
 def _run(args: Any) -> int:
     try:
-        store = Store(args.root, tiers=json.loads(args.tiers) if getattr(args, "tiers", None) else None)
+        store = Store(args.root, tiers=json.loads(args.tiers) if getattr(args, "tiers", None) else None,
+                      verify=getattr(args, "verify", None))
         if args.store_command == "start":
             return _start(args, store)
         if args.store_command == "stop":
@@ -79,6 +80,9 @@ def add_parser(sub: Any) -> None:
     st.add_argument("--interval", type=float, default=5.0, help="seconds between background passes")
     st.add_argument("--tiers", default=None,
                     help='tiers as JSON, fastest first: [{"name": "mem", "dir": ..., "capacity": "4GB"}, ...]')
+    st.add_argument("--verify", default=None, choices=["process", "store"],
+                    help="check a block file's digest once per version of the file (store, the default) or at its "
+                         "first read in each process (process: docs/store.md)")
     ss.add_parser("stop", help="stop the daemon")
     ss.add_parser("status", help="the daemon's status and the store's figures (bytes per tier, moves, evictions, "
                                  "rebuilds, opens and block reads per application)")

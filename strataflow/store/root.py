@@ -37,6 +37,8 @@ from strataflow.common.checks import parse_size
 from strataflow.common.private_file import PRIVATE_DIR, atomic_write, make_dirs, mkstemp_private
 from strataflow.storage.blocks.frame_auth import KEY_BYTES, FrameAuth, new_key
 from strataflow.store.errors import StoreAccessError, StoreError
+from strataflow.store.verified import DEFAULT as VERIFY_DEFAULT
+from strataflow.store.verified import MODES as VERIFY_MODES
 
 __all__ = ["default_root", "Tier", "StoreRoot", "check_private", "prepare_dir", "tier_bytes"]
 
@@ -130,14 +132,19 @@ def _tiers_from(raw: object, root: str) -> list[Tier]:
 
 
 class StoreRoot:
-    """A store's root directory, checked and made: its paths, tiers and key. Cheap to
-    build; every process using the store (driver and executors) builds its own."""
+    """A store's root directory, checked and made: its paths, tiers, key and how its
+    block files' digests are checked (``verify``: "store", the default, or
+    "process": ``verified.py``). Cheap to build; every process using the store (driver and executors)
+    builds its own."""
 
-    def __init__(self, path: str | os.PathLike | None = None, tiers: list[dict] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, tiers: list[dict] | None = None,
+                 verify: str | None = None) -> None:
+        if verify is not None and verify not in VERIFY_MODES:
+            raise StoreError(f"store verify={verify!r}: expected one of {', '.join(map(repr, VERIFY_MODES))}")
         self.path = prepare_dir(path if path is not None else default_root(), "store root")
         for sub in ("catalog", "writing", "leases", "data"):
             prepare_dir(os.path.join(self.path, sub), "store directory")
-        self.tiers = self._load_tiers(tiers)
+        self.tiers, self.verify = self._load_config(tiers, verify)
         for t in self.tiers:
             prepare_dir(t.dir, f"store tier {t.name!r}")
             prepare_dir(t.data_dir(), f"store tier {t.name!r}")
@@ -151,25 +158,39 @@ class StoreRoot:
     def catalog_dir(self) -> str:
         return self.sub("catalog")
 
+    def records_dir(self, dataset_id: str) -> str | None:
+        """Where the dataset's verification records go (``verified.py``); None unless the
+        store checks digests once per file (``verify="store"``)."""
+        return self.sub("verified", dataset_id) if self.verify == "store" else None
+
     # -- tiers ---------------------------------------------------------------------------------
-    def _load_tiers(self, given: list[dict] | None) -> list[Tier]:
-        """The tiers ``store.json`` records; ``given`` ones replace them (and are recorded),
-        so every later user of the store, the daemon included, sees the same tiers."""
+    def _load_config(self, given: list[dict] | None, verify: str | None) -> tuple[list[Tier], str]:
+        """The tiers and the verify mode ``store.json`` records; ``given`` ones replace them
+        (and are recorded), so every later user of the store, the daemon included, sees the
+        same ones."""
         cfg = self.sub(CONFIG_FILE)
-        if given is not None:
-            tiers = _tiers_from(given, self.path)
-            with atomic_write(cfg, sync=True) as fh:
-                fh.write(json.dumps({"tiers": [t.to_json() for t in tiers]}, indent=1).encode())
-            return tiers
         try:
             check_private(cfg, "store configuration", directory=False)
             with open(cfg, "rb") as fh:
-                raw = json.loads(fh.read())["tiers"]
+                raw = json.loads(fh.read())
+            raw_tiers, raw_verify = raw["tiers"], raw.get("verify", VERIFY_DEFAULT)
+            if raw_verify not in VERIFY_MODES:
+                raise StoreError(f"store configuration {cfg!r}: verify={raw_verify!r} is not one of "
+                                 f"{', '.join(map(repr, VERIFY_MODES))}")
         except FileNotFoundError:
-            raw = None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"store configuration {cfg!r} is unreadable: {exc}") from exc
-        return _tiers_from(raw, self.path)
+            raw_tiers, raw_verify = None, VERIFY_DEFAULT
+        except (StoreError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            if given is None:  # given tiers replace a configuration, even one not readable
+                if isinstance(exc, StoreError):
+                    raise
+                raise StoreError(f"store configuration {cfg!r} is unreadable: {exc}") from exc
+            raw_tiers, raw_verify = None, VERIFY_DEFAULT
+        tiers = _tiers_from(given if given is not None else raw_tiers, self.path)
+        if given is not None or (verify is not None and verify != raw_verify):
+            recorded = [t.to_json() for t in tiers] if given is not None else raw_tiers
+            with atomic_write(cfg, sync=True) as fh:
+                fh.write(json.dumps({"tiers": recorded, "verify": verify or raw_verify}, indent=1).encode())
+        return tiers, verify or raw_verify
 
     # -- the key -------------------------------------------------------------------------------
     @property

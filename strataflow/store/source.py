@@ -78,7 +78,7 @@ class StoreSource(SourceNode):
                 raise BlockCorrupt(f"{what}: its block file is in no tier of store {self.root!r} (the files were "
                                    f"deleted behind the store)")
             try:
-                return read_block(path, self.dataset_id, split, root.auth, what)
+                return read_block(path, self.dataset_id, split, root.auth, what, root.records_dir(self.dataset_id))
             except BlockCorrupt:
                 if attempt or os.path.exists(path):
                     raise  # damaged, not moved

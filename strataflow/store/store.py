@@ -35,7 +35,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from strataflow.store.blockfile import write_block
+from strataflow.store.blockfile import block_name, check_block, write_block
 from strataflow.store.catalog import Entry, check_name, list_entries, publish, read_entry, unpublish
 from strataflow.store.errors import DatasetEvicted, DatasetExists, DatasetNotFound, StoreError, StoreFull
 from strataflow.store.locks import Lease, WriterLock, gc_lock
@@ -58,8 +58,8 @@ class Store:
     fastest first). Starting sweeps the leftovers of dead writers and readers."""
 
     def __init__(self, root: str | os.PathLike | None = None, tiers: list[dict] | None = None,
-                 app: str = "") -> None:
-        self.root = StoreRoot(root, tiers)
+                 app: str = "", verify: str | None = None) -> None:
+        self.root = StoreRoot(root, tiers, verify)
         #: the id of the application using it (its figures: opens, reads, saves, rebuilds)
         self.app = app
         self.path = self.root.path
@@ -253,6 +253,10 @@ def save_partition(root_path: str, dataset_id: str, split: int, value: Any) -> l
                 raise
             errors.append(f"{tier.name}: {exc.strerror}")
             continue
+        records = root.records_dir(dataset_id)
+        if records is not None:  # verify="store": the file read back and hashed once, here
+            check_block(os.path.join(d, block_name(split)), dataset_id, split, root.auth,
+                        f"partition {split} of dataset {dataset_id} being saved", records)
         info["tier"] = tier.name
         return [info]
     raise StoreFull(28, f"store {root_path!r}: no tier has room for partition {split} ({need} bytes): "

@@ -12,6 +12,8 @@ published:
   no live reader holds is removed (``rmtree``: unlinks, never truncates; a map a reader
   still has stays valid);
 - temporary catalog files (a publish killed before its rename) go;
+- verification records (``verified.py``) of datasets no entry names and no live writer or
+  reader holds go;
 - lineage files (``rebuild.py``) of datasets no entry names and no live writer is saving go,
   and the figures of all but the most recent applications (``stats.py``).
 
@@ -79,6 +81,9 @@ def sweep(root: StoreRoot) -> dict:
                     shutil.rmtree(tier.data_dir(did), ignore_errors=True)
                     if did not in out["datasets"]:
                         out["datasets"].append(did)
+        for did in _ls(root.sub("verified")):  # verification records (verified.py)
+            if did not in keep:
+                shutil.rmtree(root.sub("verified", did), ignore_errors=True)
         for f in _ls(lineage_dir(root.path)):
             did = f[1:].split(".")[0] if f.startswith(".") else f[:-4]  # a temporary file's, or a file's
             if did not in referenced | writing:

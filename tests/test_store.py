@@ -99,6 +99,42 @@ def test_kill_9_of_a_writer_mid_save_leaves_nothing_visible_and_nothing_behind(r
         store.open_source("half")
 
 
+def test_kill_9_of_a_reader_leaves_its_dataset_whole_and_its_lease_swept(root, tmp_path):
+    """A reader killed mid-read hurts no one: the dataset stays published and readable, and
+    once it is removed the dead reader's lease does not keep its blocks on disk."""
+    with _ctx(root) as ctx:
+        ctx.store.save(ctx.from_numpy(np.arange(8000.0).reshape(-1, 4), 4), "read")
+    gate = str(tmp_path / "reading")
+    reader = run_app("""
+        import time
+        def stuck(i, a):
+            if i == 1:  # partition 0 is read; the reader dies reading partition 1
+                open(ARGS["gate"], "w").close()
+                while True:
+                    time.sleep(1)
+            return [a.sum()]
+        with Context(memory="64MB", parallelism=1, progress=False, store=ROOT) as ctx:
+            ctx.store.open("read").map_partitions_with_index(stuck).collect()
+        """, root, wait=False, gate=gate)
+    try:
+        _wait_for(lambda: os.path.exists(gate) or reader.poll() is not None)
+        assert reader.poll() is None, reader.stderr.read()[-3000:]
+        children = psutil.Process(reader.pid).children(recursive=True)
+        os.kill(reader.pid, signal.SIGKILL)
+        reader.wait()
+        psutil.wait_procs(children, timeout=120)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+    store = Store(root)
+    assert store.swept["dead_leases"] >= 1 and store.swept["datasets"] == []  # its lease went, the blocks stay
+    with _ctx(root) as ctx:  # published and whole
+        assert ctx.store.open("read").map_partitions(lambda a: [a.sum()]).sum() == np.arange(8000.0).sum()
+    store.rm("read")
+    Store(root)  # the next start sweeps: no live lease holds the blocks any more
+    assert _block_files(root) == []
+
+
 def _wait_for(cond, limit: float = 120.0) -> None:
     """Polls ``cond`` (a file appearing, a process state) until true; fails past ``limit``
     seconds, which bound a hang, not a timing the test measures."""

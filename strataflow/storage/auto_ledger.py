@@ -29,17 +29,21 @@ worth paying only for the reads it serves, and no rule that cannot see the futur
 at eviction whether there will be any (the ski-rental problem). The first choice (from
 ``choose``, which weighs the reads the lineage policy predicts) decides about those.
 
-The hysteresis. ``regret_s`` is a CUSUM of what the current choice cost beyond the other
-side on each event (floored at zero; it starts over at every switch), and the choice
+The hysteresis. ``regret_s`` is what the current choice cost beyond the other side since
+the last switch, summed over the events (each block's write charged on its first return
+after the switch: the other choice, made then, would have had to write it), and the choice
 switches when it exceeds ``MARGIN`` (5%) of everything the dataset cost so far (first
 computations, writes, reads, recomputes: ``paid_s``) plus one block's cost (so that the first
-few events, on a small ``paid_s``, do not flap it). Bound: because the CUSUM is at least
-the sum of the excesses over any stretch since the last switch, **over any stretch of events
-the current choice never cost more than the other would have by more than 5% of the
-dataset's cost so far plus two blocks' costs** (the threshold's one block and the event that
-crossed it), apart from the writes of blocks not yet needed again. 5% because it is the
-target AUTO is held to against the best fixed level (``bench auto``); noise in single
-timings averages out in the sum instead of tripping a ratio of point estimates.
+few events, on a small ``paid_s``, do not flap it). A credit (the current choice cheaper) is
+kept only down to minus that bound, so a change of costs is followed within twice the bound.
+Bound: the sum is at most the (floored) ``regret_s``, so **since the last switch the current
+choice never cost more than the other would have by more than 5% of the dataset's cost so
+far plus two blocks' costs** (the threshold's one block and the event that crossed it),
+apart from the writes of blocks not yet needed again. 5% because it is the target AUTO is
+held to against the best fixed level (``bench auto``); noise in single timings averages out
+in the sum instead of tripping a ratio of point estimates. (A suffix-only rule, such as a
+CUSUM floored at zero, would be wrong here: a stretch after the writes were paid always
+favours the side that wrote, whose writes were charged before it.)
 """
 
 from __future__ import annotations
@@ -69,6 +73,11 @@ class Ledger:
     _seen: set = field(default_factory=set)  # splits computed once
     _written: dict = field(default_factory=dict)  # split -> measured write seconds, not yet charged
     _charged: set = field(default_factory=set)  # splits whose write (real or not) is charged
+
+    @property
+    def blocks(self) -> int:
+        """Distinct blocks computed here so far."""
+        return len(self._seen)
 
     # -- what happened -------------------------------------------------------------------------
     def computed(self, split: int | None, nbytes: int, seconds: float, write_s: float,
@@ -106,13 +115,20 @@ class Ledger:
 
     # -- the choice ----------------------------------------------------------------------------
     def should_switch(self, block_s: float, margin: float = MARGIN) -> bool:
-        """Whether the current choice's excess is over the bound: ``margin`` of the
-        dataset's cost so far plus one block's cost (``block_s``)."""
-        return self.events > 0 and self.regret_s > margin * self.paid_s + max(0.0, block_s)
+        """Whether the current choice's excess since the last switch is over the bound:
+        ``margin`` of the dataset's cost so far plus one block's cost (``block_s``). A
+        credit (the current choice cheaper) is kept down to minus the bound, so that a
+        change of costs is followed within twice the bound."""
+        bound = margin * self.paid_s + max(0.0, block_s)
+        self.regret_s = max(self.regret_s, -bound)
+        return self.events > 0 and self.regret_s > bound
 
     def switched(self, spill: bool) -> None:
-        """The choice is now ``spill`` (or drop): its excess starts from zero."""
+        """The choice is now ``spill`` (or drop): its excess starts from zero, and each
+        block's write is charged again on its first return (the other choice, had it been
+        made now, would have written the blocks that leave memory from now on)."""
         self.spill, self.regret_s = spill, 0.0
+        self._charged.clear()
 
     def _write_of(self, split: int, estimate: float) -> float:
         """The block's write, the first time it is needed again (measured if it was
@@ -126,5 +142,4 @@ class Ledger:
         self.events += 1
         self.spill_s += spill
         self.drop_s += drop
-        excess = spill - drop if self.spill else drop - spill
-        self.regret_s = max(0.0, self.regret_s + excess)
+        self.regret_s += spill - drop if self.spill else drop - spill

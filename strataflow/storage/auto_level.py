@@ -216,6 +216,9 @@ class AutoLevels:
     costs: DiskCosts
     post: Any
     count: Any
+    #: the bound on mapped blocks' resident pages now (None: no bound): whether a dataset's
+    #: mapped blocks could stay warm, for a read it has not measured yet
+    mapped_limit: Callable[[], int | None] = lambda: None
     _facts: dict[int, DatasetFacts] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -279,10 +282,17 @@ class AutoLevels:
             f.ledger.written(split, seconds)
 
     def _read_per_byte(self, f: DatasetFacts) -> float:
-        """What a read of the dataset's spilled bytes costs: its own reads as measured,
-        else this executor's reads of its form."""
+        """What a read of the dataset's spilled bytes costs: its own reads as measured;
+        else, for mapped blocks that could not all keep their pages under the bound (a loop
+        over more bytes than the bound reads every one from the device), a device read;
+        else this executor's reads of its form as they came."""
         own = f.ledger.read_s_per_byte
-        return self.costs.served_per_byte(f.form) if own is None else own
+        if own is not None:
+            return own
+        limit = self.mapped_limit()
+        if f.zero_copy and limit is not None and f.ledger.blocks * (f.block_bytes or 0.0) > limit:
+            return self.costs.per_byte(f.form)[1]
+        return self.costs.served_per_byte(f.form)
 
     def revise(self) -> None:
         """The disk costs moved: every dataset's choice is made again on them (one made on

@@ -94,7 +94,8 @@ class BlockManager:
         self.memory_store = MemoryStore()
         self.metrics = CacheMetrics()
         self.codec = BlockCodec(self.metrics)
-        self.mapped_pages = MappedPageBound(regions.release_pages if regions is not None else None,
+        self.mapped_pages = MappedPageBound(  # out of the process; the page cache is the kernel's
+            (lambda b: regions.release_pages(b, drop_cached=False)) if regions is not None else None,
                                             0 if split is not None else mmap_memory)
         self._datasets: dict[int, DatasetInfo] = {}
         self._locks: defaultdict = defaultdict(threading.RLock)
@@ -107,7 +108,8 @@ class BlockManager:
         self.clock = from_environment()
         self.writes.clock = self.clock
         #: AUTO datasets' facts and choices; the disk costs are timed on every write and read
-        self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add)
+        self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add,
+                               mapped_limit=lambda: self.mapped_pages.limit)
         self.writes.costs = self.auto.costs
         self.writes.on_auto_spill = self.auto.written
         #: the dynamic memory split (``split``: bounds of the mapped share), or None (fixed)

@@ -183,8 +183,6 @@ def _context_options(args: argparse.Namespace) -> dict:
             value = getattr(args, opt.flag.dest(opt.name), None)
             if value is not None and value is not False:
                 opts[opt.name] = value
-    if "mmap_memory" not in opts and str(getattr(args, "level", "")).upper() == "AUTO":
-        opts["mmap_memory"] = "auto"  # AUTO divides the memory too
     return opts
 
 

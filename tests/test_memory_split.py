@@ -173,11 +173,15 @@ def test_an_evaluation_is_due_after_enough_misses():
     assert split.due
 
 
-def test_mmap_memory_auto_is_the_default_under_default_level_auto(tmp_path):
+def test_mmap_memory_auto_is_the_default_for_every_level(tmp_path):
+    """One accounting (docs/caching.md, "What memory= counts"): memory= holds the mapped
+    pages too, whatever the default level; a size given is the one way out."""
     from strataflow.config import Config
 
     assert Config.build(memory="64MB", parallelism=1, default_level="AUTO").memory_split == (0.0, 0.5)
-    assert Config.build(memory="64MB", parallelism=1).memory_split is None
+    assert Config.build(memory="64MB", parallelism=1).memory_split == (0.0, 0.5)
+    assert Config.build(memory="64MB", parallelism=1, default_level="DISK_MMAP").memory_split == (0.0, 0.5)
+    assert Config.build(memory="64MB", parallelism=1, mmap_memory="8MB").memory_split is None
     assert Config.build(memory="64MB", parallelism=1, mmap_memory="AUTO", mmap_share=(0.1, 0.3)).memory_split \
         == (0.1, 0.3)
     assert Config.build(memory="64MB", parallelism=1, default_level="AUTO", mmap_memory="8MB").memory_split is None

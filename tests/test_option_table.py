@@ -188,7 +188,9 @@ def test_the_run_command_has_a_flag_for_each_option_the_table_marks(tmp):
         assert list(got) == [opt.name], opt.name
         assert _holds(getattr(Config.build(**extra, **got), opt.name), want), opt.name
     args = run.parse_args(["kmeans", "--backend", "threads", "--tier", f"ssd:{tmp}/t", "--level", "AUTO"])
-    assert _context_options(args) == {"backend": "threads", "tiers": [{"name": "ssd", "dirs": [f"{tmp}/t"]}],
-                                      "mmap_memory": "auto"}
+    assert _context_options(args) == {"backend": "threads", "tiers": [{"name": "ssd", "dirs": [f"{tmp}/t"]}]}
+    # one accounting for every level: memory= holds the mapped pages too unless a size is given
+    assert Config.build(memory="64MB").mmap_memory == "auto"
+    assert Config.build(memory="64MB", default_level="AUTO").mmap_memory == "auto"
     assert _context_options(run.parse_args(["kmeans"])) == {}
     json.dumps(_context_options(run.parse_args(["kmeans", "--live"])))  # plain values only

@@ -222,6 +222,9 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
              "run (--warmup)" if warmup else "warm-up: none (--warmup 0)",
              *pool_notes]
     if args.experiment == "auto":
+        from strataflow.storage.memory.split import MEMORY_COUNTS
+
+        notes.append("what a comparison at one memory compares: " + MEMORY_COUNTS)
         notes.append("ratios (vs_best_fixed, vs_memory_and_disk) are paired: the median over repeats of the "
                       "ratio of two runs of one repeat, which ran back to back; the best fixed level is the one AUTO fares "
                       "worst against")

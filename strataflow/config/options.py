@@ -180,15 +180,16 @@ OPTIONS: tuple[Option, ...] = (
            "the most bytes the cache may write to its directories (default: no limit but the device's); a "
            "block that does not fit is not cached. With ``tiers`` it bounds only the mapped levels' region "
            "store (each tier has its own ``capacity``).", from_text=_none_or(str)),
-    Option("mmap_memory", "int | str | None", None, "int | str | None", _check_mmap_memory,
-           "the most page cache the mapped levels' recently read blocks may hold (default: no bound but the "
-           "kernel's); older blocks' pages are released. ``\"auto\"`` (the default when "
-           "``default_level=\"AUTO\"``): the dynamic memory split, in which ``memory`` holds those pages too "
-           "and the engine moves it, while running, between the heap (execution and cached values) and the "
-           "mapped pages, toward whichever saves more time per byte (``MemorySplitMoved`` events).",
-           from_text=_none_or(str), needs=("default_level",),
-           flag=Flag("page cache the mapped levels' blocks may hold; auto (the default with --level AUTO): "
-                     "the memory split moves the budget between heap and mapped pages as the job runs",
+    Option("mmap_memory", "int | str | None", None, "int | str", _check_mmap_memory,
+           "what bounds the mapped levels' page cache. ``\"auto\"`` (the default, for every level, AUTO and "
+           "fixed alike): ``memory`` holds the heap's blocks and the mapped blocks' resident pages together, and "
+           "the dynamic memory split moves it, while running, between the heap (execution and cached values) and "
+           "the mapped pages, toward whichever saves more time per byte (``MemorySplitMoved`` events; "
+           "docs/caching.md, \"What memory= counts\"). A size: a bound of the mapped pages' own, on top of "
+           "``memory`` (older blocks' pages are released past it).",
+           from_text=_none_or(str),
+           flag=Flag("page cache the mapped levels' blocks may hold; auto (the default, every level): inside "
+                     "--memory, moved between heap and mapped pages as the job runs; a size: on top of --memory",
                      metavar="SIZE|auto")),
     Option("mmap_share", "tuple[float, float]", (0.0, 0.5), "tuple[float, float]", alone(_check_mmap_share),
            "``(least, most)`` fractions of ``memory`` the mapped pages may hold under ``mmap_memory=\"auto\"`` "

@@ -181,10 +181,12 @@ def _check_address(address: object, seen: Seen) -> str | None:
     return text
 
 
-def _check_mmap_memory(mmap_memory: Any, seen: Seen) -> int | str | None:
-    """Bytes, None, or ``"auto"`` (the default under ``default_level="AUTO"``)."""
+def _check_mmap_memory(mmap_memory: Any, seen: Seen) -> int | str:
+    """Bytes (a bound of the mapped pages' own, outside ``memory``), or ``"auto"`` (the
+    default, for every level: ``memory`` holds the heap's blocks and the mapped blocks'
+    pages alike, see docs/caching.md "What memory= counts")."""
     if mmap_memory is None:
-        return "auto" if getattr(seen["default_level"], "auto", False) else None
+        return "auto"
     if isinstance(mmap_memory, str) and mmap_memory.strip().lower() == "auto":
         return "auto"
     return parse_size(mmap_memory, "mmap_memory")

@@ -27,9 +27,17 @@ dataset, and revised as measurements come in:
   batches, pickle for records), re-cached as the policy decides.
 
 The spill form (mapped or tiers) is fixed by the dataset's first block, so a block is
-always found where its form puts it; the drop/spill choice may flip either way, with a
-hysteresis (``SWITCH_MARGIN``) so that noise in the timings does not make it flap. Blocks
+always found where its form puts it; the drop/spill choice may flip either way. Blocks
 spilled before a switch to drop stay on disk and are read from there.
+
+Two regimes. Until a block of the dataset is needed again after leaving memory, the choice
+is :func:`choose`'s, on one block's estimates (above), with a hysteresis
+(``SWITCH_MARGIN``) so that noise in the timings does not make it flap. From then on it is
+the dataset's ledger's (``auto_ledger.py``): each recompute and each read back is priced on
+both sides from what was measured (the recompute's time including the copy out of a mapped
+source; the reads as they came, warm mapped reads nearly free), and the choice switches when
+its accumulated excess passes ``MARGIN`` (5%) of the dataset's cost so far plus one block:
+a bound on the loss it can lock in.
 
 Disk costs are seconds per byte of (serialize +) write and of read (+ deserialize), per
 form: priors until this executor has timed its own writes and reads, then a moving
@@ -58,13 +66,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from strataflow.storage.auto_ledger import MARGIN, Ledger
 from strataflow.storage.mapped.layout import zero_copy_layout
 from strataflow.storage.level import StorageLevel
 
-__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "SWITCH_MARGIN", "LOOP_READS"]
+__all__ = ["AutoLevels", "DatasetFacts", "DiskCosts", "choose", "SWITCH_MARGIN", "LOOP_READS", "MARGIN"]
 
 MB = 1 << 20
-#: a choice changes only when the other side wins by this factor (timings are noisy)
+#: before any block was needed again (no evidence for the ledger): a choice changes only
+#: when the other side's estimate wins by this factor (timings are noisy)
 SWITCH_MARGIN = 1.5
 #: reads of one spilled block that a loop is expected to make (the write is paid once)
 LOOP_READS = 4
@@ -89,6 +99,9 @@ class DiskCosts:
         self._write: dict[str, float | None] = {"serialized": None, "mapped": None}
         self._read: dict[str, float | None] = {"serialized": None, "mapped": None}
         self._read_prior = dict((k, v[1]) for k, v in PRIORS.items())
+        #: every read of a spilled block as it came (a warm mapped read included: nearly
+        #: free), not only device reads: what a spill's read costs on this executor now
+        self._served: dict[str, float | None] = {"serialized": None, "mapped": None}
         if read_bandwidth:  # the top tier's configured or measured bandwidth
             self._read_prior["serialized"] = 1 / read_bandwidth
         #: called (no lock held) after each counted observation: the choices made on the
@@ -105,6 +118,20 @@ class DiskCosts:
             table[form] = _mix(table[form], seconds / nbytes)
         if self.on_change is not None:
             self.on_change()
+
+    def served(self, form: str, nbytes: int, seconds: float) -> None:
+        """One read of a spilled block in ``form``, whatever it cost (warm or cold)."""
+        if nbytes < (64 << 10) or seconds < 0:
+            return
+        with self._lock:
+            self._served[form] = _mix(self._served[form], seconds / nbytes)
+
+    def served_per_byte(self, form: str) -> float:
+        """Seconds per byte of a read as this executor's reads of ``form`` came (else the
+        read estimate: device reads measured, or the prior)."""
+        with self._lock:
+            s = self._served[form]
+        return self.per_byte(form)[1] if s is None else s
 
     def timed(self, form: str) -> bool:
         """Whether a write in ``form`` has been timed (else its cost is a prior)."""
@@ -141,6 +168,8 @@ class DatasetFacts:
     looped: bool = False  # the policy saw its blocks read again in a loop
     on_priors: bool = False  # the choice was made before its spill form's write was timed
     info: Any = None  # the dataset's DatasetInfo, whose level a revision sets
+    #: both sides' measured costs once its blocks are needed again (``auto_ledger.py``)
+    ledger: Ledger = field(default_factory=Ledger)
 
     @property
     def form(self) -> str:
@@ -187,6 +216,9 @@ class AutoLevels:
     costs: DiskCosts
     post: Any
     count: Any
+    #: the bound on mapped blocks' resident pages now (None: no bound): whether a dataset's
+    #: mapped blocks could stay warm, for a read it has not measured yet
+    mapped_limit: Callable[[], int | None] = lambda: None
     _facts: dict[int, DatasetFacts] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -204,10 +236,13 @@ class AutoLevels:
     def facts(self, dataset_id: int) -> DatasetFacts | None:
         return self._facts.get(dataset_id)
 
-    def computed(self, info: Any, value: Any, nbytes: int, seconds: float, looped: bool = False) -> Any:
+    def computed(self, info: Any, value: Any, nbytes: int, seconds: float, looped: bool = False,
+                 split: int | None = None) -> Any:
         """A block of ``info``'s dataset was computed in ``seconds`` and holds ``nbytes``:
         the facts are updated, the choice revised, and ``info.level`` set to it (returned).
-        ``looped``: the policy predicts its blocks are read again in a loop (stays so)."""
+        ``looped``: the policy predicts its blocks are read again in a loop (stays so).
+        ``split``: the block's partition; a second computation of one on this executor is
+        a recompute, priced on both sides in the dataset's ledger (None: not tracked)."""
         f = self.register(info.dataset_id)
         with self._lock:
             f.info = info
@@ -216,12 +251,48 @@ class AutoLevels:
                 f.zero_copy = zero_copy_layout(value)
             f.computed += 1
             nbytes = max(1, nbytes)
+            w, _ = self.costs.per_byte(f.form)
+            f.ledger.computed(split, nbytes, seconds, w * nbytes, self._read_per_byte(f) * nbytes)
             f.block_bytes = _mix(f.block_bytes, float(nbytes))
             f.compute_s_per_byte = _mix(f.compute_s_per_byte, seconds / nbytes)
             change = self._choose(f)
         if change is not None:
             self._announce(f, *change)
         return info.level
+
+    def read(self, dataset_id: int, split: int | None, nbytes: int, seconds: float) -> None:
+        """A spilled block of the dataset was read back (from its region or the tiers) in
+        ``seconds``, as measured (a warm mapped read: nearly nothing); priced against a
+        recompute at the dataset's measured cost, and the choice revised."""
+        f = self._facts.get(dataset_id)
+        if f is None or f.info is None:
+            return
+        with self._lock:
+            f.ledger.read(split, nbytes, seconds, (f.compute_s_per_byte or 0.0) * nbytes)
+            change = self._choose(f)
+        if change is not None:
+            self._announce(f, *change)
+
+    def written(self, dataset_id: int, split: int | None, seconds: float) -> None:
+        """A block of the dataset was written to disk (spilled) in ``seconds``."""
+        f = self._facts.get(dataset_id)
+        if f is None:
+            return
+        with self._lock:
+            f.ledger.written(split, seconds)
+
+    def _read_per_byte(self, f: DatasetFacts) -> float:
+        """What a read of the dataset's spilled bytes costs: its own reads as measured;
+        else, for mapped blocks that could not all keep their pages under the bound (a loop
+        over more bytes than the bound reads every one from the device), a device read;
+        else this executor's reads of its form as they came."""
+        own = f.ledger.read_s_per_byte
+        if own is not None:
+            return own
+        limit = self.mapped_limit()
+        if f.zero_copy and limit is not None and f.ledger.blocks * (f.block_bytes or 0.0) > limit:
+            return self.costs.per_byte(f.form)[1]
+        return self.costs.served_per_byte(f.form)
 
     def revise(self) -> None:
         """The disk costs moved: every dataset's choice is made again on them (one made on
@@ -237,11 +308,28 @@ class AutoLevels:
             self._announce(f, *change)
 
     def _choose(self, f: DatasetFacts) -> tuple | None:
-        """(level, before, reason, compute_s, trip_s) if the choice changed (lock held)."""
-        level, reason, compute_s, trip_s = choose(f, self.costs, None if f.on_priors else f.level)
-        f.on_priors = not self.costs.timed(f.form)
+        """(level, before, reason, compute_s, trip_s) if the choice changed (lock held):
+        the ledger's, once it has evidence (a block needed again), else ``choose``'s."""
+        ledger = f.ledger
+        if ledger.events and f.level is not None:
+            block = f.block_bytes or 0.0
+            block_s = block * max(f.compute_s_per_byte or 0.0, self.costs.per_byte(f.form)[0])
+            if not ledger.should_switch(block_s):
+                return None
+            spill = MAPPED if f.zero_copy else SERIALIZED
+            level = DROP if ledger.spill else spill
+            reason = (f"measured over {ledger.events} blocks needed again: dropping cost "
+                      f"{ledger.drop_s * 1e3:.2f} ms, spilling {ledger.spill_s * 1e3:.2f} ms; "
+                      f"{'spilling' if ledger.spill else 'dropping'} cost {ledger.regret_s * 1e3:.2f} ms more, "
+                      f"over {MARGIN:.0%} of the dataset's {ledger.paid_s * 1e3:.2f} ms so far and one block")
+            compute_s, trip_s = ledger.drop_s, ledger.spill_s
+            f.on_priors = False
+        else:
+            level, reason, compute_s, trip_s = choose(f, self.costs, None if f.on_priors else f.level)
+            f.on_priors = not self.costs.timed(f.form)
         if level is f.level:
             return None
+        ledger.switched(spill=level is not DROP)
         before, f.level, f.reason = f.level, level, reason
         f.changes += 1
         f.info.level = level

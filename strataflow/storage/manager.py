@@ -94,7 +94,8 @@ class BlockManager:
         self.memory_store = MemoryStore()
         self.metrics = CacheMetrics()
         self.codec = BlockCodec(self.metrics)
-        self.mapped_pages = MappedPageBound(regions.release_pages if regions is not None else None,
+        self.mapped_pages = MappedPageBound(  # out of the process; the page cache is the kernel's
+            (lambda b: regions.release_pages(b, drop_cached=False)) if regions is not None else None,
                                             0 if split is not None else mmap_memory)
         self._datasets: dict[int, DatasetInfo] = {}
         self._locks: defaultdict = defaultdict(threading.RLock)
@@ -107,8 +108,10 @@ class BlockManager:
         self.clock = from_environment()
         self.writes.clock = self.clock
         #: AUTO datasets' facts and choices; the disk costs are timed on every write and read
-        self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add)
+        self.auto = AutoLevels(DiskCosts(self.disk.tiers[0].bandwidth), self.events.post, self.metrics.add,
+                               mapped_limit=lambda: self.mapped_pages.limit)
         self.writes.costs = self.auto.costs
+        self.writes.on_auto_spill = self.auto.written
         #: the dynamic memory split (``split``: bounds of the mapped share), or None (fixed)
         self.split: MemorySplit | None = None
         if split is not None and regions is not None:
@@ -256,11 +259,14 @@ class BlockManager:
                              split=block_id.split, result="miss")
             t0 = self.clock.now()
             value = compute()
+            if info.auto is not None:  # its own copy now, timed: a view of a mapped source
+                value = owned(value)  # costs its copy out of the page cache (``_put`` would copy it)
             compute_s = self.clock.now() - t0
             nbytes = None
             if info.auto is not None:  # the choice, from this block's cost and size
                 nbytes = estimate_size(value)
-                self.auto.computed(info, value, nbytes, compute_s, looped=self.policy.rereads(block_id))
+                self.auto.computed(info, value, nbytes, compute_s, looped=self.policy.rereads(block_id),
+                                   split=block_id.split)
             if self.split is not None and (left := self.split.heap_size(block_id)) is not None:
                 self.split.miss("heap", block_id, left, compute_s)  # recomputed: it had left memory
             where = self._put(block_id, value, info, nbytes)
@@ -302,6 +308,9 @@ class BlockManager:
             value = self.codec.decode(payload, ser_name, bid)
             read_s = self.clock.io("serialized", "read", payload.nbytes, time.perf_counter() - t0)
             self.auto.costs.observe("serialized", "read", payload.nbytes, read_s)
+            if info.auto is not None and count_hit:
+                self.auto.costs.served("serialized", payload.nbytes, read_s)
+                self.auto.read(bid.dataset_id, bid.split, payload.nbytes, read_s)
         except (BlockUnavailable, SerializationError) as exc:
             self.disk.remove(bid)
             self._lost(bid, exc)
@@ -346,6 +355,11 @@ class BlockManager:
             else:  # its pages were released: read from the device again
                 self.split.miss("mapped", bid, size, read_s)
                 self.auto.costs.observe("mapped", "read", size, read_s)
+        info = self._datasets.get(bid.dataset_id)
+        if info is not None and info.auto is not None:  # every read, warm ones too: measured, not assumed
+            served_s = read_s if pages == "released" or not self.clock.declared else 0.0
+            self.auto.costs.served("mapped", size, served_s)
+            self.auto.read(bid.dataset_id, bid.split, size, served_s)
         self.metrics.add(disk_hits=1, deserialize_s=decode_s)
         self.metrics.hit("mapped")  # the region store: outside the tiers
         self.policy.record_access(bid, "disk")

@@ -46,8 +46,8 @@ class StorageStatus(list):
 
     def _split_lines(self) -> list[str]:
         s = self.split
-        if not s:
-            return []
+        if not s or not (s["moves"] or s["mapped"]):
+            return []  # fixed, or never moved from all-heap (the default for every level): nothing to say
         return ["", f"memory split: heap {_mb(s['heap'])} MiB, mapped pages {_mb(s['mapped'])} MiB "
                     f"of {_mb(s['budget'])} MiB ({s['moves']} moves)"]
 

@@ -38,6 +38,8 @@ class DiskWriter:
         self.metrics, self.events = metrics, events
         self.on_write = on_write  # a block landed on disk (the prefetch scan may look again)
         self.costs: Any = None  # the block manager's DiskCosts: every timed write is counted
+        #: ``(dataset_id, split, seconds)`` for each spill of an AUTO dataset's block (its ledger)
+        self.on_auto_spill: Callable[[int, int, float], None] | None = None
         self.clock: CostClock = MeasuredClock()  # the block manager's (declared costs in tests)
         #: blocks not cached are logged once per cause per stage (the manager starts stages)
         self.warnings = StageWarnings(_log)
@@ -78,9 +80,15 @@ class DiskWriter:
             return False
         seconds = time.perf_counter() - t0
         self.metrics.add(disk_bytes_written=entry.length, serialize_s=seconds)
+        cost = self.clock.io("mapped", "write", entry.length, seconds)
         if self.costs is not None:
-            self.costs.observe("mapped", "write", entry.length, self.clock.io("mapped", "write", entry.length, seconds))
+            self.costs.observe("mapped", "write", entry.length, cost)
+        self._auto_spilled(bid, info, cost)
         return True
+
+    def _auto_spilled(self, bid: BlockId, info: DatasetInfo, seconds: float) -> None:
+        if info.auto is not None and self.on_auto_spill is not None:
+            self.on_auto_spill(bid.dataset_id, bid.split, seconds)
 
     def write_entry(self, bid: BlockId, entry: MemoryEntry, info: DatasetInfo, strict: bool = False) -> str:
         """A memory block's disk copy at its level, unless it has one (Spark's
@@ -110,6 +118,7 @@ class DiskWriter:
         if not self.write_disk(bid, frames, size, ser_name, strict=strict):
             return "discarded"
         if self.costs is not None and entry.deserialized:  # serializing included: what a spill costs
-            self.costs.observe("serialized", "write", size,
-                               self.clock.io("serialized", "write", size, time.perf_counter() - t0))
+            cost = self.clock.io("serialized", "write", size, time.perf_counter() - t0)
+            self.costs.observe("serialized", "write", size, cost)
+            self._auto_spilled(bid, info, cost)
         return "disk"

@@ -119,16 +119,20 @@ def populate(path: str, buf: pa.Buffer, offset: int, length: int, mode: str = RE
     return read
 
 
-def release(buf: pa.Buffer | None, path: str, offset: int, length: int) -> int:
-    """Drops the extent's pages from the map ``buf`` (None: not mapped) and from the page
-    cache (see the module's docstring). Returns the bytes advised: the extent rounded out to
-    pages, so pages shared with neighbouring extents are released too. Never raises for a
-    file that is gone (the map alone is advised then)."""
+def release(buf: pa.Buffer | None, path: str, offset: int, length: int, drop_cached: bool = True) -> int:
+    """Drops the extent's pages from the map ``buf`` (None: not mapped) and, unless
+    ``drop_cached`` is False, from the page cache (see the module's docstring). Returns the
+    bytes advised: the extent rounded out to pages, so pages shared with neighbouring extents
+    are released too. Never raises for a file that is gone (the map alone is advised then).
+
+    ``drop_cached=False`` is what the block manager's bound does (``memory=`` counts what the
+    process holds, see docs/caching.md "What memory= counts"): the pages leave this process,
+    the kernel keeps or reclaims them as it does the disk tiers' files and the sources."""
     start, end = page_span(offset, length)
     if buf is not None and _MADVISE is not None and start < buf.size:
         # a map starts on a page, so the address of ``start`` is page-aligned
         _MADVISE(buf.address + start, min(end, buf.size) - start, mmap.MADV_DONTNEED)
-    if _CAN_FADVISE:
+    if _CAN_FADVISE and drop_cached:
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:

@@ -433,18 +433,19 @@ class RegionStore(Segments):
         return own
 
     # -- page cache ------------------------------------------------------------------------------
-    def release_pages(self, block_id: Any) -> int:
-        """Drops the extent's pages from this process's resident set and from the page cache
-        (:func:`.page_cache.release`). Views stay valid: they fault the pages back in from
-        the file. Returns the bytes advised (the extent rounded out to pages; pages shared
-        with neighbouring extents are released too); 0 for a block not in the store."""
+    def release_pages(self, block_id: Any, drop_cached: bool = True) -> int:
+        """Drops the extent's pages from this process's resident set and (``drop_cached``)
+        from the page cache (:func:`.page_cache.release`). Views stay valid: they fault the
+        pages back in from the file. Returns the bytes advised (the extent rounded out to
+        pages; pages shared with neighbouring extents are released too); 0 for a block not
+        in the store."""
         with self._lock:
             entry = self._entries.get(block_id)
             if entry is None:
                 return 0
             seg = self._segments[entry.segment]
             buf, path = seg.buf, seg.path  # our reference keeps the map alive outside the lock
-        return page_cache.release(buf, path, entry.offset, entry.length)
+        return page_cache.release(buf, path, entry.offset, entry.length, drop_cached)
 
     # -- removal ---------------------------------------------------------------------------------
     def remove(self, block_id: Any) -> RegionEntry | None:

@@ -49,7 +49,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["MemorySplit", "SideWindow", "MARGIN", "MIN_GAIN_S", "STEPS", "WINDOW_MISSES"]
+__all__ = ["MemorySplit", "SideWindow", "MARGIN", "MIN_GAIN_S", "STEPS", "WINDOW_MISSES", "MEMORY_COUNTS"]
+
+#: what ``memory=`` counts, for every level (docs/caching.md, "What memory= counts"): said
+#: once here for the outputs that print it (``bench auto``)
+MEMORY_COUNTS = ("memory= counts, for every level alike: the heap's cached blocks and execution buffers, and "
+                 "the mapped blocks' pages resident in the process (the memory split divides it between them); "
+                 "not counted, for any level: the kernel's page cache of files (the disk tiers' block files, "
+                 "mapped blocks' pages released from the process, the job's input files)")
 
 #: the taker's saving must beat the giver's cost by this factor (timings are noisy)
 MARGIN = 1.5

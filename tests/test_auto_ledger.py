@@ -1,0 +1,228 @@
+"""AUTO's drop-or-spill choice once blocks are needed again: both sides priced from what
+was measured (``storage/auto_ledger.py``), switched when the current choice's accumulated
+excess passes ``MARGIN`` of the dataset's cost so far plus one block. Every cost here is
+injected (no clock is read): the recompute seconds, the reads' seconds, the writes'."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strataflow import StorageLevel
+from strataflow.storage.auto_ledger import MARGIN, Ledger
+from strataflow.storage.auto_level import DROP, MAPPED, SERIALIZED, AutoLevels, DiskCosts
+from strataflow.storage.blocks.block import DatasetInfo
+from strataflow.storage.blocks.serde import get_serializer
+
+MB = 1 << 20
+BLOCK = 4 * MB
+
+
+def costs(write_mb_s: float = 1000, read_mb_s: float = 1000) -> DiskCosts:
+    c = DiskCosts()
+    for form in ("serialized", "mapped"):
+        c.observe(form, "write", 8 * MB, 8 / write_mb_s)
+        c.observe(form, "read", 8 * MB, 8 / read_mb_s)
+    return c
+
+
+def dataset(auto: AutoLevels, dataset_id: int = 1) -> DatasetInfo:
+    return DatasetInfo(dataset_id, lambda: "points", StorageLevel.AUTO, get_serializer("auto"), 8,
+                       auto=auto.register(dataset_id))
+
+
+def make(c: DiskCosts):
+    posted = []
+    auto = AutoLevels(c, lambda kind, **f: posted.append(f), lambda **d: None)
+    return auto, dataset(auto), posted
+
+
+VALUE = np.zeros(BLOCK // 8)  # a zero-copy layout: its spill form is mapped
+
+
+def first_pass(auto, info, seconds: float, n: int = 8):
+    for split in range(n):
+        auto.computed(info, VALUE, BLOCK, seconds, split=split)
+
+
+def test_it_maps_where_reads_are_cheaper_than_recomputes():
+    """The issue-43 case: a recompute is a copy out of a mapped source (4 ms a block), which
+    the estimates put under a disk round trip (1 GB/s each way: 8 ms), so it is dropped;
+    but this executor's mapped reads measure nearly nothing (warm pages): recomputing each
+    time it comes round costs more than the one write and the reads, and the ledger maps it."""
+    c = costs()
+    c.served("mapped", BLOCK, 0.0001)  # a warm mapped read, as measured
+    auto, info, posted = make(c)
+    first_pass(auto, info, 0.004)
+    assert info.level is DROP
+    for _ in range(3):  # the loop comes round: each block recomputed
+        for split in range(8):
+            auto.computed(info, VALUE, BLOCK, 0.004, split=split)
+            if info.level is MAPPED:
+                break
+        if info.level is MAPPED:
+            break
+    assert info.level is MAPPED
+    assert posted[-1]["before"] == "MEMORY_ONLY" and posted[-1]["reason"].startswith("measured over")
+
+
+def test_it_drops_where_recompute_is_cheaper():
+    """Dear on the estimates (6 ms against a 4 ms round trip: spilled), but each read back
+    measures 20 ms (cold pages on a slow device) against the 6 ms recompute: the ledger
+    drops it."""
+    auto, info, posted = make(costs(2000, 2000))
+    first_pass(auto, info, 0.006)
+    assert info.level is MAPPED
+    for split in range(8):
+        auto.written(1, split, 0.002)
+    for _ in range(2):
+        for split in range(8):
+            auto.read(1, split, BLOCK, 0.020)
+    assert info.level is DROP
+    assert "spilling cost" in posted[-1]["reason"]
+
+
+def test_it_switches_back_when_measurements_change():
+    c = costs()
+    c.served("mapped", BLOCK, 0.0001)
+    auto, info, _ = make(c)
+    first_pass(auto, info, 0.004)
+    for _ in range(4):
+        for split in range(8):
+            if info.level is DROP:
+                auto.computed(info, VALUE, BLOCK, 0.004, split=split)
+            else:
+                auto.read(1, split, BLOCK, 0.0001)
+    assert info.level is MAPPED
+    # the pages went cold (the memory split gave them to the heap): reads cost 30 ms now
+    for _ in range(6):
+        for split in range(8):
+            if info.level is MAPPED:
+                auto.read(1, split, BLOCK, 0.030)
+            else:
+                auto.computed(info, VALUE, BLOCK, 0.004, split=split)
+    assert info.level is DROP
+
+
+def test_no_evidence_no_ledger_choice_and_a_write_is_charged_once():
+    ledger = Ledger(spill=True)
+    ledger.computed(3, BLOCK, 0.002, write_s=0.0, read_s=0.0)  # its first computation: nothing priced
+    assert ledger.events == 0 and not ledger.should_switch(0.0)  # nothing needed again yet: ``choose`` rules
+    ledger.written(3, 0.010)
+    ledger.read(3, BLOCK, 0.001, compute_s=0.002)  # the write is charged on the first read back
+    assert ledger.spill_s == pytest.approx(0.011) and ledger.drop_s == pytest.approx(0.002)
+    ledger.read(3, BLOCK, 0.001, compute_s=0.002)  # but once
+    assert ledger.spill_s == pytest.approx(0.012) and ledger.drop_s == pytest.approx(0.004)
+    assert ledger.regret_s == pytest.approx(0.008)  # 11 - 2, then 1 - 2 taken off
+    ledger.switched(spill=False)
+    ledger.computed(3, BLOCK, 0.002, write_s=0.010, read_s=0.001)  # not a first computation: priced
+    assert ledger.spill_s == pytest.approx(0.023)  # after a switch, a block's write is charged again
+
+
+def test_serialized_form_for_records():
+    auto, _, _ = make(costs())
+    info = dataset(auto, 2)
+    auto.computed(info, [(1, "a")] * 10, BLOCK, 0.5, split=0)
+    assert info.level is SERIALIZED
+
+
+# -- the bound ------------------------------------------------------------------------------------
+event = st.tuples(st.integers(0, 5), st.floats(0.0, 0.05), st.floats(0.0, 0.05), st.floats(0.0, 0.05))
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(event, min_size=1, max_size=120), block_s=st.floats(0.0, 0.01),
+       start_spill=st.booleans())
+def test_the_locked_in_loss_is_bounded(events, block_s, start_spill):
+    """Whatever the measured costs (any sequence of blocks needed again, each side's cost
+    arbitrary: a read, a recompute, a write the first time each block returns), since the
+    last switch the current choice cost at most ``MARGIN`` of the dataset's cost so far plus
+    one block more than the other side would have; the event that trips a switch adds at
+    most its own excess."""
+    ledger = Ledger(spill=start_spill)
+    for split in range(6):  # the first pass: every block computed once
+        ledger.computed(split, BLOCK, 0.01, write_s=0.0, read_s=0.0)
+    excesses: list[float] = []  # the current choice's excess per event since the last switch
+    for split, read_s, compute_s, write_s in events:
+        before = (ledger.spill_s, ledger.drop_s)
+        if ledger.spill:  # the block was spilled: written once, read back now
+            if split not in ledger._charged:
+                ledger.written(split, write_s)
+            ledger.read(split, BLOCK, read_s, compute_s=compute_s)
+        else:  # dropped: recomputed now
+            ledger.computed(split, BLOCK, compute_s, write_s=write_s, read_s=read_s)
+        spill, drop = ledger.spill_s - before[0], ledger.drop_s - before[1]
+        excesses.append(spill - drop if ledger.spill else drop - spill)
+        worst = sum(excesses)  # the whole stretch since the last switch, writes included
+        bound = MARGIN * ledger.paid_s + block_s
+        if ledger.should_switch(block_s):
+            assert worst <= bound + max(0.0, excesses[-1]) + 1e-12
+            ledger.switched(not ledger.spill)
+            excesses = []
+        else:
+            assert worst <= bound + 1e-12
+
+
+# -- what the block manager measures ------------------------------------------------------------
+def test_a_recompute_from_a_mapped_source_is_timed_with_its_copy(tmp_path, monkeypatch):
+    """A partition of an ``.npy`` source is a view of the file's map: computing it costs
+    nothing, the copy that makes it the block's own (out of the page cache) is the cost. The
+    block manager times that copy as part of the computation (a clock that moves only when
+    the copy is made: the dataset's measured compute is that copy's second)."""
+    from strataflow.storage import manager as manager_module
+    from strataflow.storage.cost_clock import CostClock
+    from strataflow.storage.disk.disk_store import DiskStore
+    from strataflow.storage.manager import BlockId, BlockManager
+    from strataflow.storage.mapped.region_store import RegionStore
+    from strataflow.storage.memory.unified import MemoryManager
+    from strataflow.storage.policies import make_policy
+
+    ticks = [0.0]
+    real_owned = manager_module.owned
+
+    def owned(value):
+        ticks[0] += 1.0  # the copy costs a second on this clock
+        return real_owned(value)
+
+    class Clock(CostClock):
+        def now(self) -> float:
+            return ticks[0]
+
+        def io(self, form: str, op: str, nbytes: int, measured_s: float) -> float:
+            return 0.0
+
+    monkeypatch.setattr(manager_module, "owned", owned)
+    path = tmp_path / "points.npy"
+    np.save(path, np.arange(64 * 1024, dtype=np.float64).reshape(-1, 8))
+    source = np.load(path, mmap_mode="r")
+    bm = BlockManager(MemoryManager(64 * MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"),
+                      regions=RegionStore([str(tmp_path)]))
+    bm.clock = Clock()
+    try:
+        bm.register(1, lambda: "points", StorageLevel.AUTO, None, 1)
+        value = bm.get_or_compute(BlockId(1, 0), StorageLevel.AUTO, lambda: source[:])
+        f = bm.auto.facts(1)
+        assert f.compute_s_per_byte * f.block_bytes == pytest.approx(1.0)  # the copy, and only it
+        assert not np.shares_memory(value, source)
+        np.testing.assert_array_equal(value, source)
+    finally:
+        bm.close()
+
+
+def test_warm_reads_of_other_datasets_do_not_vouch_for_blocks_that_cannot_stay_warm():
+    """Before the dataset measured a read of its own, its spill side is priced at this
+    executor's reads as they came (warm, nearly free) only if its mapped blocks could all
+    keep their pages under the bound; 8 blocks of 4 MB under a 10 MB bound would be read
+    from the device every time round, so that is the price, and recomputing stays."""
+    c = costs(1000, 200)  # a device read: 20 ms a block
+    c.served("mapped", BLOCK, 0.0001)  # another dataset's warm reads
+    for limit, after in ((10 * MB, DROP), (64 * MB, MAPPED)):
+        auto = AutoLevels(c, lambda kind, **f: None, lambda **d: None, mapped_limit=lambda limit=limit: limit)
+        info = dataset(auto)
+        first_pass(auto, info, 0.004)
+        assert info.level is DROP
+        for _ in range(4):
+            first_pass(auto, info, 0.004)  # recomputed each time round
+        assert info.level is after, limit

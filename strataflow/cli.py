@@ -429,7 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "left, not whatever the run before it left")
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
     b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
-    b.add_argument("--workloads", default=None, help="pressure, auto, scale: comma-separated workloads")
+    b.add_argument("--workloads", default=None, help="pressure, auto, scale: comma-separated workloads "
+                   "(auto also takes kmeans-npy: K-means over an .npy source)")
     b.add_argument("--pressures", default=None, help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
     b.add_argument("--levels", default=None, help="auto: comma-separated levels beside AUTO")
     b.add_argument("--policies", default=None, help="pressure, scale: comma-separated policies (default: all)")

@@ -85,8 +85,17 @@ class Node:
     num_partitions: int = 1
     partitioner: Partitioner | None = None
 
+    #: whether :meth:`preferred_nodes` may name nodes (the scheduler asks only such nodes)
+    located: bool = False
+
     def compute(self, split: int, tc: "TaskContext") -> Any:
         raise TypeError(f"{type(self).__name__} cannot compute partitions")
+
+    def preferred_nodes(self, split: int) -> Sequence[str]:
+        """The nodes (ids, as executors report theirs) where partition ``split``'s data
+        lies, so its task is best run there (Spark's ``getPreferredLocations``): a block in
+        a node's store (``store/ray_store.py``). Empty: anywhere."""
+        return ()
 
     def describe(self) -> str:
         return ""

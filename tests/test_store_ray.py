@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -55,6 +56,13 @@ with Context(backend="ray", executors=2, memory="64MB", progress=False, store=st
     print(json.dumps({"nodes": [p["node"] for p in entry.partitions]}), flush=True)
 """
 
+# A with one executor: every block in one node's store
+_A_ONE_NODE = _PRELUDE + r"""
+with Context(backend="ray", executors=1, memory="64MB", progress=False, store=store) as c:
+    entry = c.store.save(c.parallelize(range(8), 8).map_partitions_with_index(lambda i, it: part(i)), "points")
+    print(json.dumps({"nodes": [p["node"] for p in entry.partitions]}), flush=True)
+"""
+
 # B: one executor (on one of the two nodes); reads every partition twice
 _B = _PRELUDE + r"""
 with Context(backend="ray", executors=1, memory="64MB", progress=False, store=store) as c:
@@ -67,8 +75,10 @@ with Context(backend="ray", executors=1, memory="64MB", progress=False, store=st
     ok = all(np.array_equal(first[i], part(i)) for i in range(8))
     data = os.path.join(store.replace("{node}", node[:12]), "data")
     files = {d: sorted(os.listdir(os.path.join(data, d))) for d in os.listdir(data)}
+    m = c.metrics()["store"]
     print(json.dumps({"ok": ok, "sums": again, "node": node, "stats1": stats1, "stats2": stats2,
-                      "names": [e.name for e in c.store.ls()], "files": files}), flush=True)
+                      "names": [e.name for e in c.store.ls()], "files": files,
+                      "figures": {k: m[k] for k in ("fetches", "app", "nodes", "tiers", "datasets")}}), flush=True)
     c.store.rm("points")
     print(json.dumps({"after_rm": [e.name for e in c.store.ls()], "stats3": c.store.backing.stats()}), flush=True)
 """
@@ -111,12 +121,58 @@ def test_b_opens_by_name_what_a_saved_reading_the_other_nodes_store(cluster, tmp
     assert served.get(got["node"], 0) == 0
     # the second pass read the copies B's node cached: nothing more crossed
     assert {s["node"]: s["served"] for s in got["stats2"]} == served
+    # the figures: fetches between nodes, B's reads (two passes) and fetches, bytes per node's store
+    figures = got["figures"]
+    assert figures["fetches"] == len(elsewhere)
+    app = figures["app"]
+    assert (app["opens"], app["block_reads"], app["fetches"]) == (1, 16, len(elsewhere))
+    assert app["bytes_fetched"] > 0 and app["datasets"] == {"points": 16}
+    assert {n[:12] for n in workers} <= set(figures["nodes"])
+    assert sum(figures["tiers"].values()) == sum(sum(n["tiers"].values()) for n in figures["nodes"].values()) > 0
+    assert figures["nodes"][got["node"][:12]]["served"] == 0
+    assert figures["datasets"]["points"]["nodes"] == {n[:12]: by_node.count(n) for n in workers}
     (files,) = got["files"].values()  # B's node's store: its own blocks and the copies
     assert files == [f"part-{i:05d}.sfb" for i in range(8)]
     # rm: the cluster's catalog forgets it, every node lets its blocks go
     assert removed["after_rm"] == [] and all(not s["held"] for s in removed["stats3"])
     for n in workers:
         assert _blocks(roots[n]) == {}
+
+
+# B: an executor on each worker node; a task waits for its block's node however long that
+# takes (no timing in the outcome): every partition is read where its block lies
+_B_LOCAL = _PRELUDE + r"""
+from waits import HANG_S
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store, locality_wait=HANG_S) as c:
+    ds = c.store.open("points")
+    ran = ds.map_partitions_with_index(
+        lambda i, a: [(i, ray.get_runtime_context().get_node_id(), float(a.sum()))]).collect()
+    print(json.dumps({"ran": ran, "executors": sorted(h.node_id for h in c.fleet.live()),
+                      "stats": c.store.backing.stats()}), flush=True)
+    c.store.rm("points")
+"""
+
+
+@pytest.mark.parametrize("saver", ["both nodes", "one node"])
+def test_tasks_run_on_the_node_that_holds_their_block_nothing_fetched(cluster, tmp_path, saver):  # noqa: F811
+    """With a free executor on every node, each task of B's read runs on the node the
+    catalog names for its block (its preferred location) and maps it there: no block
+    crosses between nodes (the servers count what they serve). With every block on one
+    node, B's executor on the other node gets none of the tasks (spread over both, half
+    would fetch). The first test is the other case: B's one executor has no peer on the
+    other node, so those partitions run on it at once and are fetched."""
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    (saved,) = _driver(_A if saver == "both nodes" else _A_ONE_NODE, cluster, store, str(marks))
+    by_node = saved["nodes"]
+    assert len(set(by_node)) == (2 if saver == "both nodes" else 1)
+    (got,) = _driver(_B_LOCAL, cluster, store, str(marks))
+    assert got["executors"] == sorted({n.node_id for n in cluster.nodes})  # one executor per worker node
+    assert sorted(i for i, _, _ in got["ran"]) == list(range(8))
+    assert {i: node for i, node, _ in got["ran"]} == dict(enumerate(by_node))  # each where its block lies
+    assert [s for _, _, s in sorted(got["ran"])] == [float(np.arange(i * 1000, (i + 1) * 1000).sum())
+                                                     for i in range(8)]
+    assert sum(s["served"] for s in got["stats"]) == 0  # nothing fetched from another node
 
 
 def test_a_block_damaged_in_the_other_nodes_store_is_refused_not_served(cluster, tmp_path):  # noqa: F811
@@ -150,3 +206,147 @@ with Context(backend="ray", executors=1, memory="64MB", progress=False, store=st
     assert out["error"] and "BlockCorrupt" in out["error"] and "'points'" in out["error"]
     assert "fails its checksum" in out["error"] and "does not serve it" in out["error"]
     assert sum(s["served"] for s in stats["stats"]) == 0
+
+
+# A saves one dataset twice: with its lineage and without
+_A_LINEAGE = _PRELUDE + r"""
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    ds = c.parallelize(range(8), 8).map_partitions_with_index(lambda i, it: part(i))
+    lin, bare = c.store.save(ds, "lin", lineage=True), c.store.save(ds, "bare")
+    print(json.dumps({"lin": lin.id, "bare": bare.id, "lineage": [lin.lineage, bare.lineage],
+                      "nodes": sorted({p["node"] for p in lin.partitions + bare.partitions})}), flush=True)
+"""
+
+# B opens both after their blocks were lost on every node
+_B_LINEAGE = _PRELUDE + r"""
+from strataflow.store.errors import DatasetEvicted
+with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store) as c:
+    seen = []
+    c.events.subscribe(seen.append)
+    try:
+        c.store.open("bare")
+        err = None
+    except DatasetEvicted as exc:
+        err = str(exc)
+    got = c.store.open("lin").collect_partitions()
+    entry = c.store.info("lin")
+    m = c.metrics()["store"]
+    lineage_dir = os.path.join(c.store.path, "cluster", "lineage")
+    print(json.dumps({"err": err, "ok": all(np.array_equal(got[i], part(i)) for i in range(8)), "id": entry.id,
+                      "rebuilds": entry.rebuilds, "lineage": entry.lineage, "lineage_files": os.listdir(lineage_dir),
+                      "events": [e["event"] for e in seen if e["event"].startswith("Store")],
+                      "figures": {k: m[k] for k in ("rebuilds", "app", "datasets")}}), flush=True)
+    c.store.rm("lin")
+    c.store.rm("bare")
+    print(json.dumps({"lineage_files": os.listdir(lineage_dir)}), flush=True)
+"""
+
+
+def test_a_dataset_lost_on_every_node_is_rebuilt_from_its_lineage_or_refused_without(cluster, tmp_path):  # noqa: F811
+    """A saves ``lin`` with ``lineage=True`` (kept beside the cluster's catalog) and
+    ``bare`` without; every node's store then loses their blocks (a node wiped). B's
+    ``open("bare")`` raises DatasetEvicted saying it has no lineage; ``open("lin")``
+    rebuilds it (one job in B's executors), reads it right and counts the rebuild: the
+    entry's, the store's and B's figures. ``rm`` drops the lineage files."""
+    store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+    marks.mkdir()
+    (saved,) = _driver(_A_LINEAGE, cluster, store, str(marks))
+    assert saved["lineage"] == [True, False]
+    for n in saved["nodes"]:  # every block of both, on every node that holds some
+        root = store.replace("{node}", n[:12])
+        for did in (saved["lin"], saved["bare"]):
+            shutil.rmtree(os.path.join(root, "data", did))
+    got, after = _driver(_B_LINEAGE, cluster, store, str(marks))
+    assert "'bare'" in got["err"] and "saved without lineage, so it cannot be rebuilt" in got["err"]
+    assert "lost the blocks of partitions [0, 1, 2, 3, 4, 5, 6, 7]" in got["err"]
+    assert got["ok"] and got["lineage"] and got["rebuilds"] == 1 and got["id"] != saved["lin"]
+    assert got["lineage_files"] == [f"{got['id']}.pkl"]  # the old id's went with it
+    assert got["events"] == ["StoreRebuild", "StoreOpen"]
+    figures = got["figures"]
+    assert figures["rebuilds"] == 1 and figures["datasets"]["lin"]["rebuilds"] == 1
+    assert (figures["app"]["rebuilds"], figures["app"]["saves"], figures["app"]["opens"]) == (1, 1, 1)
+    assert figures["app"]["block_reads"] == 8
+    assert after["lineage_files"] == []
+
+
+def test_a_dataset_whose_node_left_the_cluster_is_rebuilt_from_its_lineage(cluster, tmp_path):  # noqa: F811
+    """A saves on three nodes; the third leaves the cluster (removed, not gracefully), its
+    store with it. B finds the partitions that lay there lost: ``bare`` is refused,
+    naming that node, ``lin`` is rebuilt on the nodes left; ``rm`` does not wait for the
+    gone node's server."""
+    import ray
+
+    from waits import wait_for
+
+    node = cluster.add_node()
+    try:
+        store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
+        marks.mkdir()
+        (saved,) = _driver(_A_LINEAGE.replace("executors=2", "executors=3"), cluster, store, str(marks))
+        assert node.node_id in saved["nodes"]  # SPREAD: blocks on the third node too
+        cluster.cluster.remove_node(node, allow_graceful=False)
+        wait_for(lambda: node.node_id not in {n["NodeID"] for n in ray.nodes() if n["Alive"]},
+                 what="the removed node to be seen dead")
+        got, after = _driver(_B_LINEAGE, cluster, store, str(marks))
+        assert "'bare'" in got["err"] and node.node_id[:12] in got["err"] and "without lineage" in got["err"]
+        assert got["ok"] and got["rebuilds"] == 1 and got["figures"]["app"]["rebuilds"] == 1
+        assert after["lineage_files"] == []
+    finally:
+        if node in cluster.cluster.worker_nodes:
+            cluster.cluster.remove_node(node, allow_graceful=False)
+
+
+def test_the_report_shows_the_fetches_between_nodes():
+    from strataflow.report.store_rows import store_rows
+
+    rows = store_rows([{"event": "StoreFigures", "app": {}, "tiers": {"mem": 0}, "fetches": 3,
+                        "bytes_fetched": 3 << 20}], {})
+    (row,) = [r for r in rows if r.key == "store_fetches"]
+    assert row.value == 3 and row.text == "3 (3.00 MiB)"
+
+
+def test_store_level_blocks_are_held_on_every_node_by_its_server(cluster, tmp_path):  # noqa: F811
+    """``persist(StorageLevel.STORE)`` on the cluster: each executor writes its blocks into
+    its own node's store and that node's server holds them, so another user of that
+    store (its start sweeps) leaves them; the next pass reads each from there where its
+    task runs on the block's node (a task on the other node misses: STORE blocks have no
+    locality on Ray yet); ``unpersist`` lets them go on every node."""
+    from strataflow import Context, StorageLevel
+    from strataflow.store import Store
+    from strataflow.store.level_blocks import level_id
+
+    store = str(tmp_path / "store-{node}")
+    roots = {n.node_id: store.replace("{node}", n.node_id[:12]) for n in cluster.nodes}
+    dirs = {k: tmp_path / k for k in ("local", "shuffle")}
+    for d in dirs.values():
+        d.mkdir()
+    with Context(backend="ray", executors=2, memory="64MB", progress=False, store=store,
+                 local_dirs=[str(dirs["local"])], shuffle_dirs=[str(dirs["shuffle"])]) as c:
+        ds = c.parallelize(range(8), 8).map_partitions_with_index(
+            lambda i, it: np.full((250, 4), float(i))).persist(StorageLevel.STORE)
+        assert ds.map_partitions(lambda a: [float(a.sum())]).collect() == [1000.0 * i for i in range(8)]
+        lid = level_id(c.app_id, ds.id)
+        placed = {n: _blocks(r).get(lid, []) for n, r in roots.items()}
+        assert all(placed.values()) and sum(map(len, placed.values())) == 8  # blocks on both nodes' stores
+        for n, r in roots.items():  # another user of each node's store: its start sweeps what no one holds
+            assert lid not in Store(r).swept["datasets"]
+            assert _blocks(r).get(lid, []) == placed[n]
+        held = {s["node"]: s["held"] for s in c.store.backing.stats()}
+        assert all(lid in held[n] for n in roots)
+        m0 = c.metrics()
+        ran = ds.map_partitions_with_index(
+            lambda i, a: [(i, ray_node(), float(a.sum()))]).collect()
+        m1 = c.metrics()
+        assert [s for _, _, s in ran] == [1000.0 * i for i in range(8)]
+        local = sum(1 for i, node, _ in ran if f"part-{i:05d}.sfb" in placed[node])
+        assert m1["store_hits"] - m0["store_hits"] == local and m1["misses"] - m0["misses"] == 8 - local
+        ds.unpersist()
+        assert all(lid not in s["held"] for s in c.store.backing.stats())
+        for r in roots.values():
+            assert lid not in _blocks(r)
+
+
+def ray_node() -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()

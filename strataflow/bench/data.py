@@ -24,6 +24,7 @@ DEFAULT_BYTES = {
     "sort": 256 * MB,
     "wordcount": 128 * MB,
     "rddtest": 512 * MB,
+    "mixed": 192 * MB,  # signals.npy; records and events add a fifth
 }
 
 

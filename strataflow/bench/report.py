@@ -162,8 +162,9 @@ def _pressure_chart(plt, rows: list[dict]):
 
 def _auto_chart(plt, rows: list[dict]):
     """Per workload: every level's time by pressure (top), and AUTO's paired ratios to the
-    best fixed level and to MEMORY_AND_DISK by pressure, against the 1.05 target (bottom:
-    the top panel's scale, set by MEMORY_ONLY's recomputations, hides a few per cent)."""
+    best fixed level and to MEMORY_AND_DISK by pressure, against the target (1.05, or the
+    workload's own; bottom: the top panel's scale, set by MEMORY_ONLY's recomputations,
+    hides a few per cent)."""
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     fig, axes = plt.subplots(2, len(workloads), figsize=(4.8 * len(workloads), 8.0), squeeze=False)
     for ax, ratio_ax, w in zip(axes[0], axes[1], workloads):
@@ -202,7 +203,8 @@ def _auto_chart(plt, rows: list[dict]):
                                       yerr=[[max(0.0, h - ci[0]) for ci, h, _ in cis],
                                             [max(0.0, ci[1] - h) for ci, h, _ in cis]])
                     top = max(top, *(ci[1] for ci, _, _ in cis))
-        ratio_ax.axhline(1.05, color="red", linestyle="--", linewidth=1, label="target 1.05")
+        bound = next((r["target_bound"] for r in auto.values() if "target_bound" in r), 1.05)
+        ratio_ax.axhline(bound, color="red", linestyle="--", linewidth=1, label=f"target {bound:g}")
         ratio_ax.set_xticks(xs, [f"{p:g}x" + (f"\n{auto[p]['target']}" if "target" in auto.get(p, {}) else "")
                                  for p in pressures])
         ratio_ax.set_xlabel("cached data / memory budget (and the target's verdict)")

@@ -35,21 +35,20 @@ class ContextStore:
         self._ctx = ctx
         #: this machine's ``Store``, or on the ray backend the cluster's ``RayStore``
         self.backing = store
-        self._levels: LevelHolds | None = None
-        self._local: Store | None = None  # the driver machine's store, for the holds on the ray backend
+        self._levels: Any = None  # LevelHolds, or on the ray backend RayLevelHolds
 
     @property
-    def levels(self) -> LevelHolds:
-        """The holds of the datasets this application persisted at ``StorageLevel.STORE``,
-        in the store of the driver's machine (on the ray backend too: a cluster's nodes
-        keep their blocks in their own stores, held for the application by no one else
-        yet, which only the driver's node's sweep could take; see docs/store.md)."""
+    def levels(self) -> Any:
+        """The holds of the datasets this application persisted at ``StorageLevel.STORE``:
+        leases in this machine's store (``LevelHolds``), or on the ray backend each node's
+        store server's (``store/ray_level.py``: the executors' blocks lie in their nodes'
+        stores)."""
         if self._levels is None:
-            root = getattr(self.backing, "root", None)
-            if root is None:
-                self._local = Store(self._ctx.config.store, app=self._ctx.app_id)
-                root = self._local.root
-            self._levels = LevelHolds(root, self._ctx.app_id)
+            cluster_holds = getattr(self.backing, "level_holds", None)
+            if cluster_holds is not None:  # the ray backend's: held by each node's store server
+                self._levels = cluster_holds(self._ctx.app_id)
+            else:
+                self._levels = LevelHolds(self.backing.root, self._ctx.app_id)
         return self._levels
 
     def close(self) -> None:
@@ -59,8 +58,6 @@ class ContextStore:
                 self._levels.close()
         finally:
             self.backing.close()
-            if self._local is not None:
-                self._local.close()
 
     @property
     def path(self) -> str:
@@ -100,8 +97,7 @@ class ContextStore:
 
     def figures(self) -> dict:
         """The store's figures (``Store.figures``), with this application's own (``app``)."""
-        figures = getattr(self.backing, "figures", None)
-        out = figures() if figures is not None else {"apps": {}}  # the cluster's store keeps none yet
+        out = self.backing.figures()
         out["app"] = out["apps"].get(self._ctx.app_id, {})
         return out
 
@@ -182,5 +178,5 @@ def _open_store(config: "Config", app: str) -> Any:
     if backend_class(config.backend).ships_by == SHIPS_BY_OBJECT_STORE:
         from strataflow.store.ray_store import RayStore
 
-        return RayStore(config.store)
+        return RayStore(config.store, app=app)
     return Store(config.store, app=app)

@@ -40,6 +40,9 @@ def store_rows(events: list[dict], cache: dict) -> list[Row]:
                         figures.get("moves_down", 0) + figures.get("moves_up", 0),
                         f"{figures.get('moves_down', 0)} ({_mib(figures.get('bytes_moved_down', 0))}) / "
                         f"{figures.get('moves_up', 0)} ({_mib(figures.get('bytes_moved_up', 0))})"))
+        if "fetches" in figures:  # a Ray cluster's: blocks sent from one node's store to another's
+            rows.append(Row("store_fetches", "store: blocks fetched between nodes (all applications)",
+                            figures["fetches"], f"{figures['fetches']} ({_mib(figures.get('bytes_fetched', 0))})"))
         rows.append(Row("store_evictions", "store: evictions / rebuilds (all applications)",
                         figures.get("evictions", 0), f"{figures.get('evictions', 0)} / {figures.get('rebuilds', 0)}"))
     return rows

@@ -169,6 +169,27 @@ def partition_blocks(dataset: "Dataset", split: int, stored: Callable[[BlockId],
     return out
 
 
+def located_nodes(dataset: "Dataset", split: int, stored: Callable[[BlockId], bool]) -> list[str]:
+    """The nodes where the task for ``split`` finds its input in place: those the sources
+    it reads through narrow lineage name for their partitions (``Node.preferred_nodes``:
+    a block in a node's store), unless it reads a stored persisted block above them."""
+    from strataflow.lineage import NarrowDependency
+
+    out: list[str] = []
+    stack = [(dataset, split, 0)]
+    while stack:
+        ds, s, depth = stack.pop()
+        if ds.storage_level.is_valid and stored(BlockId(ds.id, s)):
+            continue  # read from the cache: the block master's locations hold for it
+        if ds.node.located:
+            out.extend(n for n in ds.node.preferred_nodes(s) if n not in out)
+        if depth < 200:
+            for dep in ds.node.deps:
+                if isinstance(dep, NarrowDependency):
+                    stack.extend((dep.parent, ps, depth + 1) for ps in dep.parents_of(s))
+    return out
+
+
 class DAGScheduler:
     def __init__(self, ctx: "Context") -> None:
         self.ctx = ctx
@@ -297,7 +318,8 @@ class DAGScheduler:
         ctx = self.ctx
         stage.attempts += 1
         kind = "shuffle-map" if stage.is_shuffle_map else "result"
-        cached = [ds for ds in narrow_ancestors(stage.dataset)[0] if ds.storage_level.is_valid]
+        members = narrow_ancestors(stage.dataset)[0]
+        cached = [ds for ds in members if ds.storage_level.is_valid]
         ctx.events.post("StageStart", stage_id=stage.id, job_id=job_id, name=stage.name, kind=kind,
                         num_tasks=len(partitions), attempt=stage.attempts,
                         dataset_id=stage.dataset.id, parents=[p.id for p in stage.parents],
@@ -307,6 +329,8 @@ class DAGScheduler:
         stored = lambda bid: bool(self.master.executor_of(bid))  # noqa: E731
         reads = {p: partition_blocks(stage.dataset, p, stored) for p in partitions} if persisted else {}
         preferred = {p: self.master.preferred(blocks) for p, blocks in reads.items()}
+        if any(ds.node.located for ds in members):
+            self._prefer_nodes(stage.dataset, partitions, preferred, stored)
         plans = self._plan(stage, partitions, preferred)
         t0 = time.perf_counter()
         cache0, gc0, gcn0 = self._figures()
@@ -335,6 +359,23 @@ class DAGScheduler:
                             gc_s=gc1 - gc0, gc_collections=gcn1 - gcn0,
                             cache=CacheMetrics.diff(cache1, cache0), **totals)
         return {p: o.value for p, o in outcomes.items()}
+
+    def _prefer_nodes(self, dataset: "Dataset", partitions: list[int], preferred: dict[int, list[str]],
+                      stored: Callable[[BlockId], bool]) -> None:
+        """Adds to each partition's preferred executors (after those caching its blocks)
+        the live executors on the nodes where its input lies (``located_nodes``): a task
+        over a dataset of a Ray cluster's store runs where its block is, not fetched."""
+        on_node: dict[str, list[str]] = {}
+        for h in self.fleet.live():
+            if h.node_id is not None:
+                on_node.setdefault(h.node_id, []).append(h.executor_id)
+        if not on_node:
+            return  # executors without nodes (threads, processes): one machine, nothing to prefer
+        for p in partitions:
+            there = [e for n in located_nodes(dataset, p, stored) for e in on_node.get(n, ())]
+            if there:
+                have = preferred.get(p, [])
+                preferred[p] = have + [e for e in there if e not in have]
 
     def _plan(self, stage: Stage, partitions: list[int], preferred: dict[int, list[str]]) -> dict | None:
         """What each executor's tasks of the stage will read, in task order, for a

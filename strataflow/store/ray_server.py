@@ -17,7 +17,11 @@ the server is what the rest of the cluster talks to:
 - the *catalog* of the cluster: the head node's server keeps the published entries in
   ``<its store>/cluster/catalog/`` (``catalog.py``'s files and keyed tags, with the head
   store's key): one place every driver of the cluster asks, apart from the names of
-  the head's own local catalog, which local applications see.
+  the head's own local catalog, which local applications see; with them the lineage of
+  datasets saved with it (``cluster/lineage/``, tagged with the head store's key; dropped
+  at ``release``) and the figures drivers count (``cluster/stats/``);
+- ``missing``: which blocks of a dataset this node's store lacks (``open``'s check for
+  lost blocks); ``figures``: the node's store's figures and what it served.
 
 Servers are named detached actors in the ``strataflow`` namespace (``server``): the first
 user on a node makes its server, later ones (other applications) find it; they live as
@@ -40,12 +44,14 @@ from strataflow.store.blockfile import export_block
 from strataflow.store.catalog import Entry, list_entries, publish, read_entry, unpublish
 from strataflow.store.errors import StoreError
 from strataflow.store.locks import Lease
-from strataflow.store.root import default_root, prepare_dir
+from strataflow.store.rebuild import drop_lineage, read_lineage_bytes, write_lineage
+from strataflow.store.root import default_root, prepare_dir, tier_bytes
 from strataflow.store.source import find_block
+from strataflow.store.stats import apps, bump, count_app, counters
 from strataflow.store.store import Store
 from strataflow.store.sweep import sweep
 
-__all__ = ["NAMESPACE", "node_root", "server", "servers", "head_node_id", "StoreServer"]
+__all__ = ["NAMESPACE", "node_root", "server", "servers", "alive_nodes", "head_node_id", "StoreServer"]
 
 NAMESPACE = "strataflow"
 _PREFIX = "strataflow-store:"
@@ -94,13 +100,22 @@ def server(template: "str | os.PathLike | None", node_id: str) -> Any:
         return got
 
 
+def alive_nodes() -> set[str]:
+    """The ids of the cluster's live nodes."""
+    return {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+
+
 def servers(template: "str | os.PathLike | None") -> dict[str, Any]:
-    """node id -> server, for every node that has one for ``template`` (alive or not)."""
+    """node id -> server, for every live node that has one for ``template`` (the server
+    of a node gone is pinned to it: a call to it would wait for the node, and its store
+    went with it)."""
     prefix = f"{_PREFIX}{_key(template)}:"
+    alive = alive_nodes()
     out = {}
     for a in ray.util.list_named_actors(all_namespaces=True):
-        if a.get("namespace") == NAMESPACE and a["name"].startswith(prefix):
-            out[a["name"][len(prefix):]] = server(template, a["name"][len(prefix):])
+        node = a["name"][len(prefix):]
+        if a.get("namespace") == NAMESPACE and a["name"].startswith(prefix) and node in alive:
+            out[node] = server(template, node)
     return out
 
 
@@ -133,9 +148,14 @@ class StoreServer:
         """Lets ``dataset_id``'s blocks go (now, unless a local reader holds them)."""
         with self._lock:
             lease = self._held.pop(dataset_id, None)
+        drop_lineage(self.cluster_root, dataset_id)  # the head's copy, if it keeps one
         if lease is not None:
             lease.release()
             sweep(self.store.root)
+
+    def missing(self, dataset_id: str, partitions: list[int]) -> list[int]:
+        """Which of ``partitions`` of ``dataset_id`` have no block file in this node's store."""
+        return [p for p in partitions if find_block(self.store.root, dataset_id, p) is None]
 
     # -- blocks -----------------------------------------------------------------------------------
     def block(self, dataset_id: str, partition: int, what: str) -> tuple[bool, Any, Any]:
@@ -154,6 +174,30 @@ class StoreServer:
             self.served += 1
             self.served_bytes += len(extent)
         return True, header, np.frombuffer(extent, dtype=np.uint8)
+
+    def figures(self) -> dict:
+        """This node's store's figures (``Store.figures`` without its local catalog's
+        datasets), what it served to other nodes, and (the head's) the cluster's own:
+        opens, saves and rebuilds counted by drivers (``cluster``)."""
+        with self._lock:
+            served, served_bytes, held = self.served, self.served_bytes, len(self._held)
+        tiers = self.store.root.tiers
+        cluster = {**counters(self.cluster_root), "apps": apps(self.cluster_root)}
+        return {"node": self.node_id, "path": self.store.path, "tiers": {t.name: tier_bytes(t) for t in tiers},
+                "capacity": {t.name: t.capacity for t in tiers}, **counters(self.store.path),
+                "apps": apps(self.store.path), "served": served, "served_bytes": served_bytes, "held": held,
+                "cluster": cluster}
+
+    def count(self, app: str, name: str | None, **deltas: int) -> None:
+        """Counts what a driver did with the cluster's catalog (``opens``, ``saves``,
+        ``rebuilds``) for application ``app``, and the rebuilds store-wide."""
+        count_app(self.cluster_root, app, name, **deltas)
+        if deltas.get("rebuilds"):
+            bump(self.cluster_root, rebuilds=deltas["rebuilds"])
+
+    def balance(self) -> list[dict]:
+        """``Store.balance`` of this node's store (its own catalog's datasets)."""
+        return [{**m, "node": self.node_id} for m in self.store.balance()]
 
     def stats(self) -> dict:
         with self._lock:
@@ -175,3 +219,13 @@ class StoreServer:
 
     def unpublish(self, name: str) -> str:
         return unpublish(self.cluster_root, name, self.store.root.auth)
+
+    def put_lineage(self, dataset_id: str, data: bytes) -> None:
+        """Keeps a cluster dataset's pickled lineage beside the cluster's catalog, tagged
+        with the head store's key (``rebuild.write_lineage``); ``release`` removes it."""
+        write_lineage(self.cluster_root, dataset_id, data, self.store.root.auth)
+
+    def lineage(self, dataset_id: str, name: str) -> bytes:
+        """A cluster dataset's pickled lineage, its keyed tag checked here (the driver
+        unpickles it)."""
+        return read_lineage_bytes(self.cluster_root, dataset_id, name, self.store.root.auth)

@@ -18,8 +18,25 @@ store key), writes them into its own node's store under *its* key (``import_bloc
 a lease there, and reads them mapped like any local block. Later reads on that node are
 local: a block crosses the network once per node.
 
+Where tasks run. The source names, per partition, the node the entry records
+(``preferred_nodes``): the scheduler sends the task to an executor on that node when one is
+free (``scheduler/dag.py``'s ``located_nodes``), so a read fetches only what lies on a
+node with no executor of the application (or after the locality wait).
+
+Lineage. ``save(..., lineage=True)`` pickles the lineage (``rebuild.dump_lineage``) and
+the head's server keeps it tagged beside the cluster's catalog (``cluster/lineage/``).
+A cluster dataset is never moved or evicted by a node's ``balance`` (its blocks are held
+by their server), but its blocks can be lost: their node gone from the cluster, or its
+store wiped. ``open`` asks each holding node which blocks it lacks; if any is lost, a
+dataset with lineage is saved again from it (one job, under the same name, counted as a
+rebuild), one without raises DatasetEvicted saying so.
+
+Figures (``ray_figures.py``): every node's server's, merged; executors count their reads
+and fetches in their node's store's figures, drivers their opens, saves and rebuilds in
+the cluster catalog's.
+
 Removing (``rm``) unpublishes the name, then releases the dataset on every node that has a
-server: blocks go when no local reader holds them.
+server: blocks go when no local reader holds them, and the head drops its lineage.
 """
 
 from __future__ import annotations
@@ -31,15 +48,20 @@ import uuid
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 import ray
 
 from strataflow.lineage import SourceNode
 from strataflow.store.blockfile import import_block, read_block
 from strataflow.store.catalog import Entry, check_name
-from strataflow.store.errors import BlockCorrupt, DatasetNotFound, StoreError
-from strataflow.store.ray_server import head_node_id, node_root, server, servers
+from strataflow.store.errors import BlockCorrupt, DatasetEvicted, DatasetNotFound, StoreError
+from strataflow.store.ray_figures import merge_figures
+from strataflow.store.ray_level import RayLevelHolds
+from strataflow.store.ray_server import alive_nodes, head_node_id, node_root, server, servers
+from strataflow.store.rebuild import dump_lineage
 from strataflow.store.root import tier_bytes
 from strataflow.store.source import find_block, root_for
+from strataflow.store.stats import count_app
 from strataflow.store.store import may_save, save_partition
 
 if TYPE_CHECKING:
@@ -67,21 +89,27 @@ def save_on_node(template: "str | os.PathLike | None", dataset_id: str, split: i
 class RayStore:
     """The cluster's store for one application (driver side): see the module."""
 
-    def __init__(self, template: "str | os.PathLike | None") -> None:
+    def __init__(self, template: "str | os.PathLike | None", app: str = "") -> None:
         self.template = None if template is None else os.fspath(template)
+        #: the id of the application using it (its figures: opens, reads, fetches, saves, rebuilds)
+        self.app = app
         self.head = server(self.template, head_node_id())
         self.path = ray.get(self.head.path.remote(), timeout=_FETCH_S)
 
     # -- saving ---------------------------------------------------------------------------------
-    def save(self, dataset: Any, name: str, mode: str = "error", lineage: bool = False) -> Entry | None:
+    def save(self, dataset: Any, name: str, mode: str = "error", lineage: bool = False,
+             rebuilds: int = 0) -> Entry | None:
+        """As ``Store.save``, into the nodes' stores; ``lineage=True`` keeps the lineage
+        beside the cluster's catalog (the head's server), to rebuild the dataset when its
+        blocks are lost (``open_source``)."""
         check_name(name)
-        if lineage:
-            raise StoreError(f"store.save of {name!r}: lineage=True is not on the ray backend yet (a cluster "
-                             f"dataset is never evicted from its nodes' last tier, so it has nothing to rebuild)")
+        pickled = dump_lineage(dataset, name) if lineage else None
         if not may_save(self.exists, name, mode, " in the cluster's catalog"):
             return None
         did = uuid.uuid4().hex
         try:
+            if pickled is not None:
+                ray.get(self.head.put_lineage.remote(did, pickled), timeout=_FETCH_S)
             t0 = time.perf_counter()
             infos = dataset.map_partitions_with_index(functools.partial(save_on_node, self.template, did)).collect()
             infos = sorted(infos, key=lambda i: i["partition"])
@@ -89,24 +117,72 @@ class RayStore:
                 raise StoreError(f"store.save of {name!r}: the job gave blocks {[i['partition'] for i in infos]}, "
                                  f"not one per partition")
             app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
-            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app))
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app),
+                          lineage=pickled is not None, rebuilds=rebuilds)
             old = ray.get(self.head.publish.remote(asdict(entry), mode == "overwrite"), timeout=_FETCH_S)
         except BaseException:
             self._release(did)
             raise
         if old is not None:
             self._release(old)
+        self._count(None, saves=1)
         return entry
+
+    def _count(self, name: str | None, **deltas: int) -> None:
+        if self.app:
+            ray.get(self.head.count.remote(self.app, name, **deltas), timeout=_FETCH_S)
 
     def _release(self, dataset_id: str) -> None:
         ray.get([s.release.remote(dataset_id) for s in servers(self.template).values()], timeout=_FETCH_S)
 
     # -- reading ----------------------------------------------------------------------------------
-    def open_source(self, name: str, rebuild: Any = None) -> tuple["RayStoreSource", Entry]:
-        """``name``'s source; ``rebuild`` (a local store's lineage binder) is unused: a cluster
-        dataset is not evicted, so there is nothing to rebuild."""
+    def open_source(self, name: str, bind: Any = None) -> tuple["RayStoreSource", Entry]:
+        """``name``'s source and entry. A dataset whose blocks are not all where its entry
+        says (their node gone, or its store wiped: lost on every node that held them) is
+        rebuilt first from its lineage, with ``bind`` (which gives the unpickled lineage a
+        Context), if it was saved with it; DatasetEvicted says why not if not."""
         entry = self.info(name)
-        return RayStoreSource(self.template, entry), entry
+        lost = self._lost(entry)
+        if lost:
+            entry = self._rebuild(entry, lost, bind)
+        self._count(name, opens=1)
+        return RayStoreSource(self.template, entry, self.app), entry
+
+    def _lost(self, entry: Entry) -> dict[str, list[int]]:
+        """node -> the partitions of ``entry`` whose block is not in that node's store (all
+        of them for a node no longer in the cluster): one call per node that holds some."""
+        want: dict[str, list[int]] = {}
+        for p in entry.partitions:
+            want.setdefault(str(p.get("node")), []).append(int(p["partition"]))
+        alive = alive_nodes()
+        lost = {node: parts for node, parts in want.items() if node not in alive}
+        asked = {node: server(self.template, node).missing.remote(entry.id, parts)
+                 for node, parts in want.items() if node in alive}
+        for node, ref in asked.items():
+            missing = ray.get(ref, timeout=_FETCH_S)
+            if missing:
+                lost[node] = missing
+        return lost
+
+    def _rebuild(self, entry: Entry, lost: dict[str, list[int]], bind: Any) -> Entry:
+        """Saves ``entry``'s dataset again from its lineage (one job), under its name."""
+        parts = sorted(p for ps in lost.values() for p in ps)
+        why = (f"store on Ray: dataset {entry.name!r} of the cluster's catalog lost the blocks of partitions {parts} "
+               f"(held by node(s) {', '.join(n[:12] for n in sorted(lost))}: gone from the cluster, or their store "
+               f"wiped)")
+        if not entry.lineage:
+            raise DatasetEvicted(f"{why}, and it was saved without lineage, so it cannot be rebuilt; save it again "
+                                 f"(with lineage=True the store rebuilds it)")
+        if bind is None:
+            raise DatasetEvicted(f"{why}; it has its lineage, and an application's ctx.store.open rebuilds it")
+        try:
+            data = ray.get(self.head.lineage.remote(entry.id, entry.name), timeout=_FETCH_S)
+        except ray.exceptions.RayTaskError as exc:
+            raise (exc.cause if isinstance(exc.cause, StoreError) else exc) from None
+        new = self.save(bind(cloudpickle.loads(data)), entry.name, mode="overwrite", lineage=True,
+                        rebuilds=entry.rebuilds + 1)
+        self._count(entry.name, rebuilds=1)
+        return new  # type: ignore[return-value]
 
     def info(self, name: str) -> Entry:
         check_name(name)
@@ -145,6 +221,26 @@ class RayStore:
         got = ray.get([s.usage.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
         return [u for per_node in got for u in per_node]
 
+    def level_holds(self, app: str) -> Any:
+        """The driver's holds of ``app``'s ``StorageLevel.STORE`` blocks (``ray_level.py``)."""
+        return RayLevelHolds(self.template, app)
+
+    def balance(self) -> list[dict]:
+        """Every node's ``balance`` of its own store (the datasets of its own catalog: a
+        cluster dataset's blocks are held by their server, not moved)."""
+        got = ray.get([s.balance.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
+        return [m for per_node in got for m in per_node]
+
+    def figures(self) -> dict:
+        """The cluster's store figures (``ray_figures.py``): bytes per tier and per node,
+        fetches between nodes, per application its opens, reads, fetches, saves, rebuilds.
+        Empty but for a note once the Ray connection is closed (a Context that started its
+        own Ray instance closes it with its executors)."""
+        if not ray.is_initialized():
+            return {"apps": {}, "backend": "ray", "note": "the Ray connection was closed with the executors"}
+        per_node = ray.get([s.figures.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
+        return merge_figures(per_node, self.ls(), self.path)
+
     def stats(self) -> list[dict]:
         """Per node: blocks served to other nodes, datasets held."""
         return ray.get([s.stats.remote() for s in servers(self.template).values()], timeout=_FETCH_S)
@@ -161,8 +257,9 @@ class RayStoreSource(SourceNode):
     node's store, fetched from the node that holds it when not there (see the module).
     Travels as the stores' path, the dataset's id, and per partition its node and digest."""
 
-    def __init__(self, template: str | None, entry: Entry) -> None:
+    def __init__(self, template: str | None, entry: Entry, app: str = "") -> None:
         self.template = template
+        self.app = app
         self.name = entry.name
         self.dataset_id = entry.id
         self.num_partitions = entry.num_partitions
@@ -170,14 +267,27 @@ class RayStoreSource(SourceNode):
         self.nodes = [p.get("node") for p in entry.partitions]
         self.digests = [p.get("digest") for p in entry.partitions]
 
+    #: each partition prefers the node the catalog names for its block (the scheduler's
+    #: ``located_nodes``): read there, mapped, nothing fetched
+    located = True
+
+    def preferred_nodes(self, split: int) -> list[str]:
+        return [self.nodes[split]] if self.nodes[split] else []
+
     def compute(self, split: int, tc: "TaskContext | None") -> Any:
         node = _this_node()
         root = root_for(node_root(self.template, node))
         what = f"store dataset {self.name!r} (id {self.dataset_id}) partition {split}"
         path = find_block(root, self.dataset_id, split)
+        fetched: dict[str, int] = {}
         if path is None:
             path = self._fetch(root, node, split, what)
-        return read_block(path, self.dataset_id, split, root.auth, what)
+            fetched = {"fetches": 1, "bytes_fetched": os.path.getsize(path)}
+        value = read_block(path, self.dataset_id, split, root.auth, what)
+        n = getattr(value, "nbytes", None)
+        count_app(root.path, self.app, self.name, block_reads=1, bytes_read=n if isinstance(n, int) else 0,
+                  **fetched)
+        return value
 
     def _fetch(self, root: Any, node: str, split: int, what: str) -> str:
         """The block from the node that holds it, verified, written into this node's store."""

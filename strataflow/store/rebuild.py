@@ -28,7 +28,8 @@ from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.storage.level import StorageLevel
 from strataflow.store.errors import StoreError
 
-__all__ = ["dump_lineage", "write_lineage", "read_lineage", "lineage_dir", "bind"]
+__all__ = ["dump_lineage", "write_lineage", "read_lineage", "read_lineage_bytes", "drop_lineage", "lineage_dir",
+           "bind"]
 
 _DOMAIN = b"sf-store-lin-v1"
 
@@ -62,6 +63,22 @@ def write_lineage(root: str, dataset_id: str, data: bytes, auth: FrameAuth) -> N
 
 def read_lineage(root: str, dataset_id: str, name: str, auth: FrameAuth) -> Any:
     """The saved dataset, unpickled (no Context yet: :func:`bind`), once its tag is checked."""
+    return cloudpickle.loads(read_lineage_bytes(root, dataset_id, name, auth))
+
+
+def drop_lineage(root: str, dataset_id: str) -> None:
+    """Removes a dataset's lineage file, if it has one (the cluster's catalog, whose
+    lineage files no sweep knows: ``ray_server.py``)."""
+    try:
+        os.unlink(_path(root, dataset_id))
+    except FileNotFoundError:
+        pass
+
+
+def read_lineage_bytes(root: str, dataset_id: str, name: str, auth: FrameAuth) -> bytes:
+    """The saved lineage's pickled bytes, once its keyed tag is checked (StoreError if
+    the file is gone or fails it): where it is checked is not where it is unpickled on a
+    Ray cluster (the head's server checks, the driver unpickles)."""
     path = _path(root, dataset_id)
     try:
         with open(path, "rb") as fh:
@@ -72,7 +89,7 @@ def read_lineage(root: str, dataset_id: str, name: str, auth: FrameAuth) -> Any:
     if len(tag) != TAG_BYTES or not same(tag, auth.tag(_DOMAIN, dataset_id.encode(), data)):
         raise StoreError(f"store dataset {name!r}: its lineage file {path} fails its keyed tag (damaged, or not "
                          f"written by this store); not unpickled")
-    return cloudpickle.loads(data)
+    return data
 
 
 def bind(dataset: Any, ctx: Any) -> Any:

@@ -80,9 +80,18 @@ def prepare_dir(path: str, what: str) -> str:
     path = os.path.abspath(os.path.expanduser(os.fspath(path)))
     try:
         make_dirs(path, PRIVATE_DIR)
+    except PermissionError as exc:
+        raise StoreAccessError(f"{what}: cannot reach or create directory {path!r}: permission denied at "
+                               f"{exc.filename!r} (another user's directory?); give a directory of your own") from exc
     except OSError as exc:
         raise StoreError(f"{what}: cannot create directory {path!r}: {exc.strerror} ({exc.filename!r})") from exc
-    check_private(path, what)
+    try:
+        check_private(path, what)
+    except PermissionError as exc:
+        if isinstance(exc, StoreAccessError):
+            raise
+        raise StoreAccessError(f"{what}: cannot reach directory {path!r}: permission denied "
+                               f"(another user's directory?); give a directory of your own") from exc
     return path
 
 

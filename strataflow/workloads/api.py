@@ -44,6 +44,7 @@ WORKLOADS: dict[str, str] = {
     "sort": "sort_job",
     "wordcount": "wordcount_job",
     "rddtest": "rddtest_job",
+    "mixed": "mixed_job",
 }
 
 # name -> what it is, for ``run --help`` and ``gen --help``
@@ -58,6 +59,7 @@ SUMMARIES: dict[str, str] = {
     "sort": "TeraSort-like sort of fixed-size records (one shuffle)",
     "wordcount": "word count over text (one shuffle)",
     "rddtest": "the paper's synthetic caching test (RDDTest): re-reads of a persisted dataset",
+    "mixed": "a pipeline of four datasets that want different levels: features -> K-means -> joins (bench auto)",
 }
 
 #: Set by a runner that wants the independent check announced (``strataflow run`` shows

@@ -44,6 +44,7 @@ class ExecutorActor:
         from strataflow.executor.core import ExecutorCore
         from strataflow.executor.heap import keep_heap_warm
         from strataflow.executor.runtime import ExecutorRuntime
+        from strataflow.store.ray_level import RayLevelBlocks
 
         threadpool_limits(limits=spec.config.blas_threads, user_api="blas")
         keep_heap_warm()
@@ -59,6 +60,9 @@ class ExecutorActor:
         source_store.register_loader(SOURCE_PREFIX, self._load_source)
         self.core = ExecutorCore(self.runtime)
         self.node_id = ray.get_runtime_context().get_node_id()
+        # StorageLevel.STORE: this node's own store, its blocks held by the node's server
+        self.runtime.block_manager.shared = RayLevelBlocks(self.runtime.config.store,
+                                                           self.runtime.block_manager.shared.app, self.node_id)
         self._stage_lock = threading.Lock()
         self._stage_cond = threading.Condition(self._stage_lock)
         self._known: set[str] = set()  # stages loaded (or failed to load) here

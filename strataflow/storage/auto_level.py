@@ -281,6 +281,12 @@ class AutoLevels:
         with self._lock:
             f.ledger.written(split, seconds)
 
+    def read_per_byte(self, dataset_id: int) -> float | None:
+        """What a read back of the dataset's spilled bytes costs now, per byte (None: not
+        an AUTO dataset here); ``cost_admission.py`` prices a spilled block's loss by it."""
+        f = self._facts.get(dataset_id)
+        return None if f is None else self._read_per_byte(f)
+
     def _read_per_byte(self, f: DatasetFacts) -> float:
         """What a read of the dataset's spilled bytes costs: its own reads as measured;
         else, for mapped blocks that could not all keep their pages under the bound (a loop

@@ -1,6 +1,7 @@
 """Cost-aware admission for AUTO (``storage/cost_admission.py``): a block of a dataset AUTO
-drops (cheap to recompute) takes free memory, but evicts only blocks no dearer to get
-back; a dear block may evict a cheap one; fixed levels are untouched.
+drops (cheap to recompute) takes free memory, but evicts only blocks cheaper to get back
+by the margin (or its own dataset's); a dear block may evict a cheap one; fixed levels
+are untouched.
 
 Costs are injected, never measured: the block manager weighs a ``DeclaredCosts`` clock
 (tasks ``spend`` their compute seconds, a disk byte costs a declared bandwidth), and the
@@ -17,7 +18,7 @@ import pytest
 from strataflow.storage.auto_level import DROP, MAPPED, SERIALIZED, AutoLevels, DatasetFacts, DiskCosts
 from strataflow.storage.blocks.block import DatasetInfo
 from strataflow.storage.blocks.serde import get_serializer
-from strataflow.storage.cost_admission import CostAdmission
+from strataflow.storage.cost_admission import MARGIN, CostAdmission
 from strataflow.storage.cost_clock import DeclaredCosts, spend
 from strataflow.storage.disk.disk_store import DiskStore
 from strataflow.storage.level import StorageLevel
@@ -27,10 +28,11 @@ from strataflow.storage.policies import make_policy
 
 KB, MB = 1 << 10, 1 << 20
 AUTO = StorageLevel.AUTO
-CHEAP, DEAR, CHEAP2 = 1, 2, 3
-#: declared compute seconds of one block: both are cheaper than a round trip at 1 MB/s
-#: (0.2 s for 100 KB), so AUTO drops both; the dear one costs 100x more to get back
-COMPUTE_S = {CHEAP: 1e-4, DEAR: 1e-2, CHEAP2: 1e-4}
+CHEAP, DEAR, MID, PEER = 1, 2, 3, 4
+#: declared compute seconds of one block: all cheaper than a round trip at 1 MB/s (0.2 s
+#: for 100 KB), so AUTO drops them all; the dear one costs 100x the cheap one to get back,
+#: the middle one 10x, and the peer about the same (within the margin)
+COMPUTE_S = {CHEAP: 1e-4, DEAR: 1e-2, MID: 1e-3, PEER: 1.2e-4}
 
 
 # -- the prices -----------------------------------------------------------------------------------
@@ -73,20 +75,22 @@ def test_a_loss_is_priced_per_byte_from_what_auto_measured():
 def test_a_cheap_block_sees_only_victims_no_dearer_than_itself():
     auto, datasets = auto_levels(write_s_per_mb=0.01, read_s_per_mb=0.002), {}
     add(auto, datasets, 1, DROP, 1e-9)  # the block being put
-    add(auto, datasets, 2, DROP, 1e-10)  # cheaper: may go
+    add(auto, datasets, 2, DROP, 1e-9 / MARGIN)  # cheaper by the margin: may go
     add(auto, datasets, 3, DROP, 1e-6)  # dearer: stays
+    add(auto, datasets, 6, DROP, 0.9e-9)  # cheaper, but within the margin: stays (no churn)
     add(auto, datasets, 4, MAPPED, 1e-6)  # a write and a read: 1.1e-8 s a byte, dearer
     add(auto, datasets, 5, None, None)  # a fixed level: not measured, never displaced
-    entries = {BlockId(d, s): 100 * KB for d in (1, 2, 3, 4, 5) for s in (0, 1)}
+    entries = {BlockId(d, s): 100 * KB for d in (1, 2, 3, 4, 5, 6) for s in (0, 1)}
     prices = CostAdmission(datasets, auto)
     view = prices.victims_for(BlockId(1, 9), entries)
     assert sorted(view) == [BlockId(1, 0), BlockId(1, 1), BlockId(2, 0), BlockId(2, 1)]
-    assert view.get(BlockId(3, 0)) is None and BlockId(5, 1) not in view and len(view) == 4
+    assert view.get(BlockId(3, 0)) is None and BlockId(5, 1) not in view and BlockId(6, 0) not in view
+    assert len(view) == 4
     assert view[BlockId(2, 1)] == 100 * KB and view.excluded
     with pytest.raises(KeyError):
         view[BlockId(4, 0)]
     dearer = prices.victims_for(BlockId(3, 9), entries)  # dropped too, dearer: all but the fixed level
-    assert sorted(dearer) == sorted(b for b in entries if b.dataset_id != 5)
+    assert sorted(dearer) == sorted(b for b in entries if b.dataset_id != 5)  # 4: 1.1e-8 s a byte
     for other in (BlockId(4, 9), BlockId(5, 9), None):  # spilled, fixed, execution memory: not weighed
         assert prices.victims_for(other, entries) is entries
 
@@ -136,13 +140,14 @@ def test_a_cheap_block_takes_free_memory_but_does_not_evict_a_dear_one(tmp_path,
         assert m.in_memory() == dear | {(CHEAP, 0)}
         m.read(CHEAP, 1)  # full: only dearer blocks could make room, so it is not cached
         assert m.in_memory() == dear | {(CHEAP, 0)}
-        assert m.bm.metrics.snapshot()["auto_cost_bypasses"] >= 1
-        m.read(CHEAP2, 0)  # as cheap as the cheap block: may take its place
-        assert m.in_memory() == dear | {(CHEAP2, 0)}
-        m.read(DEAR, room)  # a dear block may evict a cheap one
+        m.read(PEER, 0)  # about as cheap: within the margin it does not take the cheap one's place
+        assert m.in_memory() == dear | {(CHEAP, 0)}
+        m.read(MID, 0)  # dearer by more than the margin: evicts the cheap block
+        assert m.in_memory() == dear | {(MID, 0)}
+        m.read(DEAR, room)  # a dear block may evict a cheaper one
         assert m.in_memory() == dear | {(DEAR, room)}
-        dropped = m.bm.metrics.snapshot()["blocks_dropped"]
-        assert dropped == 2  # the two cheap blocks, and nothing else
+        assert m.bm.metrics.snapshot()["blocks_dropped"] == 2  # the cheap and the middle block, nothing else
+        assert m.bm.metrics.snapshot()["auto_cost_bypasses"] == 2  # the second cheap block, the peer
     finally:
         m.bm.close()
 

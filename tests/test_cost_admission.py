@@ -95,6 +95,23 @@ def test_a_cheap_block_sees_only_victims_no_dearer_than_itself():
         assert prices.victims_for(other, entries) is entries
 
 
+def test_a_serialized_spill_is_priced_per_byte_in_memory():
+    """Disk costs are per byte on disk; pickled records take a fraction of their memory
+    there, so their loss per byte in memory is that fraction of it (measured per spill)."""
+    auto, datasets = auto_levels(write_s_per_mb=0.01, read_s_per_mb=0.002), {}
+    add(auto, datasets, 1, SERIALIZED, 1e-6, zero_copy=False)
+    add(auto, datasets, 2, MAPPED, 1e-6)
+    prices = CostAdmission(datasets, auto)
+    assert prices.loss_per_byte(1) == pytest.approx(0.012 / MB)  # nothing measured: 1 byte for 1
+    prices.spilled(BlockId(1, 0), 8 * MB, MB)
+    assert datasets[1].auto.disk_ratio == pytest.approx(1 / 8)
+    assert prices.loss_per_byte(1) == pytest.approx(0.012 / MB / 8)
+    prices.spilled(BlockId(1, 1), 8 * MB, 2 * MB)  # a moving average
+    assert 1 / 8 < datasets[1].auto.disk_ratio < 1 / 4
+    prices.spilled(BlockId(2, 0), 8 * MB, MB)  # a mapped layout is its memory form: not scaled
+    assert datasets[2].auto.disk_ratio is None and prices.loss_per_byte(2) == pytest.approx(0.012 / MB)
+
+
 # -- in the block manager ------------------------------------------------------------------------
 def value(did: int, split: int) -> np.ndarray:
     return np.full((100 * KB - 112) // 8, did * 100 + split, dtype=np.float64)  # 100 KB accounted
@@ -167,3 +184,28 @@ def test_fixed_levels_are_not_weighed(tmp_path, policy):
         assert m.bm.metrics.snapshot()["auto_cost_bypasses"] == 0
     finally:
         m.bm.close()
+
+
+def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(tmp_path):
+    """Python records spilled serialized by eviction: the dataset's ratio of bytes on disk to
+    bytes in memory is measured, and is well under 1 (pickled ints against list objects)."""
+    bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
+    bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
+    for form in ("serialized", "mapped"):
+        bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
+        bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
+    bm.register(7, lambda: "records", AUTO, None, 64)
+    try:
+        def compute(split: int):
+            spend(1.0)  # dear: serialized
+            return list(range(split * 10_000, (split + 1) * 10_000))
+
+        bm.get_or_compute(BlockId(7, 0), AUTO, lambda: compute(0))  # 0.35 MB: in memory
+        assert bm.auto.facts(7).disk_ratio is None
+        bm.register(8, lambda: "other", StorageLevel.MEMORY_ONLY, None, 1)
+        bm.get_or_compute(BlockId(8, 0), StorageLevel.MEMORY_ONLY, lambda: np.zeros(800 * KB // 8))  # evicts it
+        facts = bm.auto.facts(7)
+        assert facts.level is SERIALIZED and bm.metrics.snapshot()["blocks_dropped"] == 1
+        assert facts.disk_ratio is not None and 0 < facts.disk_ratio < 0.5
+    finally:
+        bm.close()

@@ -168,6 +168,9 @@ class DatasetFacts:
     looped: bool = False  # the policy saw its blocks read again in a loop
     on_priors: bool = False  # the choice was made before its spill form's write was timed
     info: Any = None  # the dataset's DatasetInfo, whose level a revision sets
+    #: bytes on disk per byte in memory of its serialized spills (None: none measured);
+    #: the disk costs are per byte on disk (``cost_admission.py`` converts with it)
+    disk_ratio: float | None = None
     #: both sides' measured costs once its blocks are needed again (``auto_ledger.py``)
     ledger: Ledger = field(default_factory=Ledger)
 

@@ -18,7 +18,11 @@ The price of a loss, per byte (from what ``AutoLevels`` measured on this executo
 - a block of an AUTO dataset that spills: a read back at the dataset's read cost
   (``AutoLevels.read_per_byte``: its own reads as measured, else this executor's for its
   form), plus its write at the measured write cost unless it is on disk already (a
-  serialized block re-cached from the tiers);
+  serialized block re-cached from the tiers). Those costs are per byte *on disk*; a
+  serialized block is several times smaller there than in memory (Python records: 0.33
+  MiB pickled for 2.7 MiB in memory), so they are scaled by the dataset's measured ratio
+  of the two (``spilled``: each serialized spill of its blocks; 1 until one is measured,
+  which errs towards keeping the block);
 - any other block (a fixed level; an AUTO dataset with nothing measured yet): unknown,
   counted as dearer than anything.
 
@@ -78,6 +82,7 @@ __all__ = ["CostAdmission", "MARGIN"]
 INF = math.inf
 #: a cheap block evicts another dataset's block only if that one is cheaper by this factor
 MARGIN = SWITCH_MARGIN
+_EWMA = 0.3  # weight of a new ratio
 
 
 class CostAdmission:
@@ -101,7 +106,18 @@ class CostAdmission:
         read = self._auto.read_per_byte(dataset_id)
         if read is None:
             return INF
-        return read + (0.0 if on_disk else self._auto.costs.per_byte(f.form)[0])
+        ratio = 1.0 if f.zero_copy or f.disk_ratio is None else f.disk_ratio
+        return (read + (0.0 if on_disk else self._auto.costs.per_byte(f.form)[0])) * ratio
+
+    def spilled(self, block_id: Any, memory_bytes: int, disk_bytes: int | None) -> None:
+        """A block left memory for the tiers, ``memory_bytes`` there and ``disk_bytes`` on
+        disk: an AUTO dataset's ratio of the two moves towards it (a moving average)."""
+        info = self._datasets.get(getattr(block_id, "dataset_id", None))
+        f = None if info is None else info.auto
+        if f is None or f.zero_copy or not disk_bytes or memory_bytes <= 0:
+            return
+        r = disk_bytes / memory_bytes
+        f.disk_ratio = r if f.disk_ratio is None else (1 - _EWMA) * f.disk_ratio + _EWMA * r
 
     def cheap(self, block_id: Any) -> float | None:
         """The block's loss per byte if its dataset is AUTO and currently dropped (the

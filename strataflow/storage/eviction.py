@@ -125,7 +125,11 @@ class Eviction:
         info = self.datasets.get(victim.block_id.dataset_id)
         if info is None:
             return "discarded"  # unpersisted meanwhile: ``release`` finds it gone
-        return self.writes.write_entry(victim.block_id, victim.entry, info, strict)
+        to = self.writes.write_entry(victim.block_id, victim.entry, info, strict)
+        if to == "disk" and self.weigh is not None and info.auto is not None and victim.entry.deserialized:
+            on_disk = self.writes.disk.entry(victim.block_id)  # its size there: what the costs are per
+            self.weigh.spilled(victim.block_id, victim.entry.size, None if on_disk is None else on_disk.size)
+        return to
 
     def release(self, victim: Victim, to: str, mode: str | None = None) -> int:
         """Removes a written victim from memory if it is still the entry marked; returns

@@ -56,7 +56,9 @@ What it leaves alone, and why:
   measured, so it counts as dear): an AUTO dataset that drops cannot push out a dataset
   whose level the user chose.
 - When execution memory asks (no block), nothing is restricted: it is not a block's
-  admission.
+  admission. The background writer (``async_eviction``) picks its victims "as for the
+  block put last", so while that is a cheap block it too sees only cheaper ones (its
+  candidates are blocks with a disk copy to write; a dropped dataset's never are).
 - The next use is the policy's business (``lineage``'s Belady order): this rule narrows
   the victims it may name by cost, never widens them.
 

@@ -14,6 +14,9 @@ Here:
    but only if it is still the entry marked. An unpersist in between wins, and a disk
    copy whose dataset is gone is removed; nothing is freed twice.
 
+For a put of a block of a dataset AUTO drops, both selections see only the blocks that
+are cheaper to get back (``cost_admission.py``); for every other put, all of them.
+
 Synchronous eviction (the memory manager's ``Evictor``: ``select`` + ``drop``) and the
 background writer (``eviction_writer.EvictionHandler``: ``select_for_writer``,
 ``write_victim``, ``release``, ``unmark``, ``eviction_failed``) share all three phases and
@@ -126,7 +129,8 @@ class Eviction:
         if info is None:
             return "discarded"  # unpersisted meanwhile: ``release`` finds it gone
         to = self.writes.write_entry(victim.block_id, victim.entry, info, strict)
-        if to == "disk" and self.weigh is not None and info.auto is not None and victim.entry.deserialized:
+        if (to == "disk" and self.weigh is not None and info.auto is not None and not info.auto.zero_copy
+                and victim.entry.deserialized):
             on_disk = self.writes.disk.entry(victim.block_id)  # its size there: what the costs are per
             self.weigh.spilled(victim.block_id, victim.entry.size, None if on_disk is None else on_disk.size)
         return to

@@ -168,6 +168,9 @@ class DatasetFacts:
     looped: bool = False  # the policy saw its blocks read again in a loop
     on_priors: bool = False  # the choice was made before its spill form's write was timed
     info: Any = None  # the dataset's DatasetInfo, whose level a revision sets
+    #: bytes on disk per byte in memory of its serialized spills (None: none measured);
+    #: the disk costs are per byte on disk (``cost_admission.py`` converts with it)
+    disk_ratio: float | None = None
     #: both sides' measured costs once its blocks are needed again (``auto_ledger.py``)
     ledger: Ledger = field(default_factory=Ledger)
 
@@ -280,6 +283,12 @@ class AutoLevels:
             return
         with self._lock:
             f.ledger.written(split, seconds)
+
+    def read_per_byte(self, dataset_id: int) -> float | None:
+        """What a read back of the dataset's spilled bytes costs now, per byte (None: not
+        an AUTO dataset here); ``cost_admission.py`` prices a spilled block's loss by it."""
+        f = self._facts.get(dataset_id)
+        return None if f is None else self._read_per_byte(f)
 
     def _read_per_byte(self, f: DatasetFacts) -> float:
         """What a read of the dataset's spilled bytes costs: its own reads as measured;

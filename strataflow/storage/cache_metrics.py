@@ -18,8 +18,9 @@ METRIC_KEYS = (
     "task_rereads",
     # blocks another executor held, read by this one's tasks; blocks this one served to others
     "peer_hits", "peer_bytes_read", "peer_blocks_served",
-    # AUTO datasets: how often an executor chose or changed a dataset's level
-    "auto_level_changes",
+    # AUTO datasets: how often an executor chose or changed a dataset's level, and puts of
+    # blocks of dropped AUTO datasets kept out of memory by cost (``cost_admission.py``)
+    "auto_level_changes", "auto_cost_bypasses",
     # the dynamic memory split: moves, and bytes moved to each side
     "memory_split_moves", "memory_split_bytes_to_heap", "memory_split_bytes_to_mapped",
     # StorageLevel.STORE: blocks read from and written to the shared store

@@ -14,6 +14,9 @@ Here:
    but only if it is still the entry marked. An unpersist in between wins, and a disk
    copy whose dataset is gone is removed; nothing is freed twice.
 
+For a put of a block of a dataset AUTO drops, both selections see only the blocks that
+are cheaper to get back (``cost_admission.py``); for every other put, all of them.
+
 Synchronous eviction (the memory manager's ``Evictor``: ``select`` + ``drop``) and the
 background writer (``eviction_writer.EvictionHandler``: ``select_for_writer``,
 ``write_victim``, ``release``, ``unmark``, ``eviction_failed``) share all three phases and
@@ -23,14 +26,18 @@ the marks, so the two never pick the same block.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from strataflow.metrics import EventBus
 from strataflow.storage.blocks.block import BlockId, DatasetInfo
 from strataflow.storage.cache_metrics import CacheMetrics
+from strataflow.storage.cost_admission import CostAdmission
 from strataflow.storage.disk.disk_writes import DiskWriter
 from strataflow.storage.memory.store import MemoryEntry, MemoryStore
 from strataflow.storage.policies import Policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from strataflow.storage.auto_level import AutoLevels
 
 __all__ = ["Eviction", "Victim"]
 
@@ -46,8 +53,11 @@ class Victim:
 
 class Eviction:
     def __init__(self, memory: Any, store: MemoryStore, policy: Policy, datasets: Mapping[int, DatasetInfo],
-                 writes: DiskWriter, metrics: CacheMetrics, events: EventBus, headroom: Callable[[], int]) -> None:
+                 writes: DiskWriter, metrics: CacheMetrics, events: EventBus, headroom: Callable[[], int],
+                 auto: "AutoLevels | None" = None) -> None:
         self.memory, self.store, self.policy, self.datasets = memory, store, policy, datasets
+        #: narrows the victims a cheap AUTO block may evict (``cost_admission.py``); None: no AUTO
+        self.weigh = None if auto is None else CostAdmission(datasets, auto, writes.disk)
         self.writes, self.metrics, self.events = writes, metrics, events
         self.headroom = headroom  # the block manager's: what the policy's reserve is
         self._marked: dict[BlockId, MemoryEntry] = {}  # chosen and being written (memory lock)
@@ -59,7 +69,12 @@ class Eviction:
         """The policy's victims for ``space`` bytes for ``for_block`` (None: execution
         memory asks), among the blocks not marked already."""
         sizes = self.store.sizes(self._marked)
-        return self._mark(self.policy.select_victims(space, for_block, sizes) or [], sizes)
+        if self.weigh is not None:
+            sizes = self.weigh.victims_for(for_block, sizes)
+        victims = self.policy.select_victims(space, for_block, sizes) or []
+        if not victims and getattr(sizes, "excluded", False):
+            self.metrics.add(auto_cost_bypasses=1)  # kept out: only dearer blocks could make room
+        return self._mark(victims, sizes)
 
     def select_for_writer(self, need: int, for_block: Any) -> list[Victim]:
         """Victims the background writer may write, as if for the block put last (the
@@ -73,6 +88,10 @@ class Eviction:
                 cands[bid] = e.size
         if not cands or need <= 0:
             return []
+        if self.weigh is not None:
+            cands = self.weigh.victims_for(for_block, cands)
+            if not cands:
+                return []
         victims = self.policy.select_victims(min(need, sum(cands.values())), for_block, cands)
         if not victims:
             victims = self.policy.select_victims(min(cands.values()), for_block, cands)
@@ -109,7 +128,12 @@ class Eviction:
         info = self.datasets.get(victim.block_id.dataset_id)
         if info is None:
             return "discarded"  # unpersisted meanwhile: ``release`` finds it gone
-        return self.writes.write_entry(victim.block_id, victim.entry, info, strict)
+        to = self.writes.write_entry(victim.block_id, victim.entry, info, strict)
+        if (to == "disk" and self.weigh is not None and info.auto is not None and not info.auto.zero_copy
+                and victim.entry.deserialized):
+            on_disk = self.writes.disk.entry(victim.block_id)  # its size there: what the costs are per
+            self.weigh.spilled(victim.block_id, victim.entry.size, None if on_disk is None else on_disk.size)
+        return to
 
     def release(self, victim: Victim, to: str, mode: str | None = None) -> int:
         """Removes a written victim from memory if it is still the entry marked; returns

@@ -119,7 +119,7 @@ class BlockManager:
                                      self.events.post, self.metrics.add,
                                      spill_s_per_byte=lambda: sum(self.auto.costs.per_byte("serialized")))
         self.eviction = Eviction(memory, self.memory_store, policy, self._datasets, self.writes, self.metrics,
-                                 self.events, headroom=self.headroom)
+                                 self.events, headroom=self.headroom, auto=self.auto)
         self.writer = EvictionWriter(self.eviction, self, memory, evicting=async_eviction, watermarks=watermarks)
         #: how a block in another executor's memory is fetched (None: there are no peers)
         self.fetch_peer: Fetch | None = None

@@ -1,0 +1,211 @@
+"""Cost-aware admission for AUTO (``storage/cost_admission.py``): a block of a dataset AUTO
+drops (cheap to recompute) takes free memory, but evicts only blocks cheaper to get back
+by the margin (or its own dataset's); a dear block may evict a cheap one; fixed levels
+are untouched.
+
+Costs are injected, never measured: the block manager weighs a ``DeclaredCosts`` clock
+(tasks ``spend`` their compute seconds, a disk byte costs a declared bandwidth), and the
+disk costs are observed as timed before any block, so no choice rests on a prior (which
+would make AUTO explore by spilling) and none on how busy the machine is."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from strataflow.storage.auto_level import DROP, MAPPED, SERIALIZED, AutoLevels, DatasetFacts, DiskCosts
+from strataflow.storage.blocks.block import DatasetInfo
+from strataflow.storage.blocks.serde import get_serializer
+from strataflow.storage.cost_admission import MARGIN, CostAdmission
+from strataflow.storage.cost_clock import DeclaredCosts, spend
+from strataflow.storage.disk.disk_store import DiskStore
+from strataflow.storage.level import StorageLevel
+from strataflow.storage.manager import BlockId, BlockManager
+from strataflow.storage.memory.unified import MemoryManager
+from strataflow.storage.policies import make_policy
+
+KB, MB = 1 << 10, 1 << 20
+AUTO = StorageLevel.AUTO
+CHEAP, DEAR, MID, PEER = 1, 2, 3, 4
+#: declared compute seconds of one block: all cheaper than a round trip at 1 MB/s (0.2 s
+#: for 100 KB), so AUTO drops them all; the dear one costs 100x the cheap one to get back,
+#: the middle one 10x, and the peer about the same (within the margin)
+COMPUTE_S = {CHEAP: 1e-4, DEAR: 1e-2, MID: 1e-3, PEER: 1.2e-4}
+
+
+# -- the prices -----------------------------------------------------------------------------------
+def auto_levels(write_s_per_mb: float, read_s_per_mb: float) -> AutoLevels:
+    costs = DiskCosts()
+    for form in ("serialized", "mapped"):
+        costs.observe(form, "write", 8 * MB, 8 * write_s_per_mb)
+        costs.observe(form, "read", 8 * MB, 8 * read_s_per_mb)
+    return AutoLevels(costs, lambda kind, **f: None, lambda **d: None)
+
+
+def add(auto: AutoLevels, datasets: dict, did: int, level, compute_s_per_byte: float | None,
+        zero_copy: bool = True) -> None:
+    facts = auto.register(did) if level is not None else None
+    if facts is not None:
+        facts.level, facts.compute_s_per_byte, facts.zero_copy = level, compute_s_per_byte, zero_copy
+    datasets[did] = DatasetInfo(did, lambda: f"ds{did}", StorageLevel.MEMORY_AND_DISK if level is None else level,
+                                get_serializer(None), 8, auto=facts)
+    if facts is not None:
+        facts.info = datasets[did]
+
+
+def test_a_loss_is_priced_per_byte_from_what_auto_measured():
+    auto, datasets = auto_levels(write_s_per_mb=0.01, read_s_per_mb=0.002), {}
+    add(auto, datasets, 1, DROP, 3e-9)
+    add(auto, datasets, 2, MAPPED, 1e-6)
+    add(auto, datasets, 3, SERIALIZED, 1e-6, zero_copy=False)
+    add(auto, datasets, 4, None, None)  # a fixed level
+    add(auto, datasets, 5, DROP, None)  # AUTO, nothing measured yet
+    prices = CostAdmission(datasets, auto)
+    assert prices.loss_per_byte(1) == 3e-9  # a recomputation
+    assert prices.loss_per_byte(2) == pytest.approx(0.012 / MB)  # a write and a read back
+    assert prices.loss_per_byte(3, on_disk=True) == pytest.approx(0.002 / MB)  # on disk already: the read
+    assert prices.loss_per_byte(4) == math.inf and prices.loss_per_byte(5) == math.inf
+    assert prices.loss_per_byte(99) == math.inf
+    assert prices.cheap(BlockId(1, 0)) == 3e-9  # only a dropped AUTO dataset's blocks are weighed
+    assert [prices.cheap(BlockId(d, 0)) for d in (2, 3, 4, 5)] == [None] * 4
+
+
+def test_a_cheap_block_sees_only_victims_no_dearer_than_itself():
+    auto, datasets = auto_levels(write_s_per_mb=0.01, read_s_per_mb=0.002), {}
+    add(auto, datasets, 1, DROP, 1e-9)  # the block being put
+    add(auto, datasets, 2, DROP, 1e-9 / MARGIN)  # cheaper by the margin: may go
+    add(auto, datasets, 3, DROP, 1e-6)  # dearer: stays
+    add(auto, datasets, 6, DROP, 0.9e-9)  # cheaper, but within the margin: stays (no churn)
+    add(auto, datasets, 4, MAPPED, 1e-6)  # a write and a read: 1.1e-8 s a byte, dearer
+    add(auto, datasets, 5, None, None)  # a fixed level: not measured, never displaced
+    entries = {BlockId(d, s): 100 * KB for d in (1, 2, 3, 4, 5, 6) for s in (0, 1)}
+    prices = CostAdmission(datasets, auto)
+    view = prices.victims_for(BlockId(1, 9), entries)
+    assert sorted(view) == [BlockId(1, 0), BlockId(1, 1), BlockId(2, 0), BlockId(2, 1)]
+    assert view.get(BlockId(3, 0)) is None and BlockId(5, 1) not in view and BlockId(6, 0) not in view
+    assert len(view) == 4
+    assert view[BlockId(2, 1)] == 100 * KB and view.excluded
+    with pytest.raises(KeyError):
+        view[BlockId(4, 0)]
+    dearer = prices.victims_for(BlockId(3, 9), entries)  # dropped too, dearer: all but the fixed level
+    assert sorted(dearer) == sorted(b for b in entries if b.dataset_id != 5)  # 4: 1.1e-8 s a byte
+    for other in (BlockId(4, 9), BlockId(5, 9), None):  # spilled, fixed, execution memory: not weighed
+        assert prices.victims_for(other, entries) is entries
+
+
+def test_a_serialized_spill_is_priced_per_byte_in_memory():
+    """Disk costs are per byte on disk; pickled records take a fraction of their memory
+    there, so their loss per byte in memory is that fraction of it (measured per spill)."""
+    auto, datasets = auto_levels(write_s_per_mb=0.01, read_s_per_mb=0.002), {}
+    add(auto, datasets, 1, SERIALIZED, 1e-6, zero_copy=False)
+    add(auto, datasets, 2, MAPPED, 1e-6)
+    prices = CostAdmission(datasets, auto)
+    assert prices.loss_per_byte(1) == pytest.approx(0.012 / MB)  # nothing measured: 1 byte for 1
+    prices.spilled(BlockId(1, 0), 8 * MB, MB)
+    assert datasets[1].auto.disk_ratio == pytest.approx(1 / 8)
+    assert prices.loss_per_byte(1) == pytest.approx(0.012 / MB / 8)
+    prices.spilled(BlockId(1, 1), 8 * MB, 2 * MB)  # a moving average
+    assert 1 / 8 < datasets[1].auto.disk_ratio < 1 / 4
+    prices.spilled(BlockId(2, 0), 8 * MB, MB)  # a mapped layout is its memory form: not scaled
+    assert datasets[2].auto.disk_ratio is None and prices.loss_per_byte(2) == pytest.approx(0.012 / MB)
+
+
+# -- in the block manager ------------------------------------------------------------------------
+def value(did: int, split: int) -> np.ndarray:
+    return np.full((100 * KB - 112) // 8, did * 100 + split, dtype=np.float64)  # 100 KB accounted
+
+
+class Manager:
+    """A block manager over 1 MB (512 KB of storage) whose costs are declared: disks at
+    1 MB/s, compute as ``COMPUTE_S``; ``level`` is every dataset's."""
+
+    def __init__(self, tmp_path, policy: str, level=AUTO) -> None:
+        self.mm = MemoryManager(MB, 0.5)
+        self.bm = BlockManager(self.mm, DiskStore([str(tmp_path)]), make_policy(policy))
+        self.bm.clock = DeclaredCosts({"serialized": (1, 1), "mapped": (1, 1)})
+        for form in ("serialized", "mapped"):  # timed: no choice rests on a prior
+            self.bm.auto.costs.observe(form, "write", 8 * MB, 8.0)
+            self.bm.auto.costs.observe(form, "read", 8 * MB, 8.0)
+        self.level = level
+        for did in COMPUTE_S:
+            self.bm.register(did, lambda did=did: f"ds{did}", level, None, 64)
+
+    def read(self, did: int, split: int) -> None:
+        def compute():
+            spend(COMPUTE_S[did])
+            return value(did, split)
+
+        got = self.bm.get_or_compute(BlockId(did, split), self.level, compute)
+        assert np.array_equal(got, value(did, split))
+
+    def in_memory(self) -> set:
+        return {(b.dataset_id, b.split) for b, _ in self.bm.memory_store.items()}
+
+
+def test_a_cheap_block_takes_free_memory_but_does_not_evict_a_dear_one(tmp_path, policy):
+    m = Manager(tmp_path, policy)
+    try:
+        room = m.mm.free // (100 * KB)
+        assert room >= 3
+        dear = {(DEAR, s) for s in range(room - 1)}
+        for _, s in sorted(dear):
+            m.read(DEAR, s)
+        m.read(CHEAP, 0)  # the last free block's worth: taken
+        assert m.bm.info(CHEAP).level is DROP and m.bm.info(DEAR).level is DROP
+        assert m.in_memory() == dear | {(CHEAP, 0)}
+        m.read(CHEAP, 1)  # full: only dearer blocks could make room, so it is not cached
+        assert m.in_memory() == dear | {(CHEAP, 0)}
+        m.read(PEER, 0)  # about as cheap: within the margin it does not take the cheap one's place
+        assert m.in_memory() == dear | {(CHEAP, 0)}
+        m.read(MID, 0)  # dearer by more than the margin: evicts the cheap block
+        assert m.in_memory() == dear | {(MID, 0)}
+        m.read(DEAR, room)  # a dear block may evict a cheaper one
+        assert m.in_memory() == dear | {(DEAR, room)}
+        assert m.bm.metrics.snapshot()["blocks_dropped"] == 2  # the cheap and the middle block, nothing else
+        assert m.bm.metrics.snapshot()["auto_cost_bypasses"] == 2  # the second cheap block, the peer
+    finally:
+        m.bm.close()
+
+
+def test_fixed_levels_are_not_weighed(tmp_path, policy):
+    """The control: at a fixed level the same sequence evicts a dear block for a cheap
+    one, as Spark does (and the ``spark`` policy is left exactly as it is). Both tests run
+    for every registered policy: the rule narrows the victims any policy may name."""
+    m = Manager(tmp_path, policy, level=StorageLevel.MEMORY_ONLY)
+    try:
+        room = m.mm.free // (100 * KB)
+        for s in range(room - 1):
+            m.read(DEAR, s)
+        m.read(CHEAP, 0)
+        m.read(CHEAP, 1)
+        assert (CHEAP, 1) in m.in_memory() and len({b for b in m.in_memory() if b[0] == DEAR}) == room - 2
+        assert m.bm.metrics.snapshot()["auto_cost_bypasses"] == 0
+    finally:
+        m.bm.close()
+
+
+def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(tmp_path):
+    """Python records spilled serialized by eviction: the dataset's ratio of bytes on disk to
+    bytes in memory is measured, and is well under 1 (pickled ints against list objects)."""
+    bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
+    bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
+    for form in ("serialized", "mapped"):
+        bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
+        bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
+    bm.register(7, lambda: "records", AUTO, None, 64)
+    try:
+        def compute(split: int):
+            spend(1.0)  # dear: serialized
+            return list(range(split * 10_000, (split + 1) * 10_000))
+
+        bm.get_or_compute(BlockId(7, 0), AUTO, lambda: compute(0))  # 0.35 MB: in memory
+        assert bm.auto.facts(7).disk_ratio is None
+        bm.register(8, lambda: "other", StorageLevel.MEMORY_ONLY, None, 1)
+        bm.get_or_compute(BlockId(8, 0), StorageLevel.MEMORY_ONLY, lambda: np.zeros(800 * KB // 8))  # evicts it
+        facts = bm.auto.facts(7)
+        assert facts.level is SERIALIZED and bm.metrics.snapshot()["blocks_dropped"] == 1
+        assert facts.disk_ratio is not None and 0 < facts.disk_ratio < 0.5
+    finally:
+        bm.close()

@@ -62,6 +62,14 @@ def _next_json(proc: subprocess.Popen) -> dict:
     raise AssertionError(f"the driver ended (exit status {proc.wait()}) before it said what the test waits for")
 
 
+def _start_driver(source: str, sim: SimCluster, store: str, marks) -> subprocess.Popen:
+    """A driver (``source``) of its own, joined to ``sim``'s cluster; its stdout piped."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests"), *sys.path])}
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.Popen([sys.executable, "-c", source, sim.cluster.address, store, str(marks)], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+
+
 def _current(sims: list) -> SimCluster:
     live = [s for s in sims if s.cluster is not None]
     return live[-1] if live else _start(sims)
@@ -149,10 +157,7 @@ def test_the_holds_of_a_driver_killed_go_with_it(ray_env, tmp_path):
     store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
     marks.mkdir()
     roots = [store.replace("{node}", n) for n in NAMES]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests"), *sys.path])}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen([sys.executable, "-c", _D, sim.cluster.address, store, str(marks)], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
+    proc = _start_driver(_D, sim, store, marks)
     try:
         said = _next_json(proc)
         lvl = level_id(said["app"], said["cached"])
@@ -273,10 +278,7 @@ def test_a_server_restarted_after_a_crash_holds_again_what_it_held(ray_env, tmp_
     store, marks = str(tmp_path / "store-{node}"), tmp_path / "marks"
     marks.mkdir()
     victim_root = os.path.realpath(store.replace("{node}", NAMES[0]))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests"), *sys.path])}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen([sys.executable, "-c", _E, sim.cluster.address, store, str(marks)], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
+    proc = _start_driver(_E, sim, store, marks)
     try:
         said = _next_json(proc)
         lvl = level_id(said["app"], said["cached"])

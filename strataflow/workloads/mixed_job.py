@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from strataflow.workloads.api import Outcome, Progress
-from strataflow.workloads.kmeans import kmeans_partition, sample_centres
+from strataflow.workloads.kmeans import kmeans_partition, new_centres, sample_centres
 from strataflow.workloads.mixed_data import (CHANNELS, FeatureExtractor, enrich_events, gen_mixed,
                                              nearest, parse_record, prepare)
 from strataflow.workloads.reference import reference
@@ -64,13 +64,6 @@ def gen(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: 
 def _paths(data_dir: str, manifest: dict) -> tuple[str, str, str]:
     sig, rec, ev = (os.path.join(data_dir, f) for f in manifest["files"])
     return sig, rec, ev
-
-
-def _new_centres(old: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    out = old.copy()
-    nz = counts > 0
-    out[nz] = sums[nz] / counts[nz, None]
-    return out
 
 
 def _assign(features: np.ndarray, signals: np.ndarray, centres: np.ndarray):
@@ -166,7 +159,7 @@ def run(ctx, data_dir: str, manifest: dict, *, api: str = "batches", level=None,
         step.name = f"mixed: kmeans iteration {it + 1}"
         parts = step.collect()
         cost = sum(p[2] for p in parts)
-        centres = _new_centres(centres, sum(p[0] for p in parts), sum(p[1] for p in parts))
+        centres = new_centres(centres, sum(p[0] for p in parts), sum(p[1] for p in parts))
         iteration_s.append(time.perf_counter() - t)
 
     t = time.perf_counter()
@@ -236,7 +229,7 @@ def mixed_numpy(data_dir: str, manifest: dict, init: np.ndarray, iterations: int
     centres = np.asarray(init, dtype=np.float64)
     for _ in range(iterations):
         sums, counts, _cost = kmeans_partition(features[:, 1:], centres)
-        centres = _new_centres(centres, sums, counts)
+        centres = new_centres(centres, sums, counts)
     k = len(centres)
     labels = nearest(features[:, 1:], centres)
     assignment = np.full(manifest["rows"], -1, dtype=np.int32)

@@ -139,7 +139,7 @@ def _kmeans(client, cfg: dict, res: dict, progress: _Progress) -> None:
     import dask
     from dask.bytes import read_bytes
 
-    from strataflow.workloads.kmeans import _new_centres, kmeans_partition
+    from strataflow.workloads.kmeans import new_centres, kmeans_partition
 
     dims, k, seed, fault = cfg["dims"], cfg["k"], cfg["seed"], cfg.get("fault")
     t0 = time.perf_counter()
@@ -175,7 +175,7 @@ def _kmeans(client, cfg: dict, res: dict, progress: _Progress) -> None:
         sums = sum(p[0] for p in parts)
         cnt = sum(p[1] for p in parts)
         res["costs"].append(float(sum(p[2] for p in parts)))
-        centres = _new_centres(centres, sums, cnt)
+        centres = new_centres(centres, sums, cnt)
         res["iteration_s"].append(time.perf_counter() - t)
         progress.mark("iteration", iteration=it + 1)
     res["fit_s"] = time.perf_counter() - t1

@@ -310,8 +310,12 @@ class AutoLevels:
     def _choose(self, f: DatasetFacts) -> tuple | None:
         """(level, before, reason, compute_s, trip_s) if the choice changed (lock held):
         the ledger's, once it has evidence (a block needed again), else ``choose``'s."""
-        ledger = f.ledger
-        if ledger.events and f.level is not None:
+        ledger, amortize = f.ledger, 1
+        forecast = self._forecast(f) if ledger.events and f.level is DROP and f.looped else None
+        if forecast is not None:
+            level, reason, compute_s, trip_s = forecast
+            amortize, f.on_priors = LOOP_READS, False
+        elif ledger.events and f.level is not None:
             block = f.block_bytes or 0.0
             block_s = block * max(f.compute_s_per_byte or 0.0, self.costs.per_byte(f.form)[0])
             if not ledger.should_switch(block_s):
@@ -329,11 +333,27 @@ class AutoLevels:
             f.on_priors = not self.costs.timed(f.form)
         if level is f.level:
             return None
-        ledger.switched(spill=level is not DROP)
+        ledger.switched(spill=level is not DROP, amortize=amortize)
         before, f.level, f.reason = f.level, level, reason
         f.changes += 1
         f.info.level = level
         return level, before, reason, compute_s, trip_s
+
+    def _forecast(self, f: DatasetFacts) -> tuple | None:
+        """(level, reason, compute_s, trip_s) when the ledger's forecast switches a looped,
+        dropped dataset to spill now: ``LOOP_READS`` more returns of a block priced on both
+        sides at what was measured (``Ledger.forecast``); None otherwise (lock held)."""
+        block = f.block_bytes or 0.0
+        recompute_s = (f.compute_s_per_byte or 0.0) * block
+        write_s, read_s = self.costs.per_byte(f.form)[0] * block, self._read_per_byte(f) * block
+        if not f.ledger.forecast(LOOP_READS, recompute_s, write_s, read_s):
+            return None
+        drop_s, spill_s = LOOP_READS * recompute_s, write_s + LOOP_READS * read_s
+        form = "mapped" if f.zero_copy else "serialized to the tiers"
+        return (MAPPED if f.zero_copy else SERIALIZED,
+                f"forecast for a loop ({LOOP_READS} more reads, measured costs): recomputing costs "
+                f"{drop_s * 1e3:.2f} ms, one write and the reads {spill_s * 1e3:.2f} ms, over {MARGIN:.0%} "
+                f"less; {form}, audited by the ledger", drop_s, spill_s)
 
     def _announce(self, f: DatasetFacts, level: Any, before: Any, reason: str, compute_s: float,
                   trip_s: float) -> None:

@@ -363,3 +363,21 @@ def test_the_first_timing_of_a_form_is_a_warm_up():
     c.observe("mapped", "write", 40 * MB, 0.016)
     assert c.per_byte("mapped")[0] == pytest.approx((0.7 * 0.012 + 0.3 * 0.016) / (40 * MB))
     assert c.per_byte("serialized")[0] == pytest.approx(1 / (250 * MB))  # another form: its prior still
+
+
+def test_after_a_forecast_a_block_recomputed_first_is_charged_its_whole_write():
+    """A block's first return after the forecast switch is a recompute (it had been dropped):
+    a quarter of the write's estimate is charged then, the block is written after it, and the
+    three quarters left are charged at the measured write over its next returns: all of it."""
+    ledger = Ledger()
+    for split in range(2):
+        ledger.computed(split, BLOCK, 0.004, write_s=0.0, read_s=0.0)
+    assert ledger.forecast(4, recompute_s=0.004, write_s=0.004, read_s=0.0001)
+    ledger.switched(True, amortize=4)
+    ledger.computed(0, BLOCK, 0.004, write_s=0.008, read_s=0.0001)  # recomputed: 8 ms estimated
+    ledger.written(0, 0.012)  # then written: 12 ms measured
+    assert ledger.uncharged_write_s() == pytest.approx(0.012 * 3 / 4)
+    for _ in range(5):
+        ledger.read(0, BLOCK, 0.0001, compute_s=0.004)
+    assert ledger.spill_s == pytest.approx(0.008 / 4 + 0.012 * 3 / 4 + 6 * 0.0001)
+    assert ledger.uncharged_write_s() == 0.0

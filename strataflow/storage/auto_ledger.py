@@ -123,8 +123,8 @@ class Ledger:
         """A block of the dataset was written to disk (it left memory) in ``seconds``:
         paid now, charged to the spill side when the block is needed again."""
         self.paid_s += max(0.0, seconds)
-        if split is not None and split not in self._charged:
-            self._written[split] = max(0.0, seconds)
+        if split is not None and self._charged.get(split, 0) < self._amortize:
+            self._written[split] = max(0.0, seconds)  # its shares still to charge: at the measured cost
 
     def read(self, split: int | None, nbytes: int, seconds: float, compute_s: float) -> None:
         """A spilled block was read back in ``seconds`` (``compute_s``: a recompute of its
@@ -188,7 +188,9 @@ class Ledger:
         if k >= self._amortize:
             return 0.0
         self._charged[split] = k + 1
-        write = self._written.get(split, estimate)
+        # a block recomputed on its first return is written after it: its later shares are of
+        # the estimate charged first until ``written`` puts the measured write in its place
+        write = self._written.setdefault(split, estimate) if k == 0 else self._written.get(split, estimate)
         if k + 1 >= self._amortize:
             self._written.pop(split, None)
         return write / self._amortize

@@ -37,7 +37,10 @@ the dataset's ledger's (``auto_ledger.py``): each recompute and each read back i
 both sides from what was measured (the recompute's time including the copy out of a mapped
 source; the reads as they came, warm mapped reads nearly free), and the choice switches when
 its accumulated excess passes ``MARGIN`` (5%) of the dataset's cost so far plus one block:
-a bound on the loss it can lock in.
+a bound on the loss it can lock in. Where the loop is known (``looped``), a dropped
+dataset's first returns also price the ``LOOP_READS`` reads ahead on both sides at the
+measured costs, and switch to spill at once when that is cheaper by more than ``MARGIN``
+(the ledger's forecast, audited by it: see ``auto_ledger.py`` for the bound with it).
 
 Disk costs are seconds per byte of (serialize +) write and of read (+ deserialize), per
 form: priors until this executor has timed its own writes and reads, then a moving
@@ -317,7 +320,8 @@ class AutoLevels:
 
     def _choose(self, f: DatasetFacts) -> tuple | None:
         """(level, before, reason, compute_s, trip_s) if the choice changed (lock held):
-        the ledger's, once it has evidence (a block needed again), else ``choose``'s."""
+        the ledger's forecast for a looped, dropped dataset once a block came back; else
+        the ledger's evidence, once it has some (a block needed again); else ``choose``'s."""
         ledger, amortize = f.ledger, 1
         forecast = self._forecast(f) if ledger.events and f.level is DROP and f.looped else None
         if forecast is not None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from strataflow import StorageLevel
 from strataflow.storage.auto_ledger import MARGIN, Ledger
-from strataflow.storage.auto_level import DROP, MAPPED, SERIALIZED, AutoLevels, DiskCosts
+from strataflow.storage.auto_level import DROP, LOOP_READS, MAPPED, SERIALIZED, AutoLevels, DiskCosts
 from strataflow.storage.blocks.block import DatasetInfo
 from strataflow.storage.blocks.serde import get_serializer
 
@@ -226,3 +226,158 @@ def test_warm_reads_of_other_datasets_do_not_vouch_for_blocks_that_cannot_stay_w
         for _ in range(4):
             first_pass(auto, info, 0.004)  # recomputed each time round
         assert info.level is after, limit
+
+
+# -- the forecast: a loop's future reads priced at its first returns -------------------------------
+def warm_costs() -> DiskCosts:
+    """Writes and device reads at 1 GB/s (a 4 MB block: 4 ms each way), mapped reads as they
+    came warm: 0.1 ms a block."""
+    c = costs()
+    c.served("mapped", BLOCK, 0.0001)
+    return c
+
+
+def test_a_looped_dataset_is_forecast_to_spill_at_its_first_return():
+    """Dropped on the first pass (a 4 ms recompute against an 8 ms round trip, one read
+    expected). When its first block comes back and the policy sees a loop, the 4 reads ahead
+    are priced: 16 ms of recomputes against one 4 ms write and 0.4 ms of warm reads; it maps
+    at once. Without the loop, the backward-looking ledger alone needs more returns."""
+    for looped, after_one in ((False, DROP), (True, MAPPED)):
+        auto, info, posted = make(warm_costs())
+        first_pass(auto, info, 0.004)
+        assert info.level is DROP
+        auto.computed(info, VALUE, BLOCK, 0.004, looped=looped, split=0)
+        assert info.level is after_one, looped
+    assert posted[-1]["reason"].startswith("forecast for a loop") and posted[-1]["before"] == "MEMORY_ONLY"
+    assert auto.facts(1).ledger.forecast_made
+
+
+def test_no_forecast_when_the_measured_costs_say_drop():
+    """Looped, but the measured write (40 ms) costs more than the 4 recomputes it saves: it stays dropped."""
+    c = costs(write_mb_s=100)
+    c.served("mapped", BLOCK, 0.0001)
+    auto, info, _ = make(c)
+    first_pass(auto, info, 0.004)
+    for split in range(8):
+        auto.computed(info, VALUE, BLOCK, 0.004, looped=True, split=split)
+    assert info.level is DROP and not auto.facts(1).ledger.forecast_made
+
+
+def forecast_switched(write_s: float = 0.004):
+    """A looped dataset forecast to spill at its first return, every block then written."""
+    auto, info, posted = make(warm_costs())
+    first_pass(auto, info, 0.004)
+    auto.computed(info, VALUE, BLOCK, 0.004, looped=True, split=0)
+    assert info.level is MAPPED
+    ledger = auto.facts(1).ledger
+    for split in range(8):
+        auto.written(1, split, write_s)
+    return auto, info, ledger, posted
+
+
+def test_a_wrong_forecast_is_undone_by_the_auditor_within_the_bound():
+    """The forecast counted on warm reads; the pages went cold and each read back costs 30 ms
+    against a 4 ms recompute. The ledger audits the forecast and drops the dataset again, its
+    excess since the switch within the bound plus the writes not yet charged; and the same
+    forecast is not made again."""
+    auto, info, ledger, posted = forecast_switched()
+    spill, drop = 8 * 0.004, 0.0  # what each side really cost since the forecast switch (writes in full)
+    for split in range(8):
+        uncharged = ledger.uncharged_write_s()
+        auto.read(1, split, BLOCK, 0.030)
+        spill, drop = spill + 0.030, drop + 0.004
+        if info.level is DROP:
+            break
+    assert info.level is DROP and "spilling cost" in posted[-1]["reason"]
+    assert split == 0  # one cold read, 27 ms over a recompute, is past the bound (5% of 68 ms + 4 ms)
+    block_s = BLOCK * max(auto.facts(1).compute_s_per_byte, auto.costs.per_byte("mapped")[0])
+    tripping = 0.030 + 0.004 / LOOP_READS - 0.004  # the excess of the event that crossed the bound
+    assert spill - drop <= MARGIN * ledger.paid_s + block_s + tripping + uncharged + 1e-12
+    assert uncharged <= 8 * 0.004  # at most one write of each block written on the forecast
+    for _ in range(3):  # the loop goes on, the dataset recomputed: no second forecast
+        first_pass(auto, info, 0.004)
+    assert info.level is DROP
+
+
+def test_when_the_loop_ends_the_loss_is_at_most_the_writes_made_on_the_forecast():
+    """The forecast counted on 4 more reads of each block; the loop ends after one. Each
+    block's write was charged a quarter a return, so the ledger's spill side holds a quarter
+    of each write and the rest is uncharged: the loss beyond the bound is that rest, at most
+    one write of each block written on the forecast."""
+    auto, info, ledger, _ = forecast_switched(write_s=0.010)
+    spill, drop = 8 * 0.010, 0.0
+    for split in range(8):  # the last pass: each block read back once, warm
+        auto.read(1, split, BLOCK, 0.0001)
+        spill, drop = spill + 0.0001, drop + 0.004
+    assert info.level is MAPPED  # as the evidence stands, mapping was cheaper so far
+    assert ledger.uncharged_write_s() == pytest.approx(8 * 0.010 * 3 / 4)
+    block_s = BLOCK * max(auto.facts(1).compute_s_per_byte, auto.costs.per_byte("mapped")[0])
+    assert spill - drop <= MARGIN * ledger.paid_s + block_s + ledger.uncharged_write_s() + 1e-12
+    assert ledger.uncharged_write_s() <= 8 * 0.010
+
+
+@settings(max_examples=1000, deadline=None)
+@given(events=st.lists(event, min_size=1, max_size=120), block_s=st.floats(0.0, 0.01),
+       reads=st.integers(1, 6))
+def test_the_locked_in_loss_after_a_forecast_is_bounded(events, block_s, reads):
+    """After a forecast switch (each write charged over ``reads`` returns), whatever the
+    measured costs: the spill side's real excess (every write in full) since the switch is
+    at most the bound, plus the excess of the event that trips a switch back, plus the writes
+    not yet charged (at most one write of each block written on the forecast)."""
+    ledger = Ledger()
+    for split in range(6):
+        ledger.computed(split, BLOCK, 0.01, write_s=0.0, read_s=0.0)
+    assert ledger.forecast(reads, recompute_s=1.0, write_s=0.0, read_s=0.0)
+    ledger.switched(True, amortize=reads)
+    assert not ledger.forecast(reads, recompute_s=1.0, write_s=0.0, read_s=0.0)  # one per dataset
+    real, written_s = 0.0, 0.0
+    for split, read_s, compute_s, write_s in events:
+        if not ledger.spill:
+            break
+        if split not in ledger._charged:
+            ledger.written(split, write_s)
+            real, written_s = real + write_s, written_s + write_s
+        before = ledger.spill_s - ledger.drop_s
+        ledger.read(split, BLOCK, read_s, compute_s=compute_s)
+        last = ledger.spill_s - ledger.drop_s - before  # this event's excess, its share of the write included
+        real += read_s - compute_s
+        bound = MARGIN * ledger.paid_s + block_s
+        uncharged = ledger.uncharged_write_s()
+        assert uncharged <= written_s + 1e-12
+        if ledger.should_switch(block_s):
+            assert real <= bound + max(0.0, last) + uncharged + 1e-12
+            ledger.switched(False)
+        else:
+            assert real <= bound + uncharged + 1e-12
+
+
+def test_the_first_timing_of_a_form_is_a_warm_up():
+    """A process's first mapped write of 40 MB took 100 ms (one-time costs), the next ones
+    12 and 16 ms: the second replaces the first, and the average runs from there, so a
+    forecast prices a block's write at what writes cost now, not at the warm-up."""
+    c = DiskCosts()
+    c.observe("mapped", "write", 40 * MB, 0.100)
+    assert c.timed("mapped") and c.per_byte("mapped")[0] == pytest.approx(0.100 / (40 * MB))
+    c.observe("mapped", "write", 40 * MB, 0.012)
+    assert c.per_byte("mapped")[0] == pytest.approx(0.012 / (40 * MB))
+    c.observe("mapped", "write", 40 * MB, 0.016)
+    assert c.per_byte("mapped")[0] == pytest.approx((0.7 * 0.012 + 0.3 * 0.016) / (40 * MB))
+    assert c.per_byte("serialized")[0] == pytest.approx(1 / (250 * MB))  # another form: its prior still
+
+
+def test_after_a_forecast_a_block_recomputed_first_is_charged_its_whole_write():
+    """A block's first return after the forecast switch is a recompute (it had been dropped):
+    a quarter of the write's estimate is charged then, the block is written after it, and the
+    three quarters left are charged at the measured write over its next returns: all of it."""
+    ledger = Ledger()
+    for split in range(2):
+        ledger.computed(split, BLOCK, 0.004, write_s=0.0, read_s=0.0)
+    assert ledger.forecast(4, recompute_s=0.004, write_s=0.004, read_s=0.0001)
+    ledger.switched(True, amortize=4)
+    ledger.computed(0, BLOCK, 0.004, write_s=0.008, read_s=0.0001)  # recomputed: 8 ms estimated
+    ledger.written(0, 0.012)  # then written: 12 ms measured
+    assert ledger.uncharged_write_s() == pytest.approx(0.012 * 3 / 4)
+    for _ in range(5):
+        ledger.read(0, BLOCK, 0.0001, compute_s=0.004)
+    assert ledger.spill_s == pytest.approx(0.008 / 4 + 0.012 * 3 / 4 + 6 * 0.0001)
+    assert ledger.uncharged_write_s() == 0.0

@@ -44,6 +44,30 @@ held to against the best fixed level (``bench auto``); noise in single timings a
 in the sum instead of tripping a ratio of point estimates. (A suffix-only rule, such as a
 CUSUM floored at zero, would be wrong here: a stretch after the writes were paid always
 favours the side that wrote, whose writes were charged before it.)
+
+The forecast. Looking back alone is slow to leave a drop: each block returns once per pass
+of a loop, and the spill side's writes are charged at those returns before the reads that
+would pay for them, so the evidence passes the bound only after most of a pass (issue 43:
+K-means on an ``.npy`` source mapped its points from the third iteration). Where the future
+is known, it is priced: when a block of a dataset the lineage policy sees read in a loop
+returns while the choice is drop, the caller prices the ``reads`` expected from now
+(``LOOP_READS``) on both sides with what was measured: drop, ``reads`` recomputes; spill,
+one write and ``reads`` reads. When spill is cheaper by more than ``MARGIN``
+(:meth:`Ledger.forecast`), the choice switches at once (a *forecast switch*), and the ledger
+audits it: each block's write is then charged over the block's first ``reads`` returns
+(``1/reads`` of it a return: the terms the forecast was made on) instead of all at its first
+return, so the forecast is checked against the reads and recomputes as they come, and
+switched back by the same bound when it proves wrong (reads dearer than measured). One
+forecast per dataset: a forecast the auditor overturned is not made again (the same
+measurements would make it again). Only drop is forecast away from: a drop loses each block
+it evicts, every time round, and it is the choice the backward ledger is slow to leave; a
+spill's excess shows at once in its reads.
+
+Bound with the forecast: the bound above holds since a forecast switch too, apart from the
+writes not yet charged. A loop that ends early (the forecast wrong about the future) leaves
+those uncharged, so **the locked-in loss is at most the bound above plus one write of each
+block written under a forecast that proved wrong** (the part of its write that no return
+came to pay for).
 """
 
 from __future__ import annotations
@@ -70,9 +94,11 @@ class Ledger:
     read_s_per_byte: float | None = None  # measured reads of this dataset's blocks
     spill_s: float = 0.0  # what the spill side cost, over the priced events (for reports)
     drop_s: float = 0.0  # what the drop side cost, over the priced events
+    forecast_made: bool = False  # a forecast switch was made (one per dataset)
+    _amortize: int = 1  # returns over which each block's write is charged (``reads`` after a forecast)
     _seen: set = field(default_factory=set)  # splits computed once
-    _written: dict = field(default_factory=dict)  # split -> measured write seconds, not yet charged
-    _charged: set = field(default_factory=set)  # splits whose write (real or not) is charged
+    _written: dict = field(default_factory=dict)  # split -> measured write seconds, not yet all charged
+    _charged: dict = field(default_factory=dict)  # split -> returns that charged its write (real or not)
 
     @property
     def blocks(self) -> int:
@@ -97,8 +123,8 @@ class Ledger:
         """A block of the dataset was written to disk (it left memory) in ``seconds``:
         paid now, charged to the spill side when the block is needed again."""
         self.paid_s += max(0.0, seconds)
-        if split is not None and split not in self._charged:
-            self._written[split] = max(0.0, seconds)
+        if split is not None and self._charged.get(split, 0) < self._amortize:
+            self._written[split] = max(0.0, seconds)  # its shares still to charge: at the measured cost
 
     def read(self, split: int | None, nbytes: int, seconds: float, compute_s: float) -> None:
         """A spilled block was read back in ``seconds`` (``compute_s``: a recompute of its
@@ -123,20 +149,51 @@ class Ledger:
         self.regret_s = max(self.regret_s, -bound)
         return self.events > 0 and self.regret_s > bound
 
-    def switched(self, spill: bool) -> None:
+    def forecast(self, reads: int, recompute_s: float, write_s: float, read_s: float,
+                 margin: float = MARGIN) -> bool:
+        """Whether to switch from drop to spill now, on the future: ``reads`` more returns
+        of each block, priced at the measured ``recompute_s`` (drop) against one
+        ``write_s`` and ``reads`` times ``read_s`` (spill), for one block. True (the caller
+        then switches with ``switched(True, amortize=reads)``) when spill is cheaper by
+        more than ``margin`` of the drop side, the choice is drop, and no forecast was made
+        for this dataset before."""
+        if self.spill or self.forecast_made or reads < 1:
+            return False
+        drop, spill = reads * max(0.0, recompute_s), max(0.0, write_s) + reads * max(0.0, read_s)
+        if spill * (1 + margin) >= drop:
+            return False
+        self.forecast_made = True
+        return True
+
+    def switched(self, spill: bool, amortize: int = 1) -> None:
         """The choice is now ``spill`` (or drop): its excess starts from zero, and each
-        block's write is charged again on its first return (the other choice, had it been
-        made now, would have written the blocks that leave memory from now on)."""
+        block's write is charged again from its next return (the other choice, had it been
+        made now, would have written the blocks that leave memory from now on): all of it
+        on that return, or ``1/amortize`` of it on each of its next ``amortize`` returns
+        (after a forecast switch: the reads the forecast counted on)."""
         self.spill, self.regret_s = spill, 0.0
+        self._amortize = max(1, int(amortize))
         self._charged.clear()
 
+    def uncharged_write_s(self) -> float:
+        """The measured writes not yet charged to the spill side (blocks not needed again
+        as often as their write is spread over): the part of the loss outside the bound."""
+        return sum(w * (1 - self._charged.get(s, 0) / self._amortize) for s, w in self._written.items())
+
     def _write_of(self, split: int, estimate: float) -> float:
-        """The block's write, the first time it is needed again (measured if it was
-        written, else ``estimate``); 0 afterwards."""
-        if split in self._charged:
+        """The block's share of its write on this return (measured if it was written, else
+        ``estimate``): all of it on the first return after a switch, or ``1/amortize`` on
+        each of the first ``amortize`` after a forecast switch; 0 afterwards."""
+        k = self._charged.get(split, 0)
+        if k >= self._amortize:
             return 0.0
-        self._charged.add(split)
-        return self._written.pop(split, estimate)
+        self._charged[split] = k + 1
+        # a block recomputed on its first return is written after it: its later shares are of
+        # the estimate charged first until ``written`` puts the measured write in its place
+        write = self._written.setdefault(split, estimate) if k == 0 else self._written.get(split, estimate)
+        if k + 1 >= self._amortize:
+            self._written.pop(split, None)
+        return write / self._amortize
 
     def _price(self, spill: float, drop: float) -> None:
         self.events += 1

@@ -37,7 +37,10 @@ the dataset's ledger's (``auto_ledger.py``): each recompute and each read back i
 both sides from what was measured (the recompute's time including the copy out of a mapped
 source; the reads as they came, warm mapped reads nearly free), and the choice switches when
 its accumulated excess passes ``MARGIN`` (5%) of the dataset's cost so far plus one block:
-a bound on the loss it can lock in.
+a bound on the loss it can lock in. Where the loop is known (``looped``), a dropped
+dataset's first returns also price the ``LOOP_READS`` reads ahead on both sides at the
+measured costs, and switch to spill at once when that is cheaper by more than ``MARGIN``
+(the ledger's forecast, audited by it: see ``auto_ledger.py`` for the bound with it).
 
 Disk costs are seconds per byte of (serialize +) write and of read (+ deserialize), per
 form: priors until this executor has timed its own writes and reads, then a moving
@@ -102,6 +105,7 @@ class DiskCosts:
         #: every read of a spilled block as it came (a warm mapped read included: nearly
         #: free), not only device reads: what a spill's read costs on this executor now
         self._served: dict[str, float | None] = {"serialized": None, "mapped": None}
+        self._timings: dict[tuple[str, str], int] = {}  # (op, form) -> counted observations
         if read_bandwidth:  # the top tier's configured or measured bandwidth
             self._read_prior["serialized"] = 1 / read_bandwidth
         #: called (no lock held) after each counted observation: the choices made on the
@@ -110,12 +114,19 @@ class DiskCosts:
 
     def observe(self, form: str, op: str, nbytes: int, seconds: float) -> None:
         """One timed write or read of ``nbytes`` (blocks under 64 kB are not counted:
-        their time is fixed cost, not bytes)."""
+        their time is fixed cost, not bytes). The first of a form and op in a process is a
+        warm-up: it stands until the second replaces it, mixed from then on. It carries
+        one-time costs that later ones do not pay (a region file's first pages, lazy
+        imports): measured on this VM, a 40 MB mapped write's first 100 ms against 12-16 ms
+        for the next ones, which the moving average would have carried for many writes,
+        pricing every block's write at several times its cost."""
         if nbytes < (64 << 10) or seconds <= 0:
             return
         table = self._write if op == "write" else self._read
         with self._lock:
-            table[form] = _mix(table[form], seconds / nbytes)
+            n = self._timings.get((op, form), 0)
+            self._timings[(op, form)] = n + 1
+            table[form] = seconds / nbytes if n == 1 else _mix(table[form], seconds / nbytes)
         if self.on_change is not None:
             self.on_change()
 
@@ -318,9 +329,14 @@ class AutoLevels:
 
     def _choose(self, f: DatasetFacts) -> tuple | None:
         """(level, before, reason, compute_s, trip_s) if the choice changed (lock held):
-        the ledger's, once it has evidence (a block needed again), else ``choose``'s."""
-        ledger = f.ledger
-        if ledger.events and f.level is not None:
+        the ledger's forecast for a looped, dropped dataset once a block came back; else
+        the ledger's evidence, once it has some (a block needed again); else ``choose``'s."""
+        ledger, amortize = f.ledger, 1
+        forecast = self._forecast(f) if ledger.events and f.level is DROP and f.looped else None
+        if forecast is not None:
+            level, reason, compute_s, trip_s = forecast
+            amortize, f.on_priors = LOOP_READS, False
+        elif ledger.events and f.level is not None:
             block = f.block_bytes or 0.0
             block_s = block * max(f.compute_s_per_byte or 0.0, self.costs.per_byte(f.form)[0])
             if not ledger.should_switch(block_s):
@@ -338,11 +354,27 @@ class AutoLevels:
             f.on_priors = not self.costs.timed(f.form)
         if level is f.level:
             return None
-        ledger.switched(spill=level is not DROP)
+        ledger.switched(spill=level is not DROP, amortize=amortize)
         before, f.level, f.reason = f.level, level, reason
         f.changes += 1
         f.info.level = level
         return level, before, reason, compute_s, trip_s
+
+    def _forecast(self, f: DatasetFacts) -> tuple | None:
+        """(level, reason, compute_s, trip_s) when the ledger's forecast switches a looped,
+        dropped dataset to spill now: ``LOOP_READS`` more returns of a block priced on both
+        sides at what was measured (``Ledger.forecast``); None otherwise (lock held)."""
+        block = f.block_bytes or 0.0
+        recompute_s = (f.compute_s_per_byte or 0.0) * block
+        write_s, read_s = self.costs.per_byte(f.form)[0] * block, self._read_per_byte(f) * block
+        if not f.ledger.forecast(LOOP_READS, recompute_s, write_s, read_s):
+            return None
+        drop_s, spill_s = LOOP_READS * recompute_s, write_s + LOOP_READS * read_s
+        form = "mapped" if f.zero_copy else "serialized to the tiers"
+        return (MAPPED if f.zero_copy else SERIALIZED,
+                f"forecast for a loop ({LOOP_READS} more reads, measured costs): recomputing costs "
+                f"{drop_s * 1e3:.2f} ms, one write and the reads {spill_s * 1e3:.2f} ms, over {MARGIN:.0%} "
+                f"less; {form}, audited by the ledger", drop_s, spill_s)
 
     def _announce(self, f: DatasetFacts, level: Any, before: Any, reason: str, compute_s: float,
                   trip_s: float) -> None:

@@ -55,6 +55,33 @@ def test_cheap_blocks_are_dropped_and_dear_ones_spilled_in_their_form():
     assert choose(facts(50, 8 * MB, True), costs_of(1000, 1000))[0] is MAPPED  # a fast disk: spill
 
 
+def test_a_serialized_round_trip_is_priced_on_the_bytes_it_takes_on_disk():
+    """Python records pickle to a fraction of their objects' size in memory, and the disk
+    costs are per byte on disk: 8 MB of records that pickle to 1 MB cost 1 MB's round trip
+    (20 ms here), not 8 MB's (160 ms), against a 50 ms recompute."""
+    costs = costs_of(100, 100)
+    records = facts(50, 8 * MB, False)
+    assert choose(records, costs)[0] is DROP  # no spill measured yet: priced as 8 MB
+    records.disk_ratio = 1 / 8  # its spills measured: 1 byte on disk per 8 in memory
+    level, _, compute_s, trip_s = choose(records, costs)
+    assert level is SERIALIZED and trip_s == pytest.approx(0.02) and compute_s == pytest.approx(0.05)
+    arrays = facts(50, 8 * MB, True)
+    arrays.disk_ratio = 1 / 8  # a mapped layout is its bytes: no ratio applies
+    assert choose(arrays, costs)[0] is DROP
+
+
+def test_the_ledger_prices_a_read_back_of_records_against_a_recompute_of_their_objects():
+    """A read back of a serialized block is reported in bytes on disk; the recompute it
+    saved is of the block's bytes in memory (the ratio's inverse)."""
+    levels = AutoLevels(costs_of(100, 100), post=lambda *a, **k: None, count=lambda *a, **k: None)
+    info = DatasetInfo(7, lambda: "records", StorageLevel.AUTO, get_serializer("auto"), 4, auto=levels.register(7))
+    levels.computed(info, [{"k": i} for i in range(10)], 8 * MB, 0.05, split=0)
+    f = levels.facts(7)
+    f.disk_ratio = 1 / 8
+    levels.read(7, 0, 1 * MB, 0.001)  # 1 MB on disk read back in 1 ms
+    assert f.ledger.drop_s == pytest.approx(0.05)  # what a recompute of the 8 MB block costs
+
+
 def test_a_choice_changes_only_when_the_other_side_wins_by_the_margin():
     costs = costs_of(100, 100)  # round trip of 8 MB: 160 ms
     just_above = facts(160 * 1.2, 8 * MB, True)  # 1.2x the round trip: within the margin

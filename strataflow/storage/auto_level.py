@@ -189,6 +189,15 @@ class DatasetFacts:
     def form(self) -> str:
         return "mapped" if self.zero_copy else "serialized"
 
+    @property
+    def disk_per_byte(self) -> float:
+        """Bytes on disk per byte in memory of a spill (1 for the mapped layout, or before a
+        serialized spill was measured). The disk costs are per byte on disk and the compute
+        cost per byte in memory; a pickled record takes several times fewer bytes on disk than
+        its objects in memory, so a round trip priced on memory bytes would be several times
+        too dear, and a recompute priced on disk bytes as much too cheap."""
+        return 1.0 if self.zero_copy or self.disk_ratio is None else self.disk_ratio
+
 
 def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
            margin: float = SWITCH_MARGIN, explore: bool = True) -> tuple[Any, str, float, float]:
@@ -202,7 +211,7 @@ def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
     spill = MAPPED if facts.zero_copy else SERIALIZED
     reads = LOOP_READS if facts.looped else 1
     compute_s = (facts.compute_s_per_byte or 0.0) * nbytes * reads
-    trip_s = costs.round_trip_s(facts.form, int(nbytes), reads)
+    trip_s = costs.round_trip_s(facts.form, int(nbytes * facts.disk_per_byte), reads)
     if current is DROP:
         drop = compute_s <= trip_s * margin
     elif current is spill:
@@ -266,7 +275,8 @@ class AutoLevels:
             f.computed += 1
             nbytes = max(1, nbytes)
             w, _ = self.costs.per_byte(f.form)
-            f.ledger.computed(split, nbytes, seconds, w * nbytes, self._read_per_byte(f) * nbytes)
+            on_disk = nbytes * f.disk_per_byte
+            f.ledger.computed(split, nbytes, seconds, w * on_disk, self._read_per_byte(f) * on_disk)
             f.block_bytes = _mix(f.block_bytes, float(nbytes))
             f.compute_s_per_byte = _mix(f.compute_s_per_byte, seconds / nbytes)
             change = self._choose(f)
@@ -282,7 +292,7 @@ class AutoLevels:
         if f is None or f.info is None:
             return
         with self._lock:
-            f.ledger.read(split, nbytes, seconds, (f.compute_s_per_byte or 0.0) * nbytes)
+            f.ledger.read(split, nbytes, seconds, (f.compute_s_per_byte or 0.0) * nbytes / f.disk_per_byte)
             change = self._choose(f)
         if change is not None:
             self._announce(f, *change)
@@ -338,7 +348,7 @@ class AutoLevels:
             amortize, f.on_priors = LOOP_READS, False
         elif ledger.events and f.level is not None:
             block = f.block_bytes or 0.0
-            block_s = block * max(f.compute_s_per_byte or 0.0, self.costs.per_byte(f.form)[0])
+            block_s = block * max(f.compute_s_per_byte or 0.0, self.costs.per_byte(f.form)[0] * f.disk_per_byte)
             if not ledger.should_switch(block_s):
                 return None
             spill = MAPPED if f.zero_copy else SERIALIZED
@@ -366,7 +376,8 @@ class AutoLevels:
         sides at what was measured (``Ledger.forecast``); None otherwise (lock held)."""
         block = f.block_bytes or 0.0
         recompute_s = (f.compute_s_per_byte or 0.0) * block
-        write_s, read_s = self.costs.per_byte(f.form)[0] * block, self._read_per_byte(f) * block
+        on_disk = block * f.disk_per_byte
+        write_s, read_s = self.costs.per_byte(f.form)[0] * on_disk, self._read_per_byte(f) * on_disk
         if not f.ledger.forecast(LOOP_READS, recompute_s, write_s, read_s):
             return None
         drop_s, spill_s = LOOP_READS * recompute_s, write_s + LOOP_READS * read_s

@@ -108,8 +108,7 @@ class CostAdmission:
         read = self._auto.read_per_byte(dataset_id)
         if read is None:
             return INF
-        ratio = 1.0 if f.zero_copy or f.disk_ratio is None else f.disk_ratio
-        return (read + (0.0 if on_disk else self._auto.costs.per_byte(f.form)[0])) * ratio
+        return (read + (0.0 if on_disk else self._auto.costs.per_byte(f.form)[0])) * f.disk_per_byte
 
     def spilled(self, block_id: Any, memory_bytes: int, disk_bytes: int | None) -> None:
         """A block left memory for the tiers, ``memory_bytes`` there and ``disk_bytes`` on

@@ -143,6 +143,31 @@ def test_a_corrupt_block_found_while_moving_is_dropped_with_block_lost(tmp_path,
     check_files(ts)
 
 
+def test_a_read_racing_a_move_down_and_back_up_reads_it_again(tmp_path, kind):
+    """The race the churn test below met once in a full suite: a reader finds the block in
+    the fast tier; before it opens the file the block moves down and is promoted back up
+    (a new file where the old one was); its open fails on the old file, yet the index
+    names the fast tier again. That is a move, not a bad file: the read goes on."""
+    ts = two_tiers(tmp_path, top_blocks=2, bottom_blocks=None, kind=kind)
+    put(ts, 0)
+    fast = ts.tiers[0].store
+    real_get, raced = fast.get, []
+
+    def get_while_it_moves(block_id):
+        if block_id == "b0" and not raced:
+            raced.append(True)
+            assert ts._move("b0", 0)  # down...
+            payload, ser = ts.tiers[1].store.get("b0")
+            assert ts.promote("b0", payload, ser)  # ...and back up: a new file
+            raise BlockUnavailable("block file fast/b0.blk is missing")  # the old file, opened too late
+        return real_get(block_id)
+
+    fast.get = get_while_it_moves
+    payload, _, tier = ts.read("b0")
+    assert raced and bytes(payload) == blob(0) and tier == "fast"
+    check_files(ts)
+
+
 def test_readers_racing_moves_always_get_the_block(tmp_path, kind):
     ts = two_tiers(tmp_path, top_blocks=2, bottom_blocks=None, kind=kind)
     for i in range(3):

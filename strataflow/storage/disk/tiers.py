@@ -113,6 +113,9 @@ class TieredStore:
         self._lock = threading.Lock()
         self._where: dict[Any, int] = {}
         self._busy: set = set()  # blocks being moved between tiers
+        #: moves committed per block: a reader that raced a move down and back up (the same
+        #: tier again, a new file) tells it from a bad file by this count
+        self._moves: dict[Any, int] = {}
 
     @classmethod
     def single(cls, store: StackedStore, name: str = "disk") -> "TieredStore":
@@ -249,6 +252,7 @@ class TieredStore:
             with self._lock:
                 if self._where.get(block_id) == src:
                     del self._where[block_id]
+                    self._moves.pop(block_id, None)
                 self.tiers[src].lru.pop(block_id, None)
             store.remove(block_id)
             self.count(blocks_lost=1)
@@ -269,6 +273,7 @@ class TieredStore:
             live = self._where.get(block_id) == src
             if live:
                 self._where[block_id] = dst
+                self._moves[block_id] = self._moves.get(block_id, 0) + 1
                 self.tiers[src].lru.pop(block_id, None)
                 self.tiers[dst].lru[block_id] = entry.size
         if not live:  # removed (unpersisted) while it was being copied: drop the copy too
@@ -312,14 +317,15 @@ class TieredStore:
                 t = self._where.get(block_id)
                 if t is None:
                     raise BlockUnavailable(f"block {block_id} is not on disk")
+                moves = self._moves.get(block_id, 0)
                 self.tiers[t].lru.move_to_end(block_id)
             try:
                 payload, ser = self.tiers[t].store.get(block_id)
                 return payload, ser, self.tiers[t].name
             except BlockUnavailable:
-                with self._lock:
-                    if self._where.get(block_id) == t:
-                        raise  # still indexed there: the file itself is bad
+                with self._lock:  # a block moved down and back up meanwhile is where it was: moved all the same
+                    if self._where.get(block_id) == t and self._moves.get(block_id, 0) == moves:
+                        raise  # still indexed there, never moved: the file itself is bad
         raise BlockUnavailable(f"block {block_id} kept moving between tiers while being read")
 
     def get(self, block_id: Any) -> tuple[memoryview, str]:
@@ -329,6 +335,7 @@ class TieredStore:
     def remove(self, block_id: Any) -> StoreEntry | None:
         with self._lock:
             t = self._where.pop(block_id, None)
+            self._moves.pop(block_id, None)
             if t is not None:
                 self.tiers[t].lru.pop(block_id, None)
         return None if t is None else self.tiers[t].store.remove(block_id)

@@ -24,7 +24,7 @@ from strataflow.common.private_file import mkstemp_private
 from strataflow.storage.blocks.frame_auth import FrameAuth, same
 from strataflow.store.errors import DatasetExists, DatasetNotFound, StoreError
 
-__all__ = ["Entry", "check_name", "publish", "read_entry", "list_entries", "unpublish", "referenced_ids"]
+__all__ = ["Entry", "ByName", "check_name", "publish", "read_entry", "list_entries", "unpublish", "referenced_ids"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _DOMAIN = b"sf-store-cat-v1"
@@ -187,3 +187,18 @@ def referenced_ids(root: str) -> set[str] | None:
         except (OSError, ValueError, KeyError, TypeError):
             return None
     return ids
+
+
+class ByName:
+    """What a store answers from its own ``info(name)`` and ``ls()``, the same on one machine
+    and on a Ray cluster: ``exists``, and ``list`` (``ls`` as Alluxio also spells it)."""
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.info(name)  # type: ignore[attr-defined]
+        except DatasetNotFound:
+            return False
+        return True
+
+    def list(self) -> "list[Entry]":
+        return self.ls()  # type: ignore[attr-defined]

@@ -55,7 +55,7 @@ import ray
 
 from strataflow.lineage import SourceNode
 from strataflow.store.blockfile import import_block, read_block
-from strataflow.store.catalog import Entry, check_name
+from strataflow.store.catalog import ByName, Entry, check_name
 from strataflow.store.errors import BlockCorrupt, DatasetEvicted, DatasetNotFound, StoreError
 from strataflow.store.ray_figures import merge_figures
 from strataflow.store.ray_level import RayLevelHolds
@@ -89,7 +89,7 @@ def save_on_node(template: "str | os.PathLike | None", dataset_id: str, split: i
     return [info]
 
 
-class RayStore:
+class RayStore(ByName):
     """The cluster's store for one application (driver side): see the module."""
 
     def __init__(self, template: "str | os.PathLike | None", app: str = "") -> None:
@@ -224,17 +224,8 @@ class RayStore:
                 raise exc.cause from None
             raise
 
-    def exists(self, name: str) -> bool:
-        try:
-            self.info(name)
-            return True
-        except DatasetNotFound:
-            return False
-
     def ls(self) -> list[Entry]:
         return [Entry(**e) for e in ray.get(self.head.entries.remote(), timeout=_FETCH_S)]
-
-    list = ls
 
     def rm(self, name: str) -> None:
         """Unpublishes ``name`` from the cluster's catalog; every node lets its blocks go."""

@@ -36,8 +36,8 @@ import uuid
 from typing import Any, Callable
 
 from strataflow.store.blockfile import block_name, check_block, write_block
-from strataflow.store.catalog import Entry, check_name, list_entries, publish, read_entry, unpublish
-from strataflow.store.errors import DatasetEvicted, DatasetExists, DatasetNotFound, StoreError, StoreFull
+from strataflow.store.catalog import ByName, Entry, check_name, list_entries, publish, read_entry, unpublish
+from strataflow.store.errors import DatasetEvicted, DatasetExists, StoreError, StoreFull
 from strataflow.store.locks import Lease, WriterLock, gc_lock
 from strataflow.store.reads import CountedSource
 from strataflow.store.rebuild import dump_lineage, read_lineage, write_lineage
@@ -52,7 +52,7 @@ __all__ = ["Store", "MODES"]
 MODES = ("error", "errorifexists", "overwrite", "ignore")
 
 
-class Store:
+class Store(ByName):
     """A store at ``root`` (default: the user's, ``root.default_root()``), made if absent.
     ``tiers``: replaces the store's recorded tiers (``[{"name", "dir", "capacity"}]``,
     fastest first). Starting sweeps the leftovers of dead writers and readers."""
@@ -149,18 +149,9 @@ class Store:
         """The published entry of ``name`` (DatasetNotFound if none)."""
         return read_entry(self.path, name, self.root.auth)
 
-    def exists(self, name: str) -> bool:
-        try:
-            self.info(name)
-            return True
-        except DatasetNotFound:
-            return False
-
     def ls(self) -> list[Entry]:
         """Every published dataset, by name."""
         return list_entries(self.path, self.root.auth)
-
-    list = ls
 
     def rm(self, name: str) -> None:
         """Unpublishes ``name`` at once; its blocks go as soon as no reader holds them

@@ -64,7 +64,7 @@ from strataflow.store.rebuild import dump_lineage
 from strataflow.store.root import tier_bytes
 from strataflow.store.source import find_block, root_for
 from strataflow.store.stats import count_app
-from strataflow.store.store import may_save, save_partition
+from strataflow.store.store import app_of, may_save, save_job, save_partition
 
 if TYPE_CHECKING:
     from strataflow.executor.task import TaskContext
@@ -115,13 +115,9 @@ class RayStore(ByName):
             if pickled is not None:
                 ray.get(self.head.put_lineage.remote(did, pickled), timeout=_FETCH_S)
             t0 = time.perf_counter()
-            infos = dataset.map_partitions_with_index(functools.partial(save_on_node, self.template, did)).collect()
-            infos = sorted(infos, key=lambda i: i["partition"])
-            if [i["partition"] for i in infos] != list(range(dataset.num_partitions)):
-                raise StoreError(f"store.save of {name!r}: the job gave blocks {[i['partition'] for i in infos]}, "
-                                 f"not one per partition")
-            app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
-            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app),
+            infos = save_job(dataset, functools.partial(save_on_node, self.template, did), name)
+            app = app_of(dataset)
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=app,
                           lineage=pickled is not None, rebuilds=rebuilds)
             old = ray.get(self.head.publish.remote(asdict(entry), mode == "overwrite"), timeout=_FETCH_S)
         except BaseException:

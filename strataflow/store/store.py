@@ -85,15 +85,11 @@ class Store(ByName):
             if pickled is not None:
                 write_lineage(self.path, did, pickled, self.root.auth)
             t0 = time.perf_counter()
-            infos = dataset.map_partitions_with_index(functools.partial(save_partition, self.path, did)).collect()
-            infos = sorted(infos, key=lambda i: i["partition"])
-            if [i["partition"] for i in infos] != list(range(dataset.num_partitions)):
-                raise StoreError(f"store.save of {name!r}: the job gave blocks {[i['partition'] for i in infos]}, "
-                                 f"not one per partition")
+            infos = save_job(dataset, functools.partial(save_partition, self.path, did), name)
             for tier in self.root.tiers:
                 _fsync_dir(tier.data_dir(did))
-            app = getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", "")
-            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=str(app),
+            app = app_of(dataset)
+            entry = Entry(name=name, id=did, partitions=infos, compute_s=time.perf_counter() - t0, app=app,
                           lineage=pickled is not None, rebuilds=rebuilds)
             with gc_lock(self.path, exclusive=False):
                 try:
@@ -206,6 +202,21 @@ def _fsync_dir(path: str) -> None:
 def _size_hint(value: Any) -> int:
     n = getattr(value, "nbytes", None)
     return int(n) if isinstance(n, int) else 0
+
+
+def save_job(dataset: Any, write: Callable[[int, Any], list[dict]], name: str) -> list[dict]:
+    """The save's one job: ``write(split, partition)`` in each task (a list of its block's
+    info), the infos in partition order; StoreError unless one block per partition."""
+    infos = sorted(dataset.map_partitions_with_index(write).collect(), key=lambda i: i["partition"])
+    if [i["partition"] for i in infos] != list(range(dataset.num_partitions)):
+        raise StoreError(f"store.save of {name!r}: the job gave blocks {[i['partition'] for i in infos]}, "
+                         f"not one per partition")
+    return infos
+
+
+def app_of(dataset: Any) -> str:
+    """The application name of the Context ``dataset`` belongs to ("" if none)."""
+    return str(getattr(getattr(getattr(dataset, "ctx", None), "config", None), "app_name", ""))
 
 
 def may_save(exists: Callable[[str], bool], name: str, mode: str, where: str = "") -> bool:

@@ -42,6 +42,7 @@ import functools
 import mmap
 import pickle
 import struct
+import threading
 from typing import Any
 
 import numpy as np
@@ -142,10 +143,17 @@ def _encode_ndarray(a: np.ndarray) -> tuple[str, list, dict]:
     return "ndarray", frames, {"zero_copy": True, "align": _align_for(raw.nbytes), "pickled": (0, 0)}
 
 
+#: one AST construction at a time: CPython before 3.11.8 keeps the AST validator's recursion
+#: depth in shared state, and two threads parsing at once fail with "SystemError: AST
+#: constructor recursion depth mismatch" (seen once in a task of the threads backend)
+_AST_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1024)
 def _parse_desc(desc: bytes) -> tuple[np.dtype, tuple, bool]:
     """The dtype, shape and order of a descriptor; cached: blocks of a dataset share few."""
-    d = ast.literal_eval(desc.decode())
+    with _AST_LOCK:
+        d = ast.literal_eval(desc.decode())
     return np.lib.format.descr_to_dtype(d["descr"]), tuple(d["shape"]), bool(d["fortran_order"])
 
 

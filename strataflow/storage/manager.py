@@ -385,7 +385,7 @@ class BlockManager:
 
     def _recache(self, bid: BlockId, info: DatasetInfo, value: Any, payload: memoryview, ser_name: str,
                  evict: bool = True) -> None:
-        if not evict and self.room() < payload.nbytes:
+        if not evict and self.room() < self.writes.in_memory(bid, payload.nbytes):
             return  # no room without evicting: stay on disk (checked before copying anything)
         entry = memory_form(info.level, value, payload, ser_name)
         if self._store_in_memory(bid, entry, evict=evict):
@@ -404,7 +404,7 @@ class BlockManager:
             return False
         try:
             entry = self.disk.entry(bid)
-            if bid in self.memory_store or entry is None or self.room() < entry.size:
+            if bid in self.memory_store or entry is None or self.room() < self.writes.in_memory(bid, entry.size):
                 return False
             try:
                 payload, ser_name, tier = self.disk.read(bid)
@@ -478,7 +478,8 @@ class BlockManager:
                 raise BlockStoreError(self.codec.failure(bid, info, exc)) from exc
             self.writes.not_stored(bid, self.codec.failure(bid, info, exc))  # the task keeps its value
             return "none"
-        return "disk" if self.writes.write_disk(bid, frames, size, ser.name) else "none"
+        mem_bytes = entry.size if level.use_memory and level.deserialized else None
+        return "disk" if self.writes.write_disk(bid, frames, size, ser.name, memory_bytes=mem_bytes) else "none"
 
     def _store_in_memory(self, bid: BlockId, entry: MemoryEntry, evict: bool = True) -> bool:
         """Reserves the entry's bytes (evicting, if allowed, with the lock released while

@@ -43,6 +43,22 @@ class DiskWriter:
         self.clock: CostClock = MeasuredClock()  # the block manager's (declared costs in tests)
         #: blocks not cached are logged once per cause per stage (the manager starts stages)
         self.warnings = StageWarnings(_log)
+        #: dataset -> bytes in memory per byte on disk of its deserialized blocks' spills (a
+        #: moving average): what a block read back will take in memory (see ``in_memory``)
+        self._inflation: dict[int, float] = {}
+
+    def in_memory(self, bid: BlockId, disk_bytes: int) -> int:
+        """The bytes a block that takes ``disk_bytes`` on disk will take in memory once
+        read back and deserialized, as its dataset's spills measured (else ``disk_bytes``).
+        Why: a pickled record takes several times fewer bytes than its objects; a prefetch
+        or promotion that checks for room by the bytes on disk reads and decodes a block
+        (the GIL held, beside the tasks) only to find it does not fit."""
+        return int(disk_bytes * self._inflation.get(bid.dataset_id, 1.0))
+
+    def _measured(self, bid: BlockId, memory_bytes: int | None, disk_bytes: int) -> None:
+        if memory_bytes and disk_bytes > 0:
+            r, old = memory_bytes / disk_bytes, self._inflation.get(bid.dataset_id)
+            self._inflation[bid.dataset_id] = r if old is None else 0.7 * old + 0.3 * r
 
     def not_stored(self, bid: BlockId, reason: str, warn: bool = True, **fields: Any) -> None:
         self.metrics.add(blocks_not_stored=1)
@@ -50,8 +66,10 @@ class DiskWriter:
         if warn:  # the cause: the reason without its block's particulars
             self.warnings.warn("block not cached: " + reason.split(":")[0], f"block {bid} not cached: {reason}")
 
-    def write_disk(self, bid: BlockId, frames: list, size: int, ser_name: str, strict: bool = False) -> bool:
-        """The block's frames to the top tier (full tiers push their LRU blocks down)."""
+    def write_disk(self, bid: BlockId, frames: list, size: int, ser_name: str, strict: bool = False,
+                   memory_bytes: int | None = None) -> bool:
+        """The block's frames to the top tier (full tiers push their LRU blocks down).
+        ``memory_bytes``: the block's size deserialized in memory, when known."""
         try:
             entry = self.disk.put(bid, frames, size, ser_name)
         except OSError as exc:
@@ -60,6 +78,7 @@ class DiskWriter:
             self.not_stored(bid, f"cannot write block to disk: {exc}")
             return False
         self.metrics.add(disk_bytes_written=entry.size)
+        self._measured(bid, memory_bytes, entry.size)
         self.on_write()
         return True
 
@@ -115,7 +134,8 @@ class DiskWriter:
             self.events.post("BlockNotStored", block=str(bid), dataset_id=bid.dataset_id,
                              reason=self.codec.failure(bid, info, exc))
             return "discarded"
-        if not self.write_disk(bid, frames, size, ser_name, strict=strict):
+        if not self.write_disk(bid, frames, size, ser_name, strict=strict,
+                               memory_bytes=entry.size if entry.deserialized else None):
             return "discarded"
         if self.costs is not None and entry.deserialized:  # serializing included: what a spill costs
             cost = self.clock.io("serialized", "write", size, time.perf_counter() - t0)

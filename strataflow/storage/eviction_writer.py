@@ -94,7 +94,7 @@ class PrefetchHandler(Protocol):
     """What the writer may ask of the block manager to prefetch, and nothing else."""
 
     def prefetch_offer(self) -> tuple[list, int | None]:
-        """The policy's prefetch candidates now, and the smallest disk block's size."""
+        """The policy's prefetch candidates now, and the size in memory of the smallest disk block."""
 
     def prefetch(self, block_id: Any) -> bool:
         """Load one disk block into free memory, never evicting."""

@@ -421,15 +421,15 @@ class BlockManager:
             lock.release()
 
     def prefetch_offer(self) -> tuple[list, int | None]:
-        """The policy's prefetch candidates for the room there is now, and the size of the
-        smallest block on disk (None: no block a prefetch could load)."""
+        """The policy's prefetch candidates for the room there is now, and the size in
+        memory of the smallest block on disk (None: no block a prefetch could load)."""
         with self.memory.lock:
             on_disk = {}
             for bid, e in self.disk.items():
                 info = self._datasets.get(bid.dataset_id)
                 if (info is not None and info.level.use_memory and not info.mapped
                         and bid not in self.memory_store):
-                    on_disk[bid] = e.size
+                    on_disk[bid] = self.writes.in_memory(bid, e.size)  # what it takes once read
             room = self.room()
         if not on_disk:
             return [], None

@@ -209,3 +209,29 @@ def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(
         assert facts.disk_ratio is not None and 0 < facts.disk_ratio < 0.5
     finally:
         bm.close()
+
+
+def test_a_spills_bytes_on_disk_are_known_before_its_write_revises_the_choices(tmp_path):
+    """The write's timing revises every AUTO choice at once (``DiskCosts.on_change``); the
+    ratio must be in the facts by then, or the revision prices the round trip on the
+    block's bytes in memory (8x too dear for pickled records: the mixed pipeline's records
+    flapped drop, serialized, drop on it)."""
+    bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
+    bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
+    bm.register(7, lambda: "records", AUTO, None, 64)
+    seen = []
+    observe = bm.auto.costs.observe
+
+    def spy(form, op, nbytes, seconds):
+        if op == "write":
+            seen.append(bm.auto.facts(7).disk_ratio)
+        return observe(form, op, nbytes, seconds)
+
+    bm.auto.costs.observe = spy
+    try:
+        bm.get_or_compute(BlockId(7, 0), AUTO, lambda: (spend(1.0), list(range(10_000)))[1])
+        bm.register(8, lambda: "other", StorageLevel.MEMORY_ONLY, None, 1)
+        bm.get_or_compute(BlockId(8, 0), StorageLevel.MEMORY_ONLY, lambda: np.zeros(800 * KB // 8))  # evicts it
+        assert seen and seen[0] is not None and 0 < seen[0] < 0.5
+    finally:
+        bm.close()

@@ -58,6 +58,8 @@ class Eviction:
         self.memory, self.store, self.policy, self.datasets = memory, store, policy, datasets
         #: narrows the victims a cheap AUTO block may evict (``cost_admission.py``); None: no AUTO
         self.weigh = None if auto is None else CostAdmission(datasets, auto, writes.disk)
+        if self.weigh is not None:  # told of each spill's bytes on disk per byte in memory
+            writes.on_spill_sizes = self.weigh.spilled
         self.writes, self.metrics, self.events = writes, metrics, events
         self.headroom = headroom  # the block manager's: what the policy's reserve is
         self._marked: dict[BlockId, MemoryEntry] = {}  # chosen and being written (memory lock)
@@ -128,12 +130,7 @@ class Eviction:
         info = self.datasets.get(victim.block_id.dataset_id)
         if info is None:
             return "discarded"  # unpersisted meanwhile: ``release`` finds it gone
-        to = self.writes.write_entry(victim.block_id, victim.entry, info, strict)
-        if (to == "disk" and self.weigh is not None and info.auto is not None and not info.auto.zero_copy
-                and victim.entry.deserialized):
-            on_disk = self.writes.disk.entry(victim.block_id)  # its size there: what the costs are per
-            self.weigh.spilled(victim.block_id, victim.entry.size, None if on_disk is None else on_disk.size)
-        return to
+        return self.writes.write_entry(victim.block_id, victim.entry, info, strict)
 
     def release(self, victim: Victim, to: str, mode: str | None = None) -> int:
         """Removes a written victim from memory if it is still the entry marked; returns

@@ -46,6 +46,10 @@ class DiskWriter:
         #: dataset -> bytes in memory per byte on disk of its deserialized blocks' spills (a
         #: moving average): what a block read back will take in memory (see ``in_memory``)
         self._inflation: dict[int, float] = {}
+        #: ``(block, bytes in memory, bytes on disk)`` of each deserialized block spilled to the
+        #: tiers, told before the write's cost is observed, so that the choices the observation
+        #: revises price the spill on its bytes on disk (``cost_admission.py``)
+        self.on_spill_sizes: Callable[[BlockId, int, int], None] | None = None
 
     def in_memory(self, bid: BlockId, disk_bytes: int) -> int:
         """The bytes a block that takes ``disk_bytes`` on disk will take in memory once
@@ -59,6 +63,8 @@ class DiskWriter:
         if memory_bytes and disk_bytes > 0:
             r, old = memory_bytes / disk_bytes, self._inflation.get(bid.dataset_id)
             self._inflation[bid.dataset_id] = r if old is None else 0.7 * old + 0.3 * r
+            if self.on_spill_sizes is not None:
+                self.on_spill_sizes(bid, memory_bytes, disk_bytes)
 
     def not_stored(self, bid: BlockId, reason: str, warn: bool = True, **fields: Any) -> None:
         self.metrics.add(blocks_not_stored=1)

@@ -235,3 +235,31 @@ def test_a_spills_bytes_on_disk_are_known_before_its_write_revises_the_choices(t
         assert seen and seen[0] is not None and 0 < seen[0] < 0.5
     finally:
         bm.close()
+
+
+def test_a_block_written_straight_to_the_tiers_is_timed_for_auto_like_an_eviction(tmp_path):
+    """A serialized AUTO block that memory cannot take goes to the tiers from ``_put``: its
+    serializing and write are a spill's costs (observed, in the ledger, its bytes on disk
+    measured), as they are for a block evicted later."""
+    bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
+    bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
+    for form in ("serialized", "mapped"):
+        bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
+        bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
+    bm.register(7, lambda: "records", AUTO, None, 64)
+    writes = []
+    observe = bm.auto.costs.observe
+    bm.auto.costs.observe = lambda form, op, n, s: (writes.append((form, op, n)) if op == "write" else None,
+                                                    observe(form, op, n, s))
+    try:
+        big = list(range(60_000))  # ~2 MB of ints in memory: more than the whole budget
+        bm.get_or_compute(BlockId(7, 0), AUTO, lambda: (spend(1.0), big)[1])
+        facts = bm.auto.facts(7)
+        assert facts.level is SERIALIZED and BlockId(7, 0) in bm.disk
+        assert [w[:2] for w in writes] == [("serialized", "write")]
+        assert facts.ledger.paid_s > 1.0  # the compute and the write
+        assert facts.disk_ratio is not None and facts.disk_ratio < 0.5
+        assert bm.writes.in_memory(BlockId(7, 0), bm.disk.entry(BlockId(7, 0)).size) > 2 * bm.disk.entry(
+            BlockId(7, 0)).size
+    finally:
+        bm.close()

@@ -470,16 +470,8 @@ class BlockManager:
             return "disk" if self.writes.write_mapped(bid, value, info) else "none"
         if level.shared and self.shared is not None:
             return write_shared(self, bid, value, info)
-        try:
-            if frames is None:
-                frames, size, ser = self.codec.encode(value, info, bid)
-        except SerializationError as exc:
-            if not level.deserialized:  # no level but a serialized one can hold this block
-                raise BlockStoreError(self.codec.failure(bid, info, exc)) from exc
-            self.writes.not_stored(bid, self.codec.failure(bid, info, exc))  # the task keeps its value
-            return "none"
         mem_bytes = entry.size if level.use_memory and level.deserialized else None
-        return "disk" if self.writes.write_disk(bid, frames, size, ser.name, memory_bytes=mem_bytes) else "none"
+        return self.writes.write_value(bid, value, info, None if frames is None else (frames, size, ser.name), mem_bytes)
 
     def _store_in_memory(self, bid: BlockId, entry: MemoryEntry, evict: bool = True) -> bool:
         """Reserves the entry's bytes (evicting, if allowed, with the lock released while

@@ -143,8 +143,38 @@ class DiskWriter:
         if not self.write_disk(bid, frames, size, ser_name, strict=strict,
                                memory_bytes=entry.size if entry.deserialized else None):
             return "discarded"
-        if self.costs is not None and entry.deserialized:  # serializing included: what a spill costs
-            cost = self.clock.io("serialized", "write", size, time.perf_counter() - t0)
+        if entry.deserialized:
+            self._timed_spill(bid, info, size, time.perf_counter() - t0)
+        return "disk"
+
+    def write_value(self, bid: BlockId, value: Any, info: DatasetInfo, encoded: tuple | None = None,
+                    memory_bytes: int | None = None) -> str:
+        """A computed block that memory could not take, to the top tier: ``disk`` or
+        ``none`` (not stored, reported; the task keeps its value). ``encoded``: its
+        ``(frames, size, serializer name)`` when serialized already; else it is serialized
+        here, and the serializing and the write are timed as a spill (AUTO's costs and
+        ledger see every write to the tiers, not only evictions'). A value no serializer
+        takes raises :class:`BlockStoreError` at a serialized level (nothing can hold it)."""
+        t0 = time.perf_counter()
+        if encoded is None:
+            try:
+                frames, size, ser = self.codec.encode(value, info, bid)
+            except SerializationError as exc:
+                if not info.level.deserialized:
+                    raise BlockStoreError(self.codec.failure(bid, info, exc)) from exc
+                self.not_stored(bid, self.codec.failure(bid, info, exc))
+                return "none"
+            encoded = (frames, size, ser.name)
+        if not self.write_disk(bid, *encoded, memory_bytes=memory_bytes):
+            return "none"
+        if memory_bytes:
+            self._timed_spill(bid, info, encoded[1], time.perf_counter() - t0)
+        return "disk"
+
+    def _timed_spill(self, bid: BlockId, info: DatasetInfo, size: int, seconds: float) -> None:
+        """A deserialized block serialized and written to the tiers in ``seconds``: what a
+        spill costs (serializing included), for AUTO's disk costs and the dataset's ledger."""
+        if self.costs is not None:
+            cost = self.clock.io("serialized", "write", size, seconds)
             self.costs.observe("serialized", "write", size, cost)
             self._auto_spilled(bid, info, cost)
-        return "disk"

@@ -382,36 +382,3 @@ def test_after_a_forecast_a_block_recomputed_first_is_charged_its_whole_write():
         ledger.read(0, BLOCK, 0.0001, compute_s=0.004)
     assert ledger.spill_s == pytest.approx(0.008 / 4 + 0.012 * 3 / 4 + 6 * 0.0001)
     assert ledger.uncharged_write_s() == 0.0
-
-
-def test_a_measured_switch_to_spill_in_a_loop_is_not_overturned_by_the_writes_it_starts():
-    """A looped dataset the ledger maps on its evidence (not the forecast: a 23 ms write and
-    4 reads, 23.4 ms, is not 5% under 4 recomputes, 23.2 ms): its blocks dropped before the
-    switch come back recomputed and are written then. Charged whole on that return, each
-    write (23 ms against a 5.8 ms recompute) switched the choice back within a few blocks;
-    spread over the loop's reads, as after a forecast, the choice holds and the reads pay."""
-    c = DiskCosts()
-    for _ in range(2):
-        c.observe("mapped", "write", BLOCK, 0.023)  # what a write of a block costs here
-    c.observe("mapped", "read", BLOCK, 0.0001)  # warm pages
-    c.served("mapped", BLOCK, 0.0001)
-    auto, info, posted = make(c)
-    for split in range(8):
-        auto.computed(info, VALUE, BLOCK, 0.0058, looped=True, split=split)
-    assert info.level is DROP  # 4 x 5.8 ms < 23 + 4 x 0.1 ms
-    on_disk: set = set()
-    switched_at = None
-    for rnd in range(12):
-        for split in range(8):
-            if split in on_disk:
-                auto.read(1, split, BLOCK, 0.0001)
-            else:
-                auto.computed(info, VALUE, BLOCK, 0.0058, looped=True, split=split)
-                if info.level is MAPPED:  # evicted again after this return: written
-                    auto.written(1, split, 0.023)
-                    on_disk.add(split)
-            if info.level is MAPPED and switched_at is None:
-                switched_at = len(posted)
-    assert switched_at is not None and posted[switched_at - 1]["reason"].startswith("measured over")
-    assert info.level is MAPPED and len(posted) == switched_at  # never switched back
-    assert on_disk == set(range(8))

@@ -59,20 +59,15 @@ audits it: each block's write is then charged over the block's first ``reads`` r
 return, so the forecast is checked against the reads and recomputes as they come, and
 switched back by the same bound when it proves wrong (reads dearer than measured). One
 forecast per dataset: a forecast the auditor overturned is not made again (the same
-measurements would make it again). A switch to spill that the evidence itself makes for a
-looped dataset spreads the writes the same way: charged whole at the first return after
-the switch, the writes of blocks dropped before it (they come back recomputed, not on disk
-yet) made the new choice look wrong at once, and it was switched back two returns later
-(K-means over ``.npy`` at 4x: 40 MB written for nothing).
-Only drop is forecast away from: a drop loses each block it evicts, every time round, and
-it is the choice the backward ledger is slow to leave; a spill's excess shows at once in its
-reads.
+measurements would make it again). Only drop is forecast away from: a drop loses each block
+it evicts, every time round, and it is the choice the backward ledger is slow to leave; a
+spill's excess shows at once in its reads.
 
 Bound with the forecast: the bound above holds since a forecast switch too, apart from the
 writes not yet charged. A loop that ends early (the forecast wrong about the future) leaves
 those uncharged, so **the locked-in loss is at most the bound above plus one write of each
-block written under a forecast (or a looped dataset's switch to spill) that proved wrong**
-(the part of its write that no return came to pay for).
+block written under a forecast that proved wrong** (the part of its write that no return
+came to pay for).
 """
 
 from __future__ import annotations

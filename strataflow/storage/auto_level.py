@@ -359,8 +359,6 @@ class AutoLevels:
                 return None
             spill = MAPPED if f.zero_copy else SERIALIZED
             level = DROP if ledger.spill else spill
-            if level is spill and f.looped:  # in a loop a write serves the loop's reads: charged over them
-                amortize = LOOP_READS
             reason = (f"measured over {ledger.events} blocks needed again: dropping cost "
                       f"{ledger.drop_s * 1e3:.2f} ms, spilling {ledger.spill_s * 1e3:.2f} ms; "
                       f"{'spilling' if ledger.spill else 'dropping'} cost {ledger.regret_s * 1e3:.2f} ms more, "

@@ -23,8 +23,7 @@ BLOCK = 4 * MB
 def costs(write_mb_s: float = 1000, read_mb_s: float = 1000) -> DiskCosts:
     c = DiskCosts()
     for form in ("serialized", "mapped"):
-        for _ in range(2):  # past the first write's warm-up: timed
-            c.observe(form, "write", 8 * MB, 8 / write_mb_s)
+        c.observe(form, "write", 8 * MB, 8 / write_mb_s)
         c.observe(form, "read", 8 * MB, 8 / read_mb_s)
     return c
 
@@ -358,9 +357,9 @@ def test_the_first_timing_of_a_form_is_a_warm_up():
     forecast prices a block's write at what writes cost now, not at the warm-up."""
     c = DiskCosts()
     c.observe("mapped", "write", 40 * MB, 0.100)
-    assert not c.timed("mapped") and c.per_byte("mapped")[0] == pytest.approx(0.100 / (40 * MB))  # no drop on it
+    assert c.timed("mapped") and c.per_byte("mapped")[0] == pytest.approx(0.100 / (40 * MB))
     c.observe("mapped", "write", 40 * MB, 0.012)
-    assert c.timed("mapped") and c.per_byte("mapped")[0] == pytest.approx(0.012 / (40 * MB))
+    assert c.per_byte("mapped")[0] == pytest.approx(0.012 / (40 * MB))
     c.observe("mapped", "write", 40 * MB, 0.016)
     assert c.per_byte("mapped")[0] == pytest.approx((0.7 * 0.012 + 0.3 * 0.016) / (40 * MB))
     assert c.per_byte("serialized")[0] == pytest.approx(1 / (250 * MB))  # another form: its prior still

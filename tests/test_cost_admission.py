@@ -39,8 +39,7 @@ COMPUTE_S = {CHEAP: 1e-4, DEAR: 1e-2, MID: 1e-3, PEER: 1.2e-4}
 def auto_levels(write_s_per_mb: float, read_s_per_mb: float) -> AutoLevels:
     costs = DiskCosts()
     for form in ("serialized", "mapped"):
-        for _ in range(2):  # past the first write's warm-up: timed
-            costs.observe(form, "write", 8 * MB, 8 * write_s_per_mb)
+        costs.observe(form, "write", 8 * MB, 8 * write_s_per_mb)
         costs.observe(form, "read", 8 * MB, 8 * read_s_per_mb)
     return AutoLevels(costs, lambda kind, **f: None, lambda **d: None)
 
@@ -127,8 +126,7 @@ class Manager:
         self.bm = BlockManager(self.mm, DiskStore([str(tmp_path)]), make_policy(policy))
         self.bm.clock = DeclaredCosts({"serialized": (1, 1), "mapped": (1, 1)})
         for form in ("serialized", "mapped"):  # timed: no choice rests on a prior
-            for _ in range(2):  # past the first write's warm-up: timed
-                self.bm.auto.costs.observe(form, "write", 8 * MB, 8.0)
+            self.bm.auto.costs.observe(form, "write", 8 * MB, 8.0)
             self.bm.auto.costs.observe(form, "read", 8 * MB, 8.0)
         self.level = level
         for did in COMPUTE_S:
@@ -194,8 +192,7 @@ def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(
     bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
     bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
     for form in ("serialized", "mapped"):
-        for _ in range(2):  # past the first write's warm-up: timed
-            bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
+        bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
         bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
     bm.register(7, lambda: "records", AUTO, None, 64)
     try:
@@ -247,8 +244,7 @@ def test_a_block_written_straight_to_the_tiers_is_timed_for_auto_like_an_evictio
     bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
     bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
     for form in ("serialized", "mapped"):
-        for _ in range(2):  # past the first write's warm-up: timed
-            bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
+        bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
         bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
     bm.register(7, lambda: "records", AUTO, None, 64)
     writes = []

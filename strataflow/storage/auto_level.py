@@ -51,15 +51,14 @@ counts in ``auto_level_changes``.
 **Explore before trusting a prior.** The priors are an SSD's figures; the page cache
 that takes a mapped write is often several times faster (2.6 GB/s on our 2-core VM
 against the 400 MB/s prior). A drop chosen on a prior is the one choice that cannot be
-corrected cheaply: every block evicted under it is lost and recomputed, and no write is
-timed again. So while a form's write has not been timed past its warm-up (two writes:
-the first carries one-time costs, see ``DiskCosts.timed``), a dataset that the priors or
-the warm-up would drop spills instead (the reason says "exploring"): its first victims are
-written, which times the form. Every timed write or read revises all AUTO datasets'
-choices at once (a choice made on priors without the hysteresis), so the victims after
-them are dropped or spilled on what this executor measured. The exploration costs two
-blocks' writes per form (and one more per task running at once on an executor: victims
-evicted while a write is under way spill too), and nothing when nothing is evicted. (Measured on ALS at 2x pressure: AUTO
+corrected cheaply: every block evicted under it is lost and recomputed. So while a
+form's write has not been timed, a dataset that the priors would drop spills instead
+(the reason says "exploring"): its first victim is written, which times the form. Every
+timed write or read revises all AUTO datasets' choices at once (a choice made on priors
+without the hysteresis), so the victims after the first are dropped or spilled on what
+this executor measured. The exploration costs one block's write per form per task
+running at once on an executor (victims evicted while the first write is under way spill
+too), and nothing when nothing is evicted. (Measured on ALS at 2x pressure: AUTO
 dropped "ratings by user" on the prior, discarded 8 blocks and recomputed them; see
 docs/benchmarks.md.)
 """
@@ -146,14 +145,9 @@ class DiskCosts:
         return self.per_byte(form)[1] if s is None else s
 
     def timed(self, form: str) -> bool:
-        """Whether a write in ``form`` has been timed past its warm-up (twice): until then
-        its cost is a prior or a warm-up, which a drop must not rest on (see ``choose``).
-        Why twice: the first write of a form in a process carries one-time costs (measured:
-        100 ms against 12-16 ms for the next 40 MB mapped writes); a drop chosen on it
-        writes nothing more, so the true cost would never be measured (K-means on ``.npy``
-        at 4x dropped its points on a 121 ms round trip that two writes put at ~20 ms)."""
+        """Whether a write in ``form`` has been timed (else its cost is a prior)."""
         with self._lock:
-            return self._timings.get(("write", form), 0) >= 2
+            return self._write[form] is not None
 
     def per_byte(self, form: str) -> tuple[float, float]:
         with self._lock:
@@ -227,8 +221,8 @@ def choose(facts: DatasetFacts, costs: DiskCosts, current: Any = None,
     times = f" for {reads} reads (a loop)" if reads > 1 else ""
     if drop and explore and not costs.timed(facts.form):
         return spill, f"exploring: recomputing ({compute_s * 1e3:.2f} ms) looks cheaper than a disk round " \
-                      f"trip ({trip_s * 1e3:.2f} ms){times}, but the {facts.form} write's cost is a prior or " \
-                      f"a first write's warm-up: victims are written to time it", compute_s, trip_s
+                      f"trip ({trip_s * 1e3:.2f} ms){times}, but the {facts.form} write's cost is a prior: " \
+                      f"the first victim is written to time it", compute_s, trip_s
     if drop:
         return DROP, f"recomputing ({compute_s * 1e3:.2f} ms) is cheaper than a disk round trip " \
                      f"({trip_s * 1e3:.2f} ms){times}", compute_s, trip_s

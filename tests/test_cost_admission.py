@@ -186,15 +186,21 @@ def test_fixed_levels_are_not_weighed(tmp_path, policy):
         m.bm.close()
 
 
-def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(tmp_path):
-    """Python records spilled serialized by eviction: the dataset's ratio of bytes on disk to
-    bytes in memory is measured, and is well under 1 (pickled ints against list objects)."""
+def records_manager(tmp_path) -> BlockManager:
+    """A 1 MB block manager whose disk costs are declared and timed (1 GB/s each way), with
+    dataset 7 ("records") persisted at AUTO."""
     bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
     bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
     for form in ("serialized", "mapped"):
         bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
         bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
     bm.register(7, lambda: "records", AUTO, None, 64)
+    return bm
+
+def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(tmp_path):
+    """Python records spilled serialized by eviction: the dataset's ratio of bytes on disk to
+    bytes in memory is measured, and is well under 1 (pickled ints against list objects)."""
+    bm = records_manager(tmp_path)
     try:
         def compute(split: int):
             spend(1.0)  # dear: serialized
@@ -216,9 +222,7 @@ def test_a_spills_bytes_on_disk_are_known_before_its_write_revises_the_choices(t
     ratio must be in the facts by then, or the revision prices the round trip on the
     block's bytes in memory (8x too dear for pickled records: the mixed pipeline's records
     flapped drop, serialized, drop on it)."""
-    bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
-    bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
-    bm.register(7, lambda: "records", AUTO, None, 64)
+    bm = records_manager(tmp_path)
     seen = []
     observe = bm.auto.costs.observe
 
@@ -241,12 +245,7 @@ def test_a_block_written_straight_to_the_tiers_is_timed_for_auto_like_an_evictio
     """A serialized AUTO block that memory cannot take goes to the tiers from ``_put``: its
     serializing and write are a spill's costs (observed, in the ledger, its bytes on disk
     measured), as they are for a block evicted later."""
-    bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path)]), make_policy("lineage"))
-    bm.clock = DeclaredCosts({"serialized": (1000, 1000), "mapped": (1000, 1000)})
-    for form in ("serialized", "mapped"):
-        bm.auto.costs.observe(form, "write", 8 * MB, 8 / 1000)
-        bm.auto.costs.observe(form, "read", 8 * MB, 8 / 1000)
-    bm.register(7, lambda: "records", AUTO, None, 64)
+    bm = records_manager(tmp_path)
     writes = []
     observe = bm.auto.costs.observe
     bm.auto.costs.observe = lambda form, op, n, s: (writes.append((form, op, n)) if op == "write" else None,

@@ -41,8 +41,9 @@ def test_bench_levels_end_to_end(tmp_path):
 
 
 def test_bench_pressure_end_to_end(tmp_path):
-    workloads = [w for w in ("kmeans", "lr") if w in WORKLOADS]
-    code, out, res = _bench(tmp_path, "pressure", "--scale", "0.002", "--workloads", ",".join(workloads),
+    # one workload: every policy at both pressures is what the assertions below need (a
+    # second workload doubled the test's time, the slowest of the suite, and asserted nothing more)
+    code, out, res = _bench(tmp_path, "pressure", "--scale", "0.002", "--workloads", "kmeans",
                             "--pressures", "0.5,4")
     assert code == 0
     runs = res["runs"]

@@ -471,7 +471,8 @@ class BlockManager:
         if level.shared and self.shared is not None:
             return write_shared(self, bid, value, info)
         mem_bytes = entry.size if level.use_memory and level.deserialized else None
-        return self.writes.write_value(bid, value, info, None if frames is None else (frames, size, ser.name), mem_bytes)
+        encoded = None if frames is None else (frames, size, ser.name)  # serialized for memory already
+        return self.writes.write_value(bid, value, info, encoded, mem_bytes)
 
     def _store_in_memory(self, bid: BlockId, entry: MemoryEntry, evict: bool = True) -> bool:
         """Reserves the entry's bytes (evicting, if allowed, with the lock released while

@@ -293,9 +293,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         result = render_report(args.event_log, args.out)
     except ImportError as exc:  # the plots extra is missing
-        from rich.markup import escape
-
-        console.print(f"[red]strataflow: {escape(str(exc))}[/red]")
+        _say_error(exc)
         return 2
     console.print(f"wrote {result['html']} and {len(result['charts'])} charts"
                   + "".join(f"; {n}" for n in result["notes"]))
@@ -476,13 +474,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _say_error(exc: BaseException) -> None:
+    """The error on stderr, as written: escaped (a path such as ``/data/[2024]/x`` is not
+    markup) and soft-wrapped (the terminal wraps it; rich inserts no newline inside a long
+    path, so the path can be copied from the terminal as it is)."""
+    from rich.markup import escape
+
+    console.print(f"[red]strataflow: {escape(str(exc))}[/red]", soft_wrap=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (ConfigError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]strataflow: {exc}[/red]")
+        _say_error(exc)
         return 2
 
 

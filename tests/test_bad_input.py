@@ -85,6 +85,16 @@ def test_cli_gen_into_an_existing_file_and_a_manifest_that_is_not_json(tmp_path,
     assert "manifest.json" in out and "not JSON" in out
 
 
+def test_a_cli_error_prints_its_path_whole_and_literally(tmp_path, capsys):
+    # square brackets are rich markup, and rich used to break a long path across lines
+    d = tmp_path / "[2024]" / ("a-directory-name-long-enough-to-pass-any-terminal-width-" * 3)
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text("{not json")
+    assert main(["run", "kmeans", "--data", str(d), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert str(d / "manifest.json") in err  # the brackets kept, no newline inside it
+
+
 def test_kmeans_data_of_the_wrong_shape_is_named(tmp_path, capsys):
     d = tmp_path / "km"
     assert main(["gen", "kmeans", "--points", "500", "--format", "npy", "--out", str(d)]) == 0

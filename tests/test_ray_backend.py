@@ -52,8 +52,9 @@ from strataflow.workloads import kmeans_job
 
 # Ray is imported by the cluster fixture, not at collection: the rest of the suite runs
 # without it in the process.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                reason="Ray is not installed (pip install strataflow[ray])")
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                 reason="Ray is not installed (pip install strataflow[ray])"),
+              pytest.mark.xdist_group("ray")]  # one Ray at a time (conftest.py)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = 1 << 20

@@ -50,3 +50,30 @@ def test_a_prefetch_that_would_not_fit_deserialized_reads_nothing(tmp_path):
         assert h.bm.get_or_compute(bid, h.levels[1], compute(bid.split)) == values[bid.split]
     finally:
         h.close()
+
+
+def test_a_prefetch_that_read_a_block_and_could_not_store_it_is_counted(tmp_path):
+    """The loss above was invisible in the metrics: ``blocks_prefetched`` stayed 0 because
+    nothing was stored. With the old estimate (bytes on disk) put back, the wasted read shows."""
+    h = Harness(tmp_path, total=4 * MB, policy=PrefetchAll(), async_eviction=False)
+    try:
+        h.persist(1)
+        task = 7
+        h.mm.task_started(task)
+        held = h.mm.acquire_execution(int(3.2 * MB), task)
+        for s in range(8):
+            h.bm.get_or_compute(BlockId(1, s), h.levels[1], lambda s=s: records(s))
+        bid = next(b for b, _ in h.disk.items())
+        on_disk = h.disk.entry(bid).size
+        in_memory = h.bm.writes.in_memory(bid, on_disk)
+        h.mm.release_execution(held, task)
+        h.mm.acquire_execution(h.bm.room() - (on_disk + in_memory) // 2, task)
+        before = h.bm.metrics.snapshot()
+        h.bm.writes.in_memory = lambda b, size: size  # the estimate before the fix: bytes on disk
+        assert h.bm.prefetch(bid) is False
+        got = h.bm.metrics.diff(h.bm.metrics.snapshot(), before)
+        assert got["prefetches_discarded"] == 1 and got["blocks_prefetched"] == 0
+        assert 0.9 * on_disk < got["disk_bytes_read"] <= on_disk  # the bytes it read for nothing count too
+        h.mm.task_finished(task)
+    finally:
+        h.close()

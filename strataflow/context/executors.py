@@ -153,7 +153,9 @@ class ExecutorViews:
         dropped on a task's thread), ``async_evictions`` (by the background writer),
         ``eviction_failures``, ``eviction_wait_s`` (time puts waited for the writer);
         prefetch: ``blocks_prefetched``, ``bytes_prefetched``, ``prefetch_scans`` (scans of the
-        disk blocks for candidates; after an empty one they back off until memory is freed).
+        disk blocks for candidates; after an empty one they back off until memory is freed),
+        ``prefetches_discarded`` (blocks a prefetch read and decoded, then could not store:
+        work on the writer's thread, beside the tasks, that bought nothing).
         Shuffle on a cluster: ``shuffle_remote_fetches`` and ``shuffle_remote_bytes_read``
         (buckets a reduce task fetched from the executor that wrote them, on another node).
         Executors: ``executors`` (live), ``executors_lost``. Source slices (``parallelize``,

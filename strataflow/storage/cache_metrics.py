@@ -14,6 +14,7 @@ METRIC_KEYS = (
     # tiers, asynchronous eviction and prefetch
     "bytes_moved_between_tiers", "blocks_moved_down", "blocks_moved_up", "sync_evictions", "async_evictions",
     "eviction_failures", "blocks_prefetched", "bytes_prefetched", "prefetch_scans",
+    "prefetches_discarded",
     # a task's second read of the block it read last, served from the value it holds
     "task_rereads",
     # blocks another executor held, read by this one's tasks; blocks this one served to others

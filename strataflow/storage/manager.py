@@ -413,6 +413,9 @@ class BlockManager:
                 return False
             mem = memory_form(info.level, value, payload, ser_name)
             if not self._store_in_memory(bid, mem, evict=False):
+                # read and decoded for nothing (its objects took more room than estimated, or
+                # the room went to another block meanwhile): counted, since nothing else shows it
+                self.metrics.add(prefetches_discarded=1, disk_bytes_read=payload.nbytes)
                 return False
             self.metrics.add(blocks_prefetched=1, bytes_prefetched=mem.size, disk_bytes_read=payload.nbytes)
             self.events.post("BlockPrefetched", block=str(bid), dataset_id=bid.dataset_id, bytes=mem.size, tier=tier)

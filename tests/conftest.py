@@ -227,16 +227,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.path.name))
-    # the longest groups first (a stable sort: each group's tests keep their order), so that
-    # no long one starts last while the other worker has nothing left (measured: 581 s in
-    # collection order, where Ray's group started two thirds of the way through)
-    first = {name: i for i, name in enumerate(LONGEST_GROUPS)}
-    items.sort(key=lambda item: first.get(item.get_closest_marker("xdist_group").args[0], len(first)))
-
-
-#: the groups that take longest (``--durations``), the longest first
-LONGEST_GROUPS = ("ray", "test_levels.py", "test_bench.py", "test_workloads_graph_text.py",
-                  "test_workloads_glm.py", "test_faults.py", "test_pyspark_peer.py")
 
 
 def pytest_configure(config):

@@ -24,12 +24,12 @@ $(STAMP): $(RUNSTAMP)
 run: $(RUNSTAMP)
 	$(BIN)/strataflow run kmeans
 
-# two workers, a test file each at a time (a file's module fixtures are set up once; the
-# files that start Ray all on one worker: tests/conftest.py): the suite's tests wait on
+# two workers, a test file each at a time (a file's module fixtures are set up once; one
+# Ray at a time: tests/test_ray_backend.py's private_ray): the suite's tests wait on
 # subprocesses and disks as much as they compute, so two workers on two cores take two
 # thirds of the time one does (733 s -> 488 s)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py

@@ -216,22 +216,7 @@ def _policy_subset(metafunc) -> list[str] | None:
     return names
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    """``make test`` runs two pytest-xdist workers with ``--dist loadgroup``: a group runs
-    whole on one worker, one test after another. Each test file is a group of its own (its
-    module fixtures are set up once), unless it names one: the files that start Ray name
-    ``ray``, so that one Ray runs at a time (each worker has its own network namespace,
-    but Ray's session files under ``/tmp/ray`` and its token under ``~/.ray`` are the
-    machine's)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
-
-
 def pytest_configure(config):
-    config.addinivalue_line("markers", "xdist_group(name): run with the other tests of the group on one "
-                                       "pytest-xdist worker (registered by xdist too; here for runs without it)")
     config.addinivalue_line(
         "markers",
         "policy_subset(*names, reason): run a test that takes `policy` for these registered policies only "

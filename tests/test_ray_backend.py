@@ -25,6 +25,7 @@ modules should run without Ray's idle daemons on this machine's cores.)
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import json
 import os
@@ -52,9 +53,8 @@ from strataflow.workloads import kmeans_job
 
 # Ray is imported by the cluster fixture, not at collection: the rest of the suite runs
 # without it in the process.
-pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                 reason="Ray is not installed (pip install strataflow[ray])"),
-              pytest.mark.xdist_group("ray")]  # one Ray at a time (conftest.py)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray is not installed (pip install strataflow[ray])")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = 1 << 20
@@ -134,7 +134,21 @@ def private_ray() -> Iterator[list[SimCluster]]:
     """The setting of every Ray test: a private network namespace, Ray's files in a temp
     dir of their own; yields a list the caller adds its ``SimCluster``s to. At the end each
     is shut down, no Ray process may be left, and the thread goes back to the host's
-    namespace."""
+    namespace. One at a time on the machine (``RAY_LOCK``): ``make test`` runs two pytest
+    workers, each in a namespace of its own, but Ray's token under ``~/.ray`` is the
+    user's, and one worker's cleanup would remove it from under the other's Ray."""
+    with open(RAY_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
+        with _private_ray() as sims:
+            yield sims
+
+
+#: held by whoever runs a private Ray (``private_ray``)
+RAY_LOCK = os.path.join(tempfile.gettempdir(), f"strataflow-tests-ray-{os.geteuid()}.lock")
+
+
+@contextlib.contextmanager
+def _private_ray() -> Iterator[list[SimCluster]]:
     entered = netns.enter_private_netns()
     if entered is not True:
         pytest.skip(f"no private network namespace for the Ray tests: {entered}")

@@ -23,9 +23,8 @@ import pytest
 
 from test_ray_backend import REPO, cluster  # noqa: F401 - the module's cluster fixture
 
-pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                 reason="Ray is not installed (pip install strataflow[ray])"),
-              pytest.mark.xdist_group("ray")]  # one Ray at a time (conftest.py)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray is not installed (pip install strataflow[ray])")
 
 _PRELUDE = r"""
 import json, os, sys

@@ -32,9 +32,8 @@ from test_ray_backend import REPO, SimCluster, private_ray, wait_ray_gone
 from test_store_ray import _A, _PRELUDE, _blocks, _driver
 from waits import HANG_S, wait_for
 
-pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                 reason="Ray is not installed (pip install strataflow[ray])"),
-              pytest.mark.xdist_group("ray")]  # one Ray at a time (conftest.py)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray is not installed (pip install strataflow[ray])")
 
 LABEL = "strataflow-store-node"
 NAMES = ["n1", "n2"]

@@ -216,6 +216,29 @@ def _policy_subset(metafunc) -> list[str] | None:
     return names
 
 
+#: test files that start Ray (``test_ray_backend.private_ray``): one scope under ``make test``
+RAY_FILES = ("test_ray_backend.py", "test_store_ray.py", "test_store_ray_restart.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the suite also runs without xdist
+def pytest_xdist_make_scheduler(config, log):
+    """``make test``'s ``--dist loadfile``, with the files that start Ray as one scope: one
+    worker runs them one after another. Their Rays are one at a time anyway
+    (``private_ray``'s lock), and a worker that got one of them while the other ran another
+    would wait for the lock with nothing to do. (xdist's own groups, ``--dist loadgroup``,
+    do nothing on pytest 9.2: pytest-xdist issue 1386.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class RayOneScope(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "ray" if os.path.basename(path) in RAY_FILES else path
+
+    return RayOneScope(config, log)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",

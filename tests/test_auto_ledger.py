@@ -381,3 +381,30 @@ def test_after_a_forecast_a_block_recomputed_first_is_charged_its_whole_write():
         ledger.read(0, BLOCK, 0.0001, compute_s=0.004)
     assert ledger.spill_s == pytest.approx(0.008 / 4 + 0.012 * 3 / 4 + 6 * 0.0001)
     assert ledger.uncharged_write_s() == 0.0
+
+
+def test_a_forecast_whose_writes_cost_more_than_it_assumed_is_undone_at_once():
+    """The forecast mapped on a 4 ms write (16 ms of recomputes against 4.4 ms); the writes
+    since cost 30 ms a block (fresh pages on our VM). At the second of them the forecast,
+    priced again with their mean, says drop: dropped again before any block came back, not
+    after the returns the auditor waits for. One slow write is not enough (an outlier), and
+    writes that cost more but not enough to reverse it leave the forecast in force."""
+    for writes, after in (((0.030,), MAPPED), ((0.030, 0.030), DROP), ((0.010, 0.012, 0.014), MAPPED)):
+        auto, info, posted = make(warm_costs())
+        first_pass(auto, info, 0.004)
+        auto.computed(info, VALUE, BLOCK, 0.004, looped=True, split=0)
+        assert info.level is MAPPED
+        for split, seconds in enumerate(writes, start=1):
+            auto.written(1, split, seconds)
+        assert info.level is after, writes
+        assert auto.facts(1).ledger.events == 1  # no block came back since the forecast
+    auto, info, posted = make(warm_costs())
+    first_pass(auto, info, 0.004)
+    auto.computed(info, VALUE, BLOCK, 0.004, looped=True, split=0)
+    for split in (1, 2):  # as the disk writer reports a write: to the costs, then to the dataset
+        auto.costs.observe("mapped", "write", BLOCK, 0.030)
+        auto.written(1, split, 0.030)
+    assert posted[-1]["level"] == "MEMORY_ONLY" and posted[-1]["before"] == "MEMORY_AND_DISK_MMAP"
+    assert "premise failed: the 2 writes since it cost 30.00 ms a block, not the 4.00 ms" in posted[-1]["reason"]
+    auto.computed(info, VALUE, BLOCK, 0.004, looped=True, split=3)  # the next return: no second forecast
+    assert info.level is DROP and len([p for p in posted if p["reason"].startswith("forecast")]) == 1

@@ -63,6 +63,17 @@ measurements would make it again). Only drop is forecast away from: a drop loses
 it evicts, every time round, and it is the choice the backward ledger is slow to leave; a
 spill's excess shows at once in its reads.
 
+The forecast's premise is checked as its writes come, too. A forecast rests on a block's
+write as measured before it, and a write can cost much more than the one before it (on our
+VM a write that needs fresh pages runs at 400 MB/s, one onto pages just freed at memory
+speed, and a dataset's exploring write is usually the cheap kind: a K-means ``.npy`` run
+mapped its points on a 15 ms write, then paid 50 ms a block). Once two blocks were written
+since a forecast switch, the forecast is priced again with their mean write in place of the
+one it assumed (:meth:`Ledger.premise_failed`); when drop then wins by more than ``MARGIN``
+the choice goes back to drop at once, before the returns that the auditor waits for. Two
+writes, because one can be an outlier; the recompute and the reads stay as the forecast
+priced them (the reads are the auditor's to check, as they come).
+
 Bound with the forecast: the bound above holds since a forecast switch too, apart from the
 writes not yet charged. A loop that ends early (the forecast wrong about the future) leaves
 those uncharged, so **the locked-in loss is at most the bound above plus one write of each
@@ -95,6 +106,8 @@ class Ledger:
     spill_s: float = 0.0  # what the spill side cost, over the priced events (for reports)
     drop_s: float = 0.0  # what the drop side cost, over the priced events
     forecast_made: bool = False  # a forecast switch was made (one per dataset)
+    forecast_prices: tuple = (0.0, 0.0, 0.0)  # the block's (recompute, write, read) the forecast was made on
+    forecast_writes: list = field(default_factory=list)  # writes measured since a forecast switch (in force)
     _amortize: int = 1  # returns over which each block's write is charged (``reads`` after a forecast)
     _seen: set = field(default_factory=set)  # splits computed once
     _written: dict = field(default_factory=dict)  # split -> measured write seconds, not yet all charged
@@ -123,6 +136,8 @@ class Ledger:
         """A block of the dataset was written to disk (it left memory) in ``seconds``:
         paid now, charged to the spill side when the block is needed again."""
         self.paid_s += max(0.0, seconds)
+        if self.spill and self._amortize > 1:  # a forecast switch is in force: its premise's evidence
+            self.forecast_writes.append(max(0.0, seconds))
         if split is not None and self._charged.get(split, 0) < self._amortize:
             self._written[split] = max(0.0, seconds)  # its shares still to charge: at the measured cost
 
@@ -163,7 +178,19 @@ class Ledger:
         if spill * (1 + margin) >= drop:
             return False
         self.forecast_made = True
+        self.forecast_prices = (max(0.0, recompute_s), max(0.0, write_s), max(0.0, read_s))
         return True
+
+    def premise_failed(self, margin: float = MARGIN) -> float | None:
+        """The mean of the writes measured since the forecast switch in force (two at least),
+        when the forecast priced again with it in place of the write it assumed says drop
+        by more than ``margin`` (its recompute and reads as it priced them: the reads are
+        the auditor's to check, as they come); None otherwise."""
+        if not (self.spill and self._amortize > 1) or len(self.forecast_writes) < 2:
+            return None
+        reads, (recompute, _, read) = self._amortize, self.forecast_prices
+        write = sum(self.forecast_writes) / len(self.forecast_writes)
+        return write if write + reads * read > reads * recompute * (1 + margin) else None
 
     def switched(self, spill: bool, amortize: int = 1) -> None:
         """The choice is now ``spill`` (or drop): its excess starts from zero, and each
@@ -174,6 +201,7 @@ class Ledger:
         self.spill, self.regret_s = spill, 0.0
         self._amortize = max(1, int(amortize))
         self._charged.clear()
+        self.forecast_writes = []
 
     def uncharged_write_s(self) -> float:
         """The measured writes not yet charged to the spill side (blocks not needed again

@@ -40,7 +40,9 @@ its accumulated excess passes ``MARGIN`` (5%) of the dataset's cost so far plus 
 a bound on the loss it can lock in. Where the loop is known (``looped``), a dropped
 dataset's first returns also price the ``LOOP_READS`` reads ahead on both sides at the
 measured costs, and switch to spill at once when that is cheaper by more than ``MARGIN``
-(the ledger's forecast, audited by it: see ``auto_ledger.py`` for the bound with it).
+(the ledger's forecast, audited by it: see ``auto_ledger.py`` for the bound with it); the
+forecast is priced again as its writes are timed, and undone when they cost more than it
+assumed by enough to reverse it.
 
 Disk costs are seconds per byte of (serialize +) write and of read (+ deserialize), per
 form: priors until this executor has timed its own writes and reads, then a moving
@@ -304,6 +306,9 @@ class AutoLevels:
             return
         with self._lock:
             f.ledger.written(split, seconds)
+            change = self._choose(f) if f.info is not None and f.level is not None else None
+        if change is not None:
+            self._announce(f, *change)
 
     def read_per_byte(self, dataset_id: int) -> float | None:
         """What a read back of the dataset's spilled bytes costs now, per byte (None: not
@@ -343,7 +348,11 @@ class AutoLevels:
         the ledger's evidence, once it has some (a block needed again); else ``choose``'s."""
         ledger, amortize = f.ledger, 1
         forecast = self._forecast(f) if ledger.events and f.level is DROP and f.looped else None
-        if forecast is not None:
+        premise = self._premise(f) if forecast is None and f.level is not DROP else None
+        if premise is not None:
+            level, reason, compute_s, trip_s = premise
+            f.on_priors = False
+        elif forecast is not None:
             level, reason, compute_s, trip_s = forecast
             amortize, f.on_priors = LOOP_READS, False
         elif ledger.events and f.level is not None:
@@ -386,6 +395,21 @@ class AutoLevels:
                 f"forecast for a loop ({LOOP_READS} more reads, measured costs): recomputing costs "
                 f"{drop_s * 1e3:.2f} ms, one write and the reads {spill_s * 1e3:.2f} ms, over {MARGIN:.0%} "
                 f"less; {form}, audited by the ledger", drop_s, spill_s)
+
+    def _premise(self, f: DatasetFacts) -> tuple | None:
+        """(DROP, reason, compute_s, trip_s) when the forecast switch in force failed its
+        premise: priced again with the writes measured since it (``Ledger.premise_failed``),
+        drop wins; None otherwise (lock held)."""
+        ledger = f.ledger
+        write_s = ledger.premise_failed()
+        if write_s is None:
+            return None
+        recompute_s, assumed_s, read_s = ledger.forecast_prices
+        drop_s, spill_s = LOOP_READS * recompute_s, write_s + LOOP_READS * read_s
+        return (DROP, f"the forecast's premise failed: the {len(ledger.forecast_writes)} writes since it cost "
+                      f"{write_s * 1e3:.2f} ms a block, not the {assumed_s * 1e3:.2f} ms it was made on; "
+                      f"recomputing for {LOOP_READS} reads costs {drop_s * 1e3:.2f} ms, one write and the reads "
+                      f"{spill_s * 1e3:.2f} ms: dropped again (no second forecast)", drop_s, spill_s)
 
     def _announce(self, f: DatasetFacts, level: Any, before: Any, reason: str, compute_s: float,
                   trip_s: float) -> None:

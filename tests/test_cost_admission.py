@@ -197,6 +197,7 @@ def records_manager(tmp_path) -> BlockManager:
     bm.register(7, lambda: "records", AUTO, None, 64)
     return bm
 
+
 def test_the_block_manager_measures_how_much_smaller_a_spilled_block_is_on_disk(tmp_path):
     """Python records spilled serialized by eviction: the dataset's ratio of bytes on disk to
     bytes in memory is measured, and is well under 1 (pickled ints against list objects)."""

@@ -1,9 +1,13 @@
 """The catalog: which datasets are published, under which names.
 
-One file per name, ``catalog/<name>.json``: the entry (the dataset's id, partitions and
-their layouts, sizes, who saved it and when, what it cost to compute) and a keyed tag of
-it made with the store's key, so an entry written by anyone else is refused rather than
-followed. An entry is written whole under a temporary name, fsynced, then given its name
+One file per name, ``catalog/<name>.json``: the entry (its name, the dataset's id,
+partitions and their layouts, sizes, who saved it and when, what it cost to compute) and a
+keyed tag of it made with the store's key, so an entry written by anyone else is refused
+rather than followed. The tag covers the name inside the entry, and a reader checks that
+name against the file's: an entry copied or renamed to another file (a second name for
+one dataset, which would then be listed and served twice) is refused, since its tag is
+valid but its name is not the one asked for. Names are checked whole (``fullmatch``): a
+name ending in a newline is not a name. An entry is written whole under a temporary name, fsynced, then given its name
 by one ``rename`` (replacing an older entry of that name) or one ``link`` (which fails if
 the name is taken): a reader sees the old entry or the new one, never a part, and a
 writer killed before that step leaves no entry at all. The directory is fsynced after.
@@ -26,7 +30,8 @@ from strataflow.store.errors import DatasetExists, DatasetNotFound, StoreError
 
 __all__ = ["Entry", "ByName", "check_name", "publish", "read_entry", "list_entries", "unpublish", "referenced_ids"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+#: checked with ``fullmatch``: ``match`` with ``$`` lets a trailing newline through
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _DOMAIN = b"sf-store-cat-v1"
 FORMAT = 1
 
@@ -34,7 +39,7 @@ FORMAT = 1
 def check_name(name: str) -> str:
     """``name`` if it is a dataset name the store takes (letters, digits, ``.``, ``_``,
     ``-``; 1-200 characters, not starting with a dot); StoreError otherwise."""
-    if not isinstance(name, str) or not _NAME.match(name) or name.endswith(".json"):
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.endswith(".json"):
         raise StoreError(f"store: {name!r} is not a dataset name: use 1-200 letters, digits, '.', '_' or '-', "
                          f"starting with a letter or a digit")
     return name
@@ -77,7 +82,9 @@ def _encode(entry: Entry, auth: FrameAuth) -> bytes:
     return json.dumps({"entry": json.loads(body), "tag": auth.tag(_DOMAIN, body.encode()).hex()}).encode()
 
 
-def _decode(data: bytes, auth: FrameAuth, where: str) -> Entry:
+def _decode(data: bytes, auth: FrameAuth, where: str, name: str) -> Entry:
+    """The entry in ``data`` (the file ``where``, read for ``name``), if its tag is this
+    store's and the name it holds is ``name``; StoreError otherwise."""
     try:
         raw = json.loads(data)
         body = json.dumps(raw["entry"], sort_keys=True)
@@ -88,6 +95,9 @@ def _decode(data: bytes, auth: FrameAuth, where: str) -> Entry:
     if entry is None:
         raise StoreError(f"store catalog entry {where} fails its keyed tag: damaged, or not written by this "
                          f"store; remove it")
+    if entry.name != name:
+        raise StoreError(f"store catalog entry {where} is the entry of {entry.name!r}, not of {name!r}: copied or "
+                         f"renamed behind the store (an entry is bound to its name); remove it")
     return entry
 
 
@@ -142,7 +152,7 @@ def read_entry(root: str, name: str, auth: FrameAuth) -> Entry:
     except FileNotFoundError:
         raise DatasetNotFound(f"store {root!r} has no dataset named {name!r} (never saved, removed, or its save "
                               f"did not complete); saved ones: {', '.join(list_names(root)) or 'none'}") from None
-    return _decode(data, auth, path)
+    return _decode(data, auth, path, name)
 
 
 def list_names(root: str) -> list[str]:
@@ -151,7 +161,8 @@ def list_names(root: str) -> list[str]:
 
 
 def list_entries(root: str, auth: FrameAuth) -> list[Entry]:
-    """Every published entry, by name (an entry damaged or removed meanwhile is left out)."""
+    """Every published entry, by name (an entry damaged, copied from another name or
+    removed meanwhile is left out)."""
     out = []
     for name in list_names(root):
         try:

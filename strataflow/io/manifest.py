@@ -8,8 +8,11 @@ last, as Spark does, so a directory without ``_SUCCESS`` is known to be incomple
 
 The readers (``npy_file``, ``parquet_file``) take files, or directories (any path
 ``paths.py`` takes): with a manifest they read its parts in partition order and check
-each file's rows against it (a replaced or truncated part fails naming the file);
-without one, its visible ``*.<ext>`` files in name order (directories written by other
+each file's rows against it (a replaced or truncated part fails naming the file). A
+manifest names each part once and every part the directory holds: one that lists a part
+twice (its rows read twice, another part's never), names a part file the directory does
+not have, leaves out a ``part-NNNNN`` file the directory has, or whose parts' rows do not add
+up to its total, is refused, naming what is wrong, never read as it says; without one, its visible ``*.<ext>`` files in name order (directories written by other
 tools). Remote directories (fsspec URLs) are written and read the same way.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from strataflow.config import ConfigError
@@ -98,18 +102,41 @@ def input_files(path: Any, fmt: str, ext: str, reader: str,
     return out
 
 
+_PART = re.compile(r"part-[0-9]{5,}")
+
+
 def _manifest_parts(m: Match, manifest: dict, fmt: str, ext: str, reader: str) -> list[tuple[FileRef, int]]:
+    """The parts a manifest lists, checked against the directory (see the module's note):
+    a manifest that does not describe it exactly is a ConfigError naming the fault."""
     if manifest.get("format") != fmt:
         raise ConfigError(f"{reader}: {m.name!r} holds {manifest.get('format')!r} parts, not {fmt}")
     listed = {os.path.basename(f.path.rstrip("/")): f for f in listing(m, reader)}
-    parts = []
-    for p in manifest["parts"]:
-        if not p.get("file"):
-            continue
-        ref = listed.get(p["file"])
-        if ref is None:
-            raise ConfigError(f"{reader}: the manifest of {m.name!r} lists {p['file']!r}, which is not there")
-        parts.append((ref, int(p["rows"])))
+    bad = f"{reader}: the manifest of {m.name!r}"
+    parts, seen = [], set()
+    try:
+        for p in manifest["parts"]:
+            if not p.get("file"):
+                continue
+            name = p["file"]
+            if name in seen:
+                raise ConfigError(f"{bad} lists {name!r} twice (its rows would be read twice); a manifest names "
+                                  f"each part once: it is damaged or was edited, so the directory is not read")
+            seen.add(name)
+            ref = listed.get(name)
+            if ref is None:
+                raise ConfigError(f"{bad} lists {name!r}, which is not there")
+            parts.append((ref, int(p["rows"])))
+        total = sum(int(p.get("rows") or 0) for p in manifest["parts"])
+    except (TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{bad} has a malformed list of parts ({exc})") from None
+    unlisted = sorted(n for n in listed if n not in seen and n.endswith(ext) and _PART.fullmatch(n[:len(n) - len(ext)]))
+    if unlisted:
+        raise ConfigError(f"{bad} does not name the part file(s) {', '.join(map(repr, unlisted))} the directory "
+                          f"holds: the manifest is not this directory's (damaged, or parts added by hand)")
+    if "rows" in manifest and manifest["rows"] != total:
+        raise ConfigError(f"{bad} says {manifest['rows']} rows in all, its parts {total}: damaged or edited")
     if not parts:
-        raise ConfigError(f"{reader}: the manifest of {m.name!r} lists no part files")
+        raise ConfigError(f"{bad} lists no part files")
     return [p for p in parts if p[1] > 0] or parts[:1]

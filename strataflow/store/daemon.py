@@ -14,6 +14,14 @@ Only the same user: the socket ``daemon.sock`` lies in the store's root (0700) a
 0600, and every connection's peer credentials (``SO_PEERCRED``) are checked: a process of
 another uid is answered with a refusal and closed, whatever the file modes say. Requests and
 answers are one JSON line each: ``{"op": "status" | "ls" | "balance" | "sweep" | "stop"}``.
+
+The refusal is always readable. The daemon answers another uid at once, before reading its
+request, so the client may write its request after the daemon has closed the connection:
+its write then fails with ``EPIPE`` (``BrokenPipeError``) although the refusal already lies
+in its socket's receive queue. So the daemon ends its side of the refusal with
+``shutdown(SHUT_WR)`` and drains what the client sent before closing (no reset), and
+:func:`request` reads the answer even when its write failed: the caller gets the
+refusal, never a raw socket error.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ __all__ = ["StoreDaemon", "request", "SOCKET", "main"]
 SOCKET = "daemon.sock"
 LOCK = "daemon.lock"
 _CRED = struct.Struct("3i")  # pid, uid, gid
+#: the answer to a process of another uid
+REFUSAL = {"error": "refused: another user's store (the daemon serves only the user who owns it)"}
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -123,7 +133,7 @@ class StoreDaemon:
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             if peer_uid(conn) != os.geteuid():
-                conn.sendall(b'{"error": "refused: another user\'s store"}\n')
+                _refuse(conn)
                 return
             line = conn.makefile("rb").readline(1 << 16)
             try:
@@ -157,8 +167,26 @@ class StoreDaemon:
         os.close(self._lock_fd)
 
 
+def _refuse(conn: socket.socket) -> None:
+    """Answers a process of another uid with :data:`REFUSAL`, without reading its request
+    first; ends the connection so that the answer stays readable (the module's note): no
+    more to send, then what the client already sent is read and dropped (never waiting:
+    a client that has not written yet will meet a closed socket, and :func:`request`
+    reads the refusal anyway)."""
+    try:
+        conn.sendall(json.dumps(REFUSAL).encode() + b"\n")
+        conn.shutdown(socket.SHUT_WR)
+        conn.setblocking(False)  # a socket with a timeout would wait for the client first
+        while conn.recv(1 << 16):
+            pass
+    except OSError:  # BlockingIOError (nothing more sent), or the client gone: nothing to answer
+        pass
+
+
 def request(root: str, op: str, timeout: float = 10.0, **fields: Any) -> dict | None:
-    """The daemon's answer to ``op``; None if no daemon listens on the store's socket."""
+    """The daemon's answer to ``op``; None if no daemon listens on the store's socket.
+    A daemon that refuses this process (another user's) answers :data:`REFUSAL`, which
+    is returned whether or not the request could be written."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
@@ -167,8 +195,18 @@ def request(root: str, op: str, timeout: float = 10.0, **fields: Any) -> dict | 
         s.close()
         return None
     with s:
-        s.sendall(json.dumps({"op": op, **fields}).encode() + b"\n")
-        return json.loads(s.makefile("rb").readline())
+        try:
+            s.sendall(json.dumps({"op": op, **fields}).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon answered (a refusal) and closed before reading: its answer is queued
+        try:
+            line = s.makefile("rb").readline()
+        except ConnectionResetError:
+            line = b""
+        if not line:
+            return {"error": "the store daemon closed the connection without an answer (refused: another user's "
+                             "store?)"}
+        return json.loads(line)
 
 
 def main(argv: list[str] | None = None) -> int:

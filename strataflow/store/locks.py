@@ -10,7 +10,8 @@ clock to trust.
   published or abandoned; it also says who (pid, process start time, name) for ``status``.
 - ``leases/<id>/<pid>-<n>.lease``: held shared by a process that opened dataset ``<id>``,
   until it closes it; a removed dataset's blocks stay on disk while any lease is held, so
-  a reader that has not yet mapped a block still finds it.
+  a reader that has not yet mapped a block still finds it. The last reader to close frees
+  them (``sweep.free_unheld``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class Lease:
     """A reader's hold on a dataset's blocks (see the module's docstring)."""
 
     def __init__(self, root: str, dataset_id: str) -> None:
+        self.dataset_id = dataset_id
         d = os.path.join(root, "leases", dataset_id)
         make_private_dirs(d)
         self.path = os.path.join(d, f"{os.getpid()}-{next(_counter)}.lease")

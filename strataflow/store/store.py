@@ -44,7 +44,7 @@ from strataflow.store.rebuild import dump_lineage, read_lineage, write_lineage
 from strataflow.store.root import StoreRoot, tier_bytes
 from strataflow.store.source import root_for
 from strataflow.store.stats import apps, bump, count_app, counters
-from strataflow.store.sweep import sweep
+from strataflow.store.sweep import free_unheld, sweep
 from strataflow.store.tiers import balance, live_readers, opens, touch_access
 
 __all__ = ["Store", "MODES"]
@@ -150,8 +150,10 @@ class Store(ByName):
         return list_entries(self.path, self.root.auth)
 
     def rm(self, name: str) -> None:
-        """Unpublishes ``name`` at once; its blocks go as soon as no reader holds them
-        (readers that mapped them keep reading: files are unlinked, never cut)."""
+        """Unpublishes ``name`` at once; its blocks go now if no reader holds them, else
+        when the last reader closes it (its Context's end; a reader killed without closing:
+        at the next sweep). Readers that mapped them keep reading: files are unlinked,
+        never cut."""
         with gc_lock(self.path, exclusive=False):
             unpublish(self.path, name, self.root.auth)
         sweep(self.root)
@@ -179,10 +181,17 @@ class Store(ByName):
                                       "lineage": e.lineage, "rebuilds": e.rebuilds} for e in self.ls()}}
 
     def close(self) -> None:
-        """Releases this process's leases (a removed dataset's blocks may then go)."""
+        """Releases this process's leases; the blocks of a dataset removed or overwritten
+        meanwhile go now, unless another reader still holds them (``sweep.free_unheld``):
+        the last reader out frees them, not some later sweep."""
         leases, self._leases = self._leases, []
         for lease in leases:
             lease.release()
+        if leases:
+            try:
+                free_unheld(self.root, {lease.dataset_id for lease in leases})
+            except FileNotFoundError:
+                pass  # the store itself was removed meanwhile (remove_store): nothing left to free
 
     def __repr__(self) -> str:
         return f"Store({self.path!r}, tiers={[t.name for t in self.root.tiers]})"

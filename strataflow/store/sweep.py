@@ -19,12 +19,21 @@ published:
 
 A catalog entry that cannot be read at all stops the sweep from deleting any block: it
 might name them.
+
+:func:`free_unheld` is the same rule for a few datasets at once: a reader that closes
+(``Store.close``: its Context's end) frees the blocks of the datasets it held that were
+removed or overwritten meanwhile and that no one else holds, so the last reader out takes
+a removed dataset's blocks with it rather than leaving them to some later sweep. A reader
+that dies without closing (kill -9) cannot: its lease is a ``flock`` the kernel drops, and
+the next sweep (the daemon's next pass, or the next start, save or ``rm`` of any user of
+the store) removes what it held.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from typing import Iterable
 
 from strataflow.store.catalog import referenced_ids
 from strataflow.store.locks import gc_lock, is_held
@@ -32,7 +41,7 @@ from strataflow.store.rebuild import lineage_dir
 from strataflow.store.root import StoreRoot
 from strataflow.store.stats import prune
 
-__all__ = ["sweep"]
+__all__ = ["sweep", "free_unheld"]
 
 
 def _ls(d: str) -> list[str]:
@@ -96,3 +105,45 @@ def sweep(root: StoreRoot) -> dict:
             elif did not in keep:
                 shutil.rmtree(root.sub("leases", did), ignore_errors=True)
     return out
+
+
+def _leased(root: StoreRoot, dataset_id: str) -> bool:
+    """Whether a live reader holds a lease on ``dataset_id`` (dead readers' leases go)."""
+    d = root.sub("leases", dataset_id)
+    held = False
+    for f in _ls(d):
+        if is_held(os.path.join(d, f)):
+            held = True
+        else:
+            try:
+                os.unlink(os.path.join(d, f))
+            except FileNotFoundError:
+                pass
+    return held
+
+
+def free_unheld(root: StoreRoot, dataset_ids: Iterable[str]) -> list[str]:
+    """Removes the blocks (every tier), verification records, lineage and lease directory
+    of each of ``dataset_ids`` that no catalog entry names, no live writer is saving and
+    no live reader holds; returns the ids freed. Under the gc lock held exclusive, as a
+    sweep: a reader opening meanwhile either took its lease first (the blocks stay) or
+    finds the name gone."""
+    freed: list[str] = []
+    with gc_lock(root.path, exclusive=True):
+        referenced = referenced_ids(root.path)
+        if referenced is None:
+            return freed  # an unreadable entry might name them
+        for did in sorted(set(dataset_ids)):
+            if did in referenced or is_held(root.sub("writing", f"{did}.lock")) or _leased(root, did):
+                continue
+            for tier in root.tiers:
+                shutil.rmtree(tier.data_dir(did), ignore_errors=True)
+            shutil.rmtree(root.sub("verified", did), ignore_errors=True)
+            shutil.rmtree(root.sub("leases", did), ignore_errors=True)
+            for path in (os.path.join(lineage_dir(root.path), f"{did}.pkl"), root.sub("leases", f".{did}.opened")):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+            freed.append(did)
+    return freed

@@ -167,3 +167,40 @@ def test_the_daemon_refuses_another_user_by_its_peer_credentials(root_store):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def test_another_users_request_always_reads_the_refusal(root_store):
+    """Issue 50: another user asking the daemon sometimes met a raw BrokenPipeError (the
+    daemon answers another uid before reading, so the request could meet a closed socket).
+    The race forced, as another uid for real: ``request`` writes only once the daemon has
+    answered and closed; it still returns the refusal."""
+    import select
+
+    from strataflow.store import daemon as daemon_mod
+
+    path, _ = root_store
+    proc = subprocess.Popen([sys.executable, "-m", "strataflow.store.daemon", path, "3600"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert '"socket"' in proc.stdout.readline(), proc.stderr.read()
+        os.chmod(path, 0o711)  # the socket reachable by another user: only the daemon's check refuses
+        os.chmod(os.path.join(path, SOCKET), 0o666)
+
+        class LateWriter(socket.socket):
+            def connect(self, address):
+                super().connect(address)
+                poll = select.poll()
+                poll.register(self, select.POLLHUP | select.POLLRDHUP)
+                assert poll.poll(60_000), "the daemon never closed the connection"  # bounds a hang only
+
+        def ask_late():
+            daemon_mod.socket.socket = LateWriter  # in the forked child only
+            return {"answer": request(path, "ls")}
+
+        asked = as_other_user(ask_late)
+        assert "raised" not in asked, asked
+        assert "refused" in asked["answer"]["error"] and "secret" not in json.dumps(asked)
+        assert request(path, "ls")["datasets"][0]["name"] == "secret"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from strataflow.common.batch import iter_rows
 from strataflow.lineage import CombinedNode, MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
-from strataflow.shuffle.partitioner import HashPartitioner, Partitioner, RangePartitioner, default_partitioner, portable_hash
+from strataflow.config.backends import backend_class
+from strataflow.shuffle.partitioner import (HashPartitioner, Partitioner, RangePartitioner, default_partitioner, is_portable,
+                                           portable_hash)
 from strataflow.shuffle import Aggregator
 
 if TYPE_CHECKING:
@@ -310,8 +312,21 @@ class PairOps:
         def values_of(v):
             return [x for k, x in iter_rows(v) if k == key]
 
-        parts = None if self.partitioner is None else [self.partitioner.partition(key)]
+        parts = None if self.partitioner is None else [self._partition_of(key)]
         return [x for p in self._run(values_of, parts, f"lookup {self.label}") for x in p]
+
+    def _partition_of(self, key: Any) -> int:
+        """The partition of ``key`` under this dataset's partitioner, as an executor places
+        it. The driver is the user's interpreter, whose ``hash`` may be salted otherwise
+        than the executors' (``key_hash.py``): it places a key itself only where that cannot
+        matter (a portable key, a range partitioner, executors in this process), and asks an
+        executor otherwise (one small task)."""
+        part = self.partitioner
+        in_driver = backend_class(self.ctx.config.backend).in_driver_process
+        if (in_driver or isinstance(part, RangePartitioner)
+                or isinstance(part, HashPartitioner) and part.partition_func is None and is_portable(key)):
+            return part.partition(key)
+        return self.ctx.parallelize([key], 1).map(part.partition).collect()[0]
 
     def collect_as_map(self) -> dict:
         """The pairs as a dict (a later value of a repeated key wins).

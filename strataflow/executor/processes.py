@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any
 
+from strataflow.shuffle.key_hash import EXECUTOR_HASH_SEED
 from strataflow.metrics import EventBus
 from strataflow.executor import wire
 from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, SourceServer, fail_waiting
@@ -72,6 +73,7 @@ class ProcessExecutor(ExecutorHandle):
         for name in _BLAS_ENV:  # before numpy is imported there: BLAS reads them at load
             env[name] = str(spec.config.blas_threads)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path, env.get("PYTHONPATH", "")] if p)
+        env["PYTHONHASHSEED"] = EXECUTOR_HASH_SEED  # every executor hashes a user's key class alike (key_hash.py)
         try:
             self.proc = subprocess.Popen([sys.executable, "-m", "strataflow.executor.worker", str(theirs.fileno())],
                                          pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)

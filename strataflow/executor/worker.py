@@ -140,6 +140,9 @@ class Worker:
         from strataflow.executor.runtime import ExecutorRuntime
         from strataflow.shipping.source_slices import register_driver
         from strataflow.executor.work import portable_error
+        from strataflow.shuffle.key_hash import refuse_salted_fallback
+
+        refuse_salted_fallback()  # a salted interpreter refuses keys it cannot hash portably
 
         spec = wire.recv(self.conn)
         threading.Thread(target=self._watchdog, args=(spec.driver_pid,), daemon=True, name="watchdog").start()

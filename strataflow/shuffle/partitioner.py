@@ -1,10 +1,11 @@
 """Partitioners: which reduce partition a key goes to, and which partitioner a shuffle
 given no partition count uses (``default_partitioner``, Spark's rule).
 
-``portable_hash`` is deterministic across processes (Python's own ``hash`` of a string is
-salted per process, which would send one key to different partitions in different worker
-processes), and the vectorized form for integer key columns gives exactly the partition
-the scalar form gives, so a batch and a list of records co-partition.
+``portable_hash`` (``key_hash.py``) is equal for equal keys in every process (Python's own
+``hash`` of a string, a date or an Enum is salted per process, which would send one key to
+different partitions in different worker processes), and the vectorized form for integer
+key columns gives exactly the partition the scalar form gives, so a batch and a list of
+records co-partition.
 """
 
 from __future__ import annotations
@@ -13,44 +14,16 @@ import abc
 import bisect
 import math
 import sys
-import zlib
 from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["portable_hash", "Partitioner", "HashPartitioner", "RangePartitioner", "default_partitioner"]
+from strataflow.shuffle.key_hash import UnportableKeyError, is_portable, portable_hash
+
+__all__ = ["portable_hash", "is_portable", "UnportableKeyError", "Partitioner", "HashPartitioner", "RangePartitioner", "default_partitioner"]
 
 _MASK = sys.maxsize
 _MODULUS = (1 << 61) - 1  # CPython's hash modulus for integers on 64-bit builds
-
-
-def portable_hash(x: Any) -> int:
-    """A hash that is equal for equal keys in every process (no per-process salt), so a
-    key lands in the same partition whichever executor hashes it. Integers and tuples hash
-    as PySpark's ``portable_hash``; strings by CRC-32 of their UTF-8 bytes (PySpark uses
-    Python's ``hash`` under a fixed ``PYTHONHASHSEED``), so string keys land elsewhere
-    than under PySpark.
-
-    >>> portable_hash(None), portable_hash(1), portable_hash((1, 2))
-    (0, 1, 3430029580082870073)
-    >>> portable_hash("a") == portable_hash("a")
-    True
-    """
-    if x is None:
-        return 0
-    if isinstance(x, str):
-        return zlib.crc32(x.encode("utf-8", "surrogatepass"))
-    if isinstance(x, (bytes, bytearray, memoryview)):
-        return zlib.crc32(x)
-    if isinstance(x, tuple):
-        h = 0x345678
-        for item in x:
-            h ^= portable_hash(item)
-            h *= 1000003
-            h &= _MASK
-        h ^= len(x)
-        return -2 if h == -1 else h
-    return hash(x)
 
 
 def hash_int_array(keys: np.ndarray) -> np.ndarray:

@@ -44,8 +44,10 @@ class ExecutorActor:
         from strataflow.executor.core import ExecutorCore
         from strataflow.executor.heap import keep_heap_warm
         from strataflow.executor.runtime import ExecutorRuntime
+        from strataflow.shuffle.key_hash import refuse_salted_fallback
         from strataflow.store.ray_level import RayLevelBlocks
 
+        refuse_salted_fallback()  # a worker Ray started without PYTHONHASHSEED=0 refuses unportable keys
         threadpool_limits(limits=spec.config.blas_threads, user_api="blas")
         keep_heap_warm()
         self.spec = spec

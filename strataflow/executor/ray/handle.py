@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from strataflow.shuffle.key_hash import EXECUTOR_HASH_SEED
 from strataflow.config import Config
 from strataflow.config.backends import SHIPS_BY_OBJECT_STORE
 from strataflow.metrics import EventBus
@@ -94,7 +95,10 @@ class RayExecutor(ExecutorHandle):
         from strataflow.executor.ray.actor import actor_class
 
         self.actor = actor_class(self.cores).options(
-            num_cpus=self.cores, scheduling_strategy=self.session.strategy(self.bundle)).remote(self._spec)
+            num_cpus=self.cores, scheduling_strategy=self.session.strategy(self.bundle),
+            # a worker started for the actor starts with the executors' hash seed, even where the
+            # user's own ray.init came first (Ray merges env_vars with the job's: key_hash.py)
+            runtime_env={"env_vars": {"PYTHONHASHSEED": EXECUTOR_HASH_SEED}}).remote(self._spec)
         self._watch(self.actor.ready.remote(), "ready", None)
 
     def _restart(self, exc: BaseException) -> bool:

@@ -48,6 +48,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import xxhash
 
+from strataflow.common import value_pickle
 from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.common.private_file import atomic_write
@@ -124,7 +125,7 @@ def write_slice(directory: str, split: int, value: Any, auth: FrameAuth) -> NpyC
             np.save(out, arr, allow_pickle=False)
         return NpyCheck(out.size, out.size - arr.nbytes, arr.dtype, arr.shape, out.hash.intdigest())
     path = os.path.join(directory, f"{split}.pkl")
-    data = pickle.dumps(value, protocol=5)
+    data = value_pickle.dumps(value)  # a class of the user's script goes by value (value_pickle.py)
     with atomic_write(path) as f:
         f.write(_HEAD.pack(_MAGIC, auth.tag(_DOMAIN, _place(path), data)))
         f.write(data)

@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from strataflow.common import value_pickle
 from strataflow.shuffle.partitioner import portable_hash
 from strataflow.common.retries import infrastructure_fault
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
@@ -156,7 +157,7 @@ class ExternalAggregator:
             with os.fdopen(fd, "wb") as f:
                 chunks = 0
                 for i in range(0, len(items), _SPILL_CHUNK):
-                    data = pickle.dumps(items[i : i + _SPILL_CHUNK], protocol=5)
+                    data = value_pickle.dumps(items[i : i + _SPILL_CHUNK])
                     f.write(_FRAME.pack(chunks, len(data), self._tag(path, chunks, data)))
                     f.write(data)
                     chunks += 1

@@ -22,6 +22,7 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
+from strataflow.common import value_pickle
 from strataflow.common.batch import is_dataframe, rows_list
 
 __all__ = ["encode", "decode", "unpickled_prefix"]
@@ -46,8 +47,8 @@ def encode(value) -> bytes:
             writer.write(value)
         return _ARROW + sink.getvalue().to_pybytes()
     if is_dataframe(value):
-        return _FRAME + pickle.dumps(value, protocol=5)
-    return _RECORDS + pickle.dumps(rows_list(value), protocol=5)
+        return _FRAME + value_pickle.dumps(value)
+    return _RECORDS + value_pickle.dumps(rows_list(value))
 
 
 def unpickled_prefix(data: bytes | memoryview) -> int:

@@ -39,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from strataflow.common import value_pickle
 from strataflow.common.checks import ConfigError
 
 __all__ = ["Serializer", "SerializationError", "get_serializer", "unpickled_prefix", "SERIALIZERS"]
@@ -138,8 +139,13 @@ class PickleSerializer(Serializer):
 
     def dumps(self, value: Any) -> list:
         out = io.BytesIO()
-        _RecordPickler(out, protocol=5).dump(_Rows(value) if type(value) is list and _uniform_rows(value) else value)
-        return [out.getbuffer()]
+        try:
+            _RecordPickler(out, protocol=5).dump(_Rows(value) if type(value) is list and _uniform_rows(value) else value)
+            if not value_pickle.names_main(out.getbuffer()):
+                return [out.getbuffer()]
+        except value_pickle.PICKLE_ERRORS:
+            pass
+        return [value_pickle.by_value(value)]  # a class of the user's script: by value (value_pickle.py)
 
     def loads(self, data: memoryview) -> Any:
         return pickle.loads(data)
@@ -153,7 +159,7 @@ class Pickle5Serializer(Serializer):
 
     def dumps(self, value: Any) -> list:
         buffers: list[pickle.PickleBuffer] = []
-        stream = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+        stream = value_pickle.dumps(value, buffers.append, buffers.clear)
         raws = []
         for b in buffers:
             try:

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from strataflow.common import value_pickle
 from strataflow.storage.blocks.serde import SerializationError
 
 __all__ = ["encode", "decode", "pickled_spans", "zero_copy_layout", "KINDS", "PAGE", "ALIGN"]
@@ -238,7 +239,7 @@ def _encode_pickle(value: Any) -> tuple[str, list, dict]:
         return False
 
     try:
-        stream = pickle.dumps(value, protocol=5, buffer_callback=out_of_band)
+        stream = value_pickle.dumps(value, out_of_band, bufs.clear)
     except Exception as exc:  # pickle raises many kinds (PicklingError, TypeError, AttributeError)
         raise SerializationError(f"{type(exc).__name__}: {exc}") from exc
     if not bufs:

@@ -29,6 +29,7 @@ import pytest
 
 from strataflow import Context
 from strataflow.config import ConfigError
+from strataflow.io.sources import InputError
 from strataflow.store import Store, StoreError
 from strataflow.store.catalog import check_name
 from waits import wait_for
@@ -176,3 +177,80 @@ def test_a_manifest_that_leaves_out_a_part_or_miscounts_is_refused(small_ctx, tm
                    m.update(rows=99))
     with pytest.raises(ConfigError, match="says 99 rows in all, its parts 20"):
         small_ctx.parquet_file(out).count()
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+class _Evil:
+    """A pickle that runs code when loaded: it makes the directory ``path``."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
+def _part(ds, i):
+    return os.path.join(ds.node.directory, f"part-{i:05d}")
+
+
+def _forge(path, marker):
+    with open(path, "wb") as f:  # what an attacker with write access to the directory can put there
+        pickle.dump([_Evil(marker)], f)
+
+
+@pytest.mark.parametrize("kind", ["reliable", "local"])
+def test_a_forged_checkpoint_part_is_refused_and_recomputed_while_its_lineage_lives(ctx, tmp_path, kind):
+    marker = str(tmp_path / "pwned")
+    ctx.set_checkpoint_dir(tmp_path / "ckpt")
+    base = ctx.parallelize(range(20), 4).map(lambda x: (x % 4, x)).reduce_by_key(lambda a, b: a + b)
+    ds = base.map_values(lambda v: v * 10)
+    ds.checkpoint() if kind == "reliable" else ds.local_checkpoint()
+    expected = ds.collect_partitions()
+    assert ds.is_checkpointed
+    _forge(_part(ds, 1), marker)
+    assert ds.collect_partitions() == expected  # refused, then written again from the lineage
+    assert not os.path.exists(marker)  # and nothing in it ran, on any executor
+    with open(_part(ds, 1), "rb") as f:
+        assert f.read(8) == b"SFCKPT01"  # the part was written again, tagged
+    assert ds.map(lambda kv: kv[1]).sum() == sum(range(20)) * 10
+
+
+def test_a_checkpoint_part_moved_to_another_place_is_refused(ctx, tmp_path):
+    """Two authentic parts swapped: each has a valid tag, but not for its place."""
+    ctx.set_checkpoint_dir(tmp_path / "ckpt")
+    base = ctx.parallelize(range(6), 2)
+    ds = base.map(lambda x: x * 3)
+    ds.checkpoint()
+    assert ds.collect_partitions() == [[0, 3, 6], [9, 12, 15]]
+    a, b = _part(ds, 0), _part(ds, 1)
+    os.replace(a, a + ".x")
+    os.replace(b, a)
+    os.replace(a + ".x", b)
+    assert ds.collect_partitions() == [[0, 3, 6], [9, 12, 15]]  # not swapped: recomputed
+
+
+def test_a_forged_checkpoint_part_without_its_lineage_is_a_named_error(ctx, tmp_path):
+    import gc
+
+    marker = str(tmp_path / "pwned")
+    ctx.set_checkpoint_dir(tmp_path / "ckpt")
+    ds = ctx.parallelize(range(8), 2).map(lambda x: x + 1)  # its parent is referenced by nothing else
+    ds.checkpoint()
+    assert ds.sum() == 36 and ds.is_checkpointed
+    gc.collect()  # the parent goes: the lineage before the checkpoint is gone
+    _forge(_part(ds, 0), marker)
+    with pytest.raises(InputError, match=r"part-00000' is not a checkpoint part file") as info:
+        ds.collect()
+    assert not os.path.exists(marker)
+    from strataflow.dataset.checkpoint import CheckpointCorrupt
+
+    assert isinstance(info.value, CheckpointCorrupt)
+    assert "lineage before its checkpoint is gone" in "".join(getattr(info.value, "__notes__", []))
+    with open(_part(ds, 1), "r+b") as f:  # a bit flipped in an authentic part: refused too
+        f.seek(12)
+        byte = f.read(1)
+        f.seek(12)
+        f.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(CheckpointCorrupt, match="fails its keyed tag"):
+        ds.node.compute(1, None)

@@ -11,9 +11,9 @@ The readers (``npy_file``, ``parquet_file``) take files, or directories (any pat
 each file's rows against it (a replaced or truncated part fails naming the file). A
 manifest names each part once and every part the directory holds: one that lists a part
 twice (its rows read twice, another part's never), names a part file the directory does
-not have, leaves out a ``part-NNNNN`` file the directory has, or whose parts' rows do not add
-up to its total, is refused, naming what is wrong, never read as it says; without one, its visible ``*.<ext>`` files in name order (directories written by other
-tools). Remote directories (fsspec URLs) are written and read the same way.
+not have, leaves out a ``part-NNNNN`` file the directory has, or whose parts' rows do not
+add up to its total, is refused, naming what is wrong, never read as it says. Without
+one, its visible ``*.<ext>`` files in name order (directories written by other tools). Remote directories (fsspec URLs) are written and read the same way.
 """
 
 from __future__ import annotations

@@ -254,3 +254,18 @@ def test_a_forged_checkpoint_part_without_its_lineage_is_a_named_error(ctx, tmp_
         f.write(bytes([byte[0] ^ 1]))
     with pytest.raises(CheckpointCorrupt, match="fails its keyed tag"):
         ds.node.compute(1, None)
+
+
+# -- the pickle readers' warning ------------------------------------------------------------------
+def test_the_pickle_readers_and_their_docs_warn_that_loading_runs_code():
+    import strataflow.io.pickle_files as reader
+    from strataflow.pyspark import SparkContext
+
+    docs = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "using.md")
+    with open(docs, encoding="utf-8") as f:
+        using = " ".join(f.read().split())
+    for where, text in [("Context.pickle_file", Context.pickle_file.__doc__),
+                        ("SparkContext.pickleFile", SparkContext.pickleFile.__doc__),
+                        ("io/pickle_files.py", reader.__doc__), ("docs/using.md", using)]:
+        text = " ".join((text or "").split())
+        assert "runs code from" in text and "trust" in text, where

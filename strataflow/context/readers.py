@@ -127,6 +127,11 @@ class FileReaders:
         """The records ``Dataset.save_as_pickle_file`` wrote (to one directory or to each of
         a list; any path ``text_file`` takes), a partition per part file.
 
+        Warning: loading a pickle file runs code from it, in every executor that reads it
+        (as PySpark's ``pickleFile`` and ``pickle.load``). Read only files you trust,
+        written by your own application into a directory no one else can write; to
+        exchange data, use Parquet, ``.npy`` or the shared store (``io/pickle_files.py``).
+
         >>> ctx.parallelize([(1, {"a"}), (2, None)]).save_as_pickle_file(tmp_dir + "/objs")
         >>> ctx.pickle_file(tmp_dir + "/objs").collect()
         [(1, {'a'}), (2, None)]

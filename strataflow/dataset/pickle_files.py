@@ -19,6 +19,9 @@ class PickleFileOps:
         """Writes the records as pickles (``Context.pickle_file`` reads them back), in
         lists of ``batch_size`` records (0 or less: one list per partition).
 
+        Loading a pickle file runs code from it, so write them where no one else can
+        write, and read back only files you trust (``io/pickle_files.py``'s warning).
+
         >>> ctx.parallelize([{"a": 1}, None]).save_as_pickle_file(tmp_dir + "/records")
         >>> ctx.pickle_file(tmp_dir + "/records").collect()
         [{'a': 1}, None]

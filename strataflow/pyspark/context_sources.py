@@ -126,6 +126,10 @@ class SparkContextSources:
         """Records ``saveAsPickleFile`` wrote (a partition per part file; ``minPartitions``
         is accepted and unused).
 
+        Warning: loading a pickle file runs code from it, in every executor that reads it
+        (PySpark's ``pickleFile`` too, though its docs do not say so). Read only files you
+        trust, written by your own application into a directory no one else can write.
+
         >>> sc.parallelize([{"a": 1}, [2]]).saveAsPickleFile(tmp_dir + "/p")
         >>> sorted(sc.pickleFile(tmp_dir + "/p").collect(), key=str)
         [[2], {'a': 1}]

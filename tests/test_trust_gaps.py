@@ -239,6 +239,7 @@ def test_a_forged_checkpoint_part_without_its_lineage_is_a_named_error(ctx, tmp_
     ds.checkpoint()
     assert ds.sum() == 36 and ds.is_checkpointed
     gc.collect()  # the parent goes: the lineage before the checkpoint is gone
+    assert ds._cut_lineage.node() is None
     _forge(_part(ds, 0), marker)
     with pytest.raises(InputError, match=r"part-00000' is not a checkpoint part file") as info:
         ds.collect()

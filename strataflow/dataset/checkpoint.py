@@ -158,10 +158,10 @@ def write_part(directory: str, split: int, value: Any, auth: FrameAuth) -> None:
     write_atomically(_part_path(directory, split), dump, private=True)
 
 
-def read_part(directory: str, split: int, auth: FrameAuth) -> Any:
+def read_part(directory: str, split: int, auth: FrameAuth, load: bool = True) -> Any:
     """The value of partition ``split`` of a checkpoint, read through a mapping and
     unpickled only once its tag is checked; CheckpointCorrupt naming the file and the
-    fault otherwise."""
+    fault otherwise. ``load=False``: the check alone (None)."""
     name = _part_path(directory, split)
 
     def refused(why: str) -> CheckpointCorrupt:
@@ -186,7 +186,7 @@ def read_part(directory: str, split: int, auth: FrameAuth) -> Any:
             raise refused("fails its keyed tag: forged, damaged, moved from another place, or written by "
                           "another application")
         try:
-            return pickle.loads(body)
+            return pickle.loads(body) if load else None
         except Exception as exc:  # noqa: BLE001 - authentic but unreadable: still named
             raise refused(f"cannot be unpickled ({type(exc).__name__}: {exc})") from exc
     finally:
@@ -413,7 +413,7 @@ class CheckpointOps:
                 return False
             try:  # another thread's repair may have made the part good since this job read it
                 read_part(source.directory, refused.partition,
-                          _auth(source.key_dir, source.directory, refused.partition))
+                          _auth(source.key_dir, source.directory, refused.partition), load=False)
                 return True
             except CheckpointCorrupt:
                 pass

@@ -14,6 +14,7 @@ from strataflow.shipping.files import install as install_files
 from strataflow.lineage import narrow_ancestors
 from strataflow.metrics import gc_timer
 from strataflow.executor.task import ResultTask, ShuffleMapTask, TaskContext
+from strataflow.shuffle.index_cache import forget_removed_indexes, forget_shuffle_indexes
 from strataflow.storage.blocks.block import MISS
 from strataflow.storage.disk.disk_store import BlockUnavailable
 from strataflow.storage.peer_blocks import locate
@@ -35,7 +36,13 @@ class ExecutorCore:
     # -- stages ---------------------------------------------------------------------------
     def add_stage(self, work: StageWork, plan: list | None) -> None:
         """Keeps the stage, registers the persisted datasets it computes (idempotent: the
-        first stage that meets a dataset registers it here) and hands the policy its plan."""
+        first stage that meets a dataset registers it here) and hands the policy its plan.
+
+        First it drops the cached indexes of shuffles the driver has removed since this
+        executor's last stage (the driver removes unreachable shuffles' files before a
+        job's stages are sent: ``Context._clean_shuffles``), so a long-lived executor keeps
+        the indexes of live shuffles only (issue 50)."""
+        forget_removed_indexes()
         if work.files:
             install_files(work.files)
         bm = self.runtime.block_manager
@@ -149,6 +156,8 @@ class ExecutorCore:
             return rt.remove_lost_executor(*args)
         if op == "remove_map_outputs":
             return rt.remove_map_outputs(*args)
+        if op == "forget_shuffles":  # removed shuffles: their cached indexes go now, not at the next stage
+            return forget_shuffle_indexes(args, rt.spec.shuffle_dirs)
         if op == "forget_broadcast":
             from strataflow.shipping.broadcast import forget_loaded
 

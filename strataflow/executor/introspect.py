@@ -12,6 +12,17 @@ This module reads the structures' private attributes on purpose: it is the one p
 that knows them all, so that a new registry added without a bound is noticed by adding
 it here. Each figure is a ``len`` taken without the owner's lock (a snapshot for tests
 and diagnostics, not for decisions).
+
+Per-process caches count too, not only per-dataset tables (issue 50: the shuffle index
+cache kept the indexes of every shuffle an executor had read, up to a 256 MB bound, and
+no figure here showed it). :func:`process_cache_sizes` lists every module-level cache
+of the engine, and each is released with what it caches: shuffle indexes with their
+shuffle (``shuffle/index_cache.py``), broadcast copies with the broadcast
+(``shipping/broadcast.py``), the mapped regions, their verified epochs and page
+accounting with the dataset (``storage/mapped``), application keys with the
+application (``storage/blocks/app_keys.py``). The few caches that are bounded by
+what they are keyed on, not by what is removed (descriptors by dtype and shape,
+error classes by exception type), are listed with their bound.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from strataflow.context import Context
     from strataflow.executor.core import ExecutorCore
 
-__all__ = ["executor_registry_sizes", "driver_registry_sizes"]
+__all__ = ["executor_registry_sizes", "driver_registry_sizes", "process_cache_sizes"]
 
 
 def _len(obj: Any, name: str) -> int:
@@ -30,12 +41,49 @@ def _len(obj: Any, name: str) -> int:
     return 0 if value is None else len(value)
 
 
-def executor_registry_sizes(core: "ExecutorCore") -> dict[str, int]:
-    """An executor's structures, by name: entry counts."""
+def _lru(func: Any) -> int:
+    """Entries of an ``functools.lru_cache``."""
+    info = getattr(func, "cache_info", None)
+    return 0 if info is None else info().currsize
+
+
+def process_cache_sizes() -> dict[str, int]:
+    """This process's module-level caches and registries, by name: entry counts (both an
+    executor's and the driver's)."""
+    import sys
+
+    from strataflow.scheduler import errors
     from strataflow.shipping import broadcast
     from strataflow.shipping import files
     from strataflow.shipping import source_slices
+    from strataflow.shuffle.index_cache import index_cache_sizes
+    from strataflow.storage import workdirs
+    from strataflow.storage.blocks import app_keys
+    from strataflow.storage.mapped import layout
 
+    out = {
+        **{k: v for k, v in index_cache_sizes().items() if not k.endswith("_kb")},
+        "app_key_dirs": app_keys.registered_count(),
+        "broadcasts_loaded": broadcast.loaded_count(),
+        "sources_served": len(source_slices._served),
+        "source_loaders": len(source_slices._loaders),
+        "files_known": len(files._known),
+        "workdirs_held": len(workdirs._held),
+        # bounded by what they are keyed on: array descriptors (dtype, shape), exception types
+        "layout_descriptors": _lru(layout._parse_desc),
+        "error_classes": _lru(errors._combined),
+    }
+    # the shared store's per-process tables, where this process has used the store
+    for mod, name, key in (("strataflow.store.blockfile", "_maps", "store_maps"),
+                           ("strataflow.store.stats", "_mine", "store_stat_apps"),
+                           ("strataflow.store.source", "_roots", "store_roots")):
+        got = sys.modules.get(mod)
+        out[key] = _len(got, name) if got is not None else 0
+    return out
+
+
+def executor_registry_sizes(core: "ExecutorCore") -> dict[str, int]:
+    """An executor's structures, by name: entry counts."""
     rt = core.runtime
     bm = rt.block_manager
     out = {
@@ -51,10 +99,10 @@ def executor_registry_sizes(core: "ExecutorCore") -> dict[str, int]:
         "writer_inflight": _len(bm.writer, "_inflight") + _len(bm.writer, "_prefetch"),
         "mapped_pages": _len(bm.mapped_pages, "_lru") + _len(bm.mapped_pages, "_released"),
         "memory_tasks": _len(rt.memory, "_held") + _len(rt.memory, "_active"),
-        "broadcasts_loaded": broadcast.loaded_count(),
-        "sources_served": len(source_slices._served),
-        "source_loaders": len(source_slices._loaders),
-        "files_known": len(files._known),
+        "disk_inflation": _len(bm.writes, "_inflation"),
+        "disk_tier_moves": _len(bm.disk, "_moves") + _len(bm.disk, "_busy"),
+        "readahead_pending": _len(getattr(rt.regions, "_ahead", None), "_pending"),
+        **process_cache_sizes(),
     }
     for store in (t.store for t in bm.disk.tiers):
         out["disk_entries"] = out.get("disk_entries", 0) + _len(store, "_entries") + _len(store, "_writing")
@@ -80,6 +128,7 @@ def driver_registry_sizes(ctx: "Context") -> dict[str, int]:
         "dead_broadcasts_queued": len(ctx._dead_broadcasts),
         "executor_totals": _len(sched.totals, "_latest"),
         **ctx._accumulators.sizes(),
+        **{f"process_{k}": v for k, v in process_cache_sizes().items()},
     }
     for h in ctx.fleet.live():
         for name in ("_stages_sent", "_to_forget", "_tasks", "_replies"):

@@ -36,29 +36,24 @@ the other non-empty buckets.
 
 from __future__ import annotations
 
-import functools
 import os
 import struct
-import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import xxhash
 
-from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.common.private_file import atomic_write
 from strataflow.shuffle.codec import unpickled_prefix
+from strataflow.shuffle.index_cache import HEAD as _HEAD, INDEX_DOMAIN as _INDEX_DOMAIN, MAGIC as _MAGIC
+from strataflow.shuffle.index_cache import INDEXES as _INDEXES, Index as _Index, name_part as _name_part
 
 __all__ = ["FetchFailed", "MapOutput", "write_map_output", "read_bucket"]
 
-_MAGIC = b"SFIDX4\0\0"
-_HEAD = struct.Struct("<8sqq")  # magic, bucket count, non-empty buckets
 _DOMAIN = b"sf-shuffle-v2"
-_INDEX_DOMAIN = b"sf-shuffle-idx3"
 _NO_TAG = bytes(TAG_BYTES)
 _BUCKET = struct.Struct("<qqqQ")  # reduce id, bucket length, authenticated length, xxh3-64 of the rest
-_NAME_LEN = struct.Struct("<H")
 
 
 class FetchFailed(Exception):
@@ -150,18 +145,11 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _tag(auth: FrameAuth, data_path: str, reduce_id: int, length: int, auth_len: int, digest: int,
+def _tag(auth: FrameAuth, name_part: bytes, reduce_id: int, length: int, auth_len: int, digest: int,
          prefix: memoryview) -> bytes:
-    """The tag of one bucket: the data file's name, the bucket's place and lengths, the
-    checksum of its raw part, and its pickled part (lengths first: unambiguous)."""
-    return auth.tag(_DOMAIN, _name_part(data_path), _BUCKET.pack(reduce_id, length, auth_len, digest), prefix)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _name_part(data_path: str) -> bytes:
-    """The data file's name as its tags cover it (length first), computed once a file."""
-    name = os.path.basename(data_path).encode()
-    return _NAME_LEN.pack(len(name)) + name
+    """The tag of one bucket: the data file's name (``_name_part``), the bucket's place and
+    lengths, the checksum of its raw part, and its pickled part (lengths first: unambiguous)."""
+    return auth.tag(_DOMAIN, name_part, _BUCKET.pack(reduce_id, length, auth_len, digest), prefix)
 
 
 def write_map_output(base: str, buckets: Sequence[bytes] | Mapping[int, bytes], auth: FrameAuth, sync: bool = False,
@@ -190,6 +178,7 @@ def write_map_output(base: str, buckets: Sequence[bytes] | Mapping[int, bytes], 
     auth_lens = np.zeros(k, dtype=np.int64)
     digests = np.zeros(k, dtype=np.uint64)
     tags = []
+    name_part = _name_part(data_path)
     with atomic_write(data_path, sync=sync) as f:
         for i, (r, b) in enumerate(items):
             f.write(b)
@@ -197,13 +186,13 @@ def write_map_output(base: str, buckets: Sequence[bytes] | Mapping[int, bytes], 
             a = unpickled_prefix(view)
             digest = xxhash.xxh3_64_intdigest(view[a:])
             auth_lens[i], digests[i] = a, digest
-            tags.append(_tag(auth, data_path, r, len(b), a, digest, view[:a]))
+            tags.append(_tag(auth, name_part, r, len(b), a, digest, view[:a]))
     offsets = np.zeros(k + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     with atomic_write(index_path, sync=sync) as f:
         table = (_HEAD.pack(_MAGIC, n, k) + ids.tobytes() + offsets.tobytes() + auth_lens.tobytes()
                  + digests.tobytes())
-        f.write(table + b"".join(tags) + auth.tag(_INDEX_DOMAIN, _name_part(data_path), table))
+        f.write(table + b"".join(tags) + auth.tag(_INDEX_DOMAIN, name_part, table))
     if sync:
         _fsync_dir(index_path)
     return MapOutput(data_path, index_path, executor_id=executor_id, sparse=(n, ids, sizes))
@@ -213,8 +202,9 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
                 auth: FrameAuth | None = None) -> bytes:
     """The bytes of one bucket, authenticated and verified; FetchFailed if missing, corrupt
     or not written by this application. Without ``auth`` the key is the application's
-    that registered the output's directory (``storage/app_keys.py``)."""
-    auth = auth or app_keys.auth_for(output.index_path)
+    that registered the output's directory (``storage/app_keys.py``), found once per
+    cached index while the registrations are unchanged."""
+    auth = auth or _INDEXES.key_for(output.index_path)
     if auth is None:
         raise FetchFailed(shuffle_id, map_id, f"{output.index_path} is not under a directory of this "
                                               f"application: no key to authenticate it")
@@ -241,7 +231,7 @@ def read_bucket(output: MapOutput, reduce_id: int, shuffle_id: int, map_id: int,
     except FetchFailed:
         _INDEXES.drop(output.index_path)
         raise
-    problem = _problem(data, end - start, auth_len, digest, tag, auth, output.data_path, reduce_id)
+    problem = _problem(data, end - start, auth_len, digest, tag, auth, index.name_part(output.data_path), reduce_id)
     if problem:
         _INDEXES.drop(output.index_path)
         raise FetchFailed(shuffle_id, map_id, f"bucket {reduce_id} of {output.data_path} {problem}")
@@ -256,115 +246,6 @@ def _pread(data_path: str, start: int, end: int, shuffle_id: int, map_id: int) -
         return os.pread(fd, end - start, start)
     finally:
         os.close(fd)
-
-
-_Q = struct.Struct("<q")
-_UQ = struct.Struct("<Q")
-_TWO_Q = struct.Struct("<qq")
-
-
-class _Index:
-    """One map output's index as read, checked for shape; ``stamp`` is the file's
-    (inode, size, mtime) when it was read."""
-
-    __slots__ = ("raw", "n", "k", "stamp", "checked", "_pos")
-
-    def __init__(self, raw: bytes, n: int, k: int, stamp: tuple[int, int, int]) -> None:
-        self.raw, self.n, self.k, self.stamp = raw, n, k, stamp
-        #: (key, data file) -> whether the index's tag verified with that key for that file
-        self.checked: dict = {}
-        self._pos: dict[int, int] | None = None
-
-    @property
-    def _table_end(self) -> int:
-        return _HEAD.size + 8 * self.k + 8 * (self.k + 1) + 16 * self.k
-
-    def position(self, reduce_id: int) -> int | None:
-        """Where ``reduce_id`` is among the non-empty buckets; None if it is empty."""
-        pos = self._pos
-        if pos is None:
-            ids = np.frombuffer(self.raw, np.int64, self.k, _HEAD.size).tolist()
-            pos = self._pos = {r: i for i, r in enumerate(ids)}
-        return pos.get(reduce_id)
-
-    def entry(self, i: int) -> tuple[int, int, int, int, bytes]:
-        """(start, end, authenticated length, XXH3 of the rest, tag) of non-empty bucket i."""
-        raw, k = self.raw, self.k
-        at = _HEAD.size + 8 * k
-        start, end = _TWO_Q.unpack_from(raw, at + 8 * i)
-        at += 8 * (k + 1)
-        (auth_len,) = _Q.unpack_from(raw, at + 8 * i)
-        (digest,) = _UQ.unpack_from(raw, at + 8 * k + 8 * i)
-        t = self._table_end + TAG_BYTES * i
-        return start, end, auth_len, digest, raw[t : t + TAG_BYTES]
-
-    def verified(self, auth: FrameAuth, data_path: str) -> bool:
-        """Whether the index's own tag is ``auth``'s for ``data_path`` (checked once)."""
-        got = self.checked.get((id(auth), data_path))
-        if got is None or got[0] is not auth:
-            table_end = self._table_end
-            tag = self.raw[table_end + TAG_BYTES * self.k :]
-            ok = same(tag, auth.tag(_INDEX_DOMAIN, _name_part(data_path), self.raw[:table_end]))
-            got = (auth, ok)
-            self.checked[(id(auth), data_path)] = got
-        return got[1]
-
-
-class _IndexCache:
-    """The indexes this process has read, so that a reduce task pays one ``stat`` per map
-    output it reads, not an open and a read of the index: P reduce tasks of one executor
-    read each of P indexes (issue 41). Sound because the index carries no trust of its
-    own: every bucket's tag (over its place, lengths and checksum) is still checked against
-    the bytes read from the data file, and an index replaced, removed or rewritten changes
-    its stamp and is read again. Any failure reading an output drops its entry.
-
-    Bounded by bytes; when full, new indexes are not kept (reduce tasks read the maps in
-    one order, cyclically, where an LRU would keep nothing useful)."""
-
-    def __init__(self, max_bytes: int = 256 << 20) -> None:
-        self.max_bytes = max_bytes
-        self._bytes = 0
-        self._full = 0  # puts refused since the last sweep
-        self._entries: dict[str, _Index] = {}
-        self._lock = threading.Lock()
-
-    def get(self, path: str, stamp: tuple[int, int, int]) -> _Index | None:
-        got = self._entries.get(path)
-        return got if got is not None and got.stamp == stamp else None
-
-    def put(self, path: str, index: _Index) -> None:
-        with self._lock:
-            old = self._entries.pop(path, None)
-            if old is not None:
-                self._bytes -= len(old.raw)
-            if self._bytes + len(index.raw) > self.max_bytes:
-                self._full += 1
-                if self._full >= len(self._entries):  # a sweep costs a stat an entry: amortized
-                    self._full = 0
-                    self._sweep()
-            if self._bytes + len(index.raw) <= self.max_bytes:
-                self._entries[path] = index
-                self._bytes += len(index.raw)
-
-    def _sweep(self) -> None:
-        """Forgets the indexes whose files are gone (shuffles another process removed:
-        the driver removes a finished shuffle's files on one machine)."""
-        for p in [p for p in self._entries if not os.path.exists(p)]:
-            self._bytes -= len(self._entries.pop(p).raw)
-
-    def drop(self, path: str) -> None:
-        with self._lock:
-            old = self._entries.pop(path, None)
-            if old is not None:
-                self._bytes -= len(old.raw)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-_INDEXES = _IndexCache()
 
 
 def _index(index_path: str, shuffle_id: int, map_id: int) -> _Index:
@@ -395,13 +276,13 @@ def forget_index(index_path: str) -> None:
 
 
 def _problem(data: bytes, length: int, auth_len: int, digest: int, tag: bytes, auth: FrameAuth,
-             data_path: str, reduce_id: int) -> str | None:
+             name_part: bytes, reduce_id: int) -> str | None:
     """What is wrong with a bucket read, if anything: its tag is checked before anything of
     it is unpickled, then its raw part's checksum."""
     view = memoryview(data)
     if len(data) != length or not 0 <= auth_len <= length:
         return "is truncated or does not match its index"
-    if not same(tag, _tag(auth, data_path, reduce_id, length, auth_len, digest, view[:auth_len])):
+    if not same(tag, _tag(auth, name_part, reduce_id, length, auth_len, digest, view[:auth_len])):
         return "fails authentication: not written by this application, or corrupt"
     if unpickled_prefix(view) != auth_len:  # a writer's bug, never a forgery (tagged)
         return "would unpickle other bytes than those authenticated"

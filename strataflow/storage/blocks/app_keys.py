@@ -13,6 +13,12 @@ The registry lives in the process's memory only. Registrations are counted: the 
 backend's driver and its executor register the same directories with the same key, and
 the directories stay known until both are gone. Registering a directory with a second,
 different key is a bug, and raises.
+
+Nothing is kept by file: a lookup walks up from the path (a dictionary probe a level, a
+few microseconds). A memo by path, kept until 65,536 entries, grew with every shuffle
+output and source slice a long-lived executor ever read (issue 50); the one reader that
+asks per file many times over (a reduce task, per map output) keeps the answer with the
+map output's cached index instead, valid while :func:`generation` is unchanged.
 """
 
 from __future__ import annotations
@@ -23,14 +29,11 @@ from typing import Iterable
 
 from strataflow.storage.blocks.frame_auth import FrameAuth
 
-__all__ = ["register", "unregister", "auth_for"]
+__all__ = ["register", "unregister", "auth_for", "generation", "registered_count"]
 
 _lock = threading.Lock()
 _known: dict[str, tuple[FrameAuth, int]] = {}  # directory -> (its key, registrations)
-#: path -> its key as last found: a reduce task asks for each map output it reads (issue
-#: 41), P^2 asks a shuffle; emptied whenever a registration changes, and when it grows large
-_memo: dict[str, FrameAuth | None] = {}
-_MEMO_MAX = 1 << 16
+_generation = [0]  # bumped by every registration change: what a kept answer is valid for
 
 
 def _norm(path: str) -> str:
@@ -40,7 +43,7 @@ def _norm(path: str) -> str:
 def register(dirs: Iterable[str], auth: FrameAuth) -> None:
     """Files under ``dirs`` are authenticated with ``auth`` (until :func:`unregister`)."""
     with _lock:
-        _memo.clear()
+        _generation[0] += 1
         for d in {_norm(d) for d in dirs}:
             got = _known.get(d)
             if got is not None and got[0] != auth:
@@ -51,7 +54,7 @@ def register(dirs: Iterable[str], auth: FrameAuth) -> None:
 def unregister(dirs: Iterable[str], auth: FrameAuth) -> None:
     """Undoes one :func:`register` of ``dirs`` with ``auth``."""
     with _lock:
-        _memo.clear()
+        _generation[0] += 1
         for d in {_norm(d) for d in dirs}:
             got = _known.get(d)
             if got is None or got[0] != auth:
@@ -65,16 +68,21 @@ def unregister(dirs: Iterable[str], auth: FrameAuth) -> None:
 def auth_for(path: str) -> FrameAuth | None:
     """The key of ``path``'s nearest registered directory (itself, or the nearest above
     it); None if there is none."""
+    p = _norm(path)
     with _lock:
-        try:
-            return _memo[path]
-        except KeyError:
-            pass
-        found = _lookup(_norm(path))
-        if len(_memo) >= _MEMO_MAX:
-            _memo.clear()
-        _memo[path] = found
-        return found
+        return _lookup(p)
+
+
+def generation() -> int:
+    """A number that changes whenever a registration does: an answer of :func:`auth_for`
+    kept by a caller holds while it is the same."""
+    return _generation[0]
+
+
+def registered_count() -> int:
+    """Directories registered in this process (``registry_sizes``)."""
+    with _lock:
+        return len(_known)
 
 
 def _lookup(p: str) -> FrameAuth | None:

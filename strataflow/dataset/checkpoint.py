@@ -105,9 +105,11 @@ def _refusal(exc: BaseException) -> CheckpointCorrupt | None:
     """The task's own CheckpointCorrupt behind a job's error (whose ``partition`` is the
     task's, not the part file's)."""
     e: BaseException | None = exc
-    while e is not None:
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
         if type(e) is CheckpointCorrupt:
             return e
+        seen.add(id(e))
         e = e.__cause__
     return None
 
@@ -203,18 +205,11 @@ class _CutLineage:
     gave (``parallelize``, ``from_numpy``: a ``ListSource``) is data, and not kept."""
 
     def __init__(self, node: Node) -> None:
-        self._gone = isinstance(node, ListSource)
-        if self._gone:
+        self.is_data = isinstance(node, ListSource)
+        if self.is_data:
             return
-        deps = {id(d): copy.copy(d) for d in node.deps}
         self._parents = [weakref.ref(d.parent) for d in node.deps]
-        self._node = copy.copy(node)
-        for key, value in vars(self._node).items():  # a node's other handles on its dependencies
-            if id(value) in deps:
-                setattr(self._node, key, deps[id(value)])
-        self._node.deps = [deps[id(d)] for d in node.deps]
-        for d in self._node.deps:
-            d.parent = None
+        self._node = _with_parents(node, [None] * len(node.deps))
 
     def __reduce__(self):
         """It stays on the driver: a dataset sent to an executor carries None instead (the
@@ -222,20 +217,26 @@ class _CutLineage:
         return (type(None), ())
 
     def node(self) -> Node | None:
-        if self._gone:
+        if self.is_data:
             return None
         parents = [ref() for ref in self._parents]
         if any(p is None for p in parents):
             return None
-        deps = {id(d): copy.copy(d) for d in self._node.deps}
-        out = copy.copy(self._node)
-        for key, value in vars(out).items():
-            if id(value) in deps:
-                setattr(out, key, deps[id(value)])
-        out.deps = [deps[id(d)] for d in self._node.deps]
-        for d, p in zip(out.deps, parents):
-            d.parent = p
-        return out
+        return _with_parents(self._node, parents)
+
+
+def _with_parents(node: Node, parents: list) -> Node:
+    """A shallow copy of ``node`` whose dependencies are copies with ``parents`` (the node
+    given is left as it is: a job may be running it)."""
+    deps = {id(d): copy.copy(d) for d in node.deps}
+    out = copy.copy(node)
+    for key, value in vars(out).items():  # a node's other handles on its dependencies (ShuffledNode.dep)
+        if id(value) in deps:
+            setattr(out, key, deps[id(value)])
+    out.deps = [deps[id(d)] for d in node.deps]
+    for d, p in zip(out.deps, parents):
+        d.parent = p
+    return out
 
 
 def app_checkpoint_dir(path: str | os.PathLike, app_id: str) -> str:
@@ -420,9 +421,11 @@ class CheckpointOps:
             cut = getattr(self, "_cut_lineage", None)
             lineage = cut.node() if cut is not None else None
             if lineage is None:
-                _note(exc, f"strataflow: dataset {self.label}'s lineage before its checkpoint is gone (its parent "
-                           f"datasets were collected), so the refused part cannot be recomputed; persist a dataset "
-                           f"before checkpointing it, or recompute it from its source")
+                why = ("it was a collection the driver gave, which a checkpoint does not keep"
+                       if cut is not None and cut.is_data else "its parent datasets were collected")
+                _note(exc, f"strataflow: dataset {self.label}'s lineage before its checkpoint is gone ({why}), so "
+                           f"the refused part cannot be recomputed; persist a dataset before checkpointing it, or "
+                           f"recompute it from its source")
                 return False
             self.ctx.events.post("CheckpointRecomputed", dataset_id=self.id, path=source.directory,
                                  partition=refused.partition, reason=str(refused))

@@ -42,14 +42,15 @@ Then, where the lineage allows, the driver recomputes: the checkpoint keeps, on 
 driver only, the node it replaced (its function: never shipped, never planned), but holds
 the parent datasets only weakly (it must not keep them, their shuffle files or their data
 alive: that is what a checkpoint is for), and keeps no collection the driver gave
-(``parallelize``: that is data). While the program still holds the parents (one it kept a
-reference to, or the map side of a shuffle the checkpointed dataset reads, which the
-scheduler keeps while that dataset lives), the job's error is caught, every part file is written again from that lineage (one job,
-``CheckpointRecomputed`` in the event log) and the job runs again. Once they are
-collected the lineage is gone, and the error stands, saying so: persist the dataset
-before checkpointing it (a cached partition is read before its file), or recompute it
-from its source. A job run again re-runs the tasks that had succeeded: their accumulator
-updates count twice, as after any job a user re-runs.
+(``parallelize``: that is data); a file source (``text_file``...) has no parent and is
+read again. While the program still holds the parents (one it kept a reference to, or the
+map side of a shuffle the checkpointed dataset reads, which the scheduler keeps while
+that dataset lives), the job's error is caught, every part file is written again from
+that lineage (one job, ``CheckpointRecomputed`` in the event log) and the job runs again.
+Once they are collected the lineage is gone, and the error stands, saying so: persist
+the dataset before checkpointing it (a cached partition is read before its file), or
+recompute it from its source. A job run again re-runs the tasks that had succeeded: their
+accumulator updates count twice, as after any job a user re-runs.
 """
 
 from __future__ import annotations

@@ -19,16 +19,32 @@ _FILE = {"flip": fu.flip_file, "truncate": fu.truncate_file, "delete": fu.delete
 _OUTPUT = {"flip": fu.flip_output, "truncate": fu.truncate_output, "delete": fu.delete_output}
 
 
+def _each(items, damage) -> int:
+    """Damages each; one removed meanwhile (an earlier program's shuffle, cleaned up as its
+    datasets are collected) is skipped."""
+    done = 0
+    for item in items:
+        try:
+            damage(item)
+        except FileNotFoundError:
+            continue
+        done += 1
+    return done
+
+
+def _outputs(ctx) -> list:
+    for _ in range(5):
+        try:
+            return fu.map_outputs(ctx)
+        except FileNotFoundError:  # an index removed between the listing and its reading
+            continue
+    return []
+
+
 def inject(ctx, fault: str) -> int:
     where, how = fault.split("_", 1)
     if where == "block":
-        files = fu.block_files(ctx) + fu.segment_files(ctx)
-        for path in files:
-            _FILE[how](path)
-        return len(files)
+        return _each(fu.block_files(ctx) + fu.segment_files(ctx), _FILE[how])
     if where == "shuffle":
-        outputs = fu.map_outputs(ctx)
-        for out in outputs:
-            _OUTPUT[how](out)
-        return len(outputs)
+        return _each(_outputs(ctx), _OUTPUT[how])
     raise ValueError(f"not a file fault: {fault}")

@@ -35,7 +35,8 @@ class RDDOutput(RDDGroup[T]):
 
     def saveAsPickleFile(self, path: str, batchSize: int = 10) -> None:
         """Writes the records as pickles in batches of ``batchSize``; ``SparkContext.pickleFile`` reads
-        them back.
+        them back. Loading a pickle file runs code from it: write them where no one else can
+        write, and read back only your own.
 
         >>> sc.parallelize([{"a": 1}, None], 1).saveAsPickleFile(tmp_dir + "/p")
         >>> sc.pickleFile(tmp_dir + "/p").collect()

@@ -235,6 +235,44 @@ def test_every_corrupt_map_output_is_rerun_in_one_stage_attempt(tmp_path):
     assert len(failed) == 1 and sorted(failed[0]["map_ids"]) == list(range(5)), failed  # one attempt reran all
 
 
+def test_damage_in_several_chained_shuffles_is_rerun_shuffle_by_shuffle(tmp_path):
+    """Four chained shuffles, every output damaged: each is found by a different reading
+    stage, one after another. Attempts count per map output (Spark counts per stage), so
+    the job reruns them all instead of giving up after four fetch failures of the job."""
+    import faults_util as fu
+
+    with fu.application(tmp_path, "threads", memory="256MB") as c:
+        ds = c.parallelize([(i % 7, "x" * 50 + str(i)) for i in range(60)], 2)
+        for _ in range(4):
+            ds = ds.repartition(2)
+        want = sorted(ds.collect())
+        for out in fu.map_outputs(c):
+            fu.flip_output(out)
+        assert sorted(ds.collect()) == want
+
+
+def test_an_output_damaged_at_every_write_gives_up_naming_it(tmp_path):
+    """A map output that cannot be read however often it is rerun: the job fails loudly
+    after ``max_stage_attempts`` reads of it, naming the shuffle and the map."""
+    import faults_util as fu
+    from strataflow import JobError
+
+    with fu.application(tmp_path, "threads", memory="256MB", max_stage_attempts=3) as c:
+        ds = c.parallelize([(i % 7, i) for i in range(60)], 2).reduce_by_key(lambda a, b: a + b, 2)
+        ends: list[int] = []
+
+        def damage_each_map_stage(e: dict) -> None:
+            if e["event"] == "StageEnd" and e["kind"] == "shuffle-map":
+                ends.append(e["stage_id"])
+                for out in fu.map_outputs(c):
+                    fu.flip_output(out)
+
+        c.events.subscribe(damage_each_map_stage)
+        with pytest.raises(JobError, match=r"giving up after 3 stage attempts: shuffle \d+ output of map \d+"):
+            ds.collect()
+        assert len(ends) == 3  # the first run and two reruns
+
+
 # -- a wide shuffle costs its data, not maps x reducers (issue 41) -------------------------------
 def test_split_nonempty_keeps_records_buckets_with_rows_only_and_batches_whole():
     from strataflow.shuffle import split_into_buckets, split_nonempty

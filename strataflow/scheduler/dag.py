@@ -14,7 +14,9 @@ taken. Failures: a task is retried as ``retries.py`` says (an exception in user 
 (kept as ``__cause__``, with the executor's traceback, and whose type the job's error also
 has: ``errors.py``). A shuffle file that cannot be read raises
 FetchFailed: the map output is forgotten, the map stage reruns the missing tasks, and the
-reading stage runs again, up to ``max_stage_attempts`` times.
+reading stage runs again; the job gives up when one map output could not be read
+``max_stage_attempts`` times (counted per output, as Spark counts per stage: damage found
+in several shuffles of one lineage, one after another, is not a stage failing again).
 """
 
 from __future__ import annotations
@@ -272,16 +274,17 @@ class DAGScheduler:
         events.post("JobStart", job_id=job_id, description=description, final_stage=final.id,
                     num_partitions=len(partitions))
         results: dict[int, Any] = {}
+        failures: dict[tuple[int, int], int] = {}  # (shuffle, map) -> times it could not be read
         ok = False
         try:
-            for attempt in itertools.count(1):
+            while True:
                 try:
                     self._ensure_parents(final, job_id, set())
                     todo = [p for p in partitions if p not in results]
                     results.update(self._run_stage(final, job_id, todo, func))
                     break
                 except FetchFailed as ff:
-                    self._handle_fetch_failed(ff, attempt)
+                    self._handle_fetch_failed(ff, failures)
             ok = True
         finally:
             ctx._accumulators.forget_stage(final.id)  # a result stage runs in its job only
@@ -290,9 +293,11 @@ class DAGScheduler:
                         gc_s=gc1 - gc0, gc_collections=gcn1 - gcn0, cache=CacheMetrics.diff(cache1, cache0))
         return [results[p] for p in partitions]
 
-    def _handle_fetch_failed(self, ff: FetchFailed, attempt: int) -> None:
+    def _handle_fetch_failed(self, ff: FetchFailed, failures: dict[tuple[int, int], int]) -> None:
         for m in ff.map_ids:  # every bad output the reader found: rerun together
             self.tracker.unregister(ff.shuffle_id, m)
+            failures[ff.shuffle_id, m] = failures.get((ff.shuffle_id, m), 0) + 1
+        attempt = max(failures[ff.shuffle_id, m] for m in ff.map_ids)
         self.ctx.events.post("FetchFailed", shuffle_id=ff.shuffle_id, map_id=ff.map_id, map_ids=list(ff.map_ids),
                              reason=ff.reason, attempt=attempt)
         if attempt >= self.config.max_stage_attempts:

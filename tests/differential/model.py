@@ -547,13 +547,18 @@ _STEPS: dict[str, Callable] = {
 }
 
 
+def advance(m: MData, st, uid: list) -> MData:
+    """``m`` after one more step."""
+    m = step(m, st, uid)
+    items = _renumber(m.items)
+    return m.derive(items=items, parts=None if m.parts is None else _cut_like(items, m.parts))
+
+
 def evaluate(pipeline, uid: list | None = None) -> MData:
     uid = uid if uid is not None else [0]
     m = source(pipeline.source)
     for st in pipeline.steps:
-        m = step(m, st, uid)
-        items = _renumber(m.items)
-        m = m.derive(items=items, parts=None if m.parts is None else _cut_like(items, m.parts))
+        m = advance(m, st, uid)
     return m
 
 

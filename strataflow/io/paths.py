@@ -21,6 +21,12 @@ file the driver listed and reads only its split's byte range.
 
 A path that names nothing says it does not exist; a glob that matches nothing says so,
 naming the pattern: two different mistakes (a typo in a name, a pattern too narrow).
+
+A special file (a FIFO, a character or block device, a socket), named or met in a
+directory or a glob's matches, is refused by name (:class:`SpecialFileError`): the
+readers cut files into byte ranges by their size and map or seek into them, which such a
+file has not (a FIFO's size is 0: it read as empty, and waiting on it hung the header
+read). Refused here, where every reader's paths are listed, it is refused by all of them.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import glob as _glob
 import io
 import os
 import re
+import stat
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,7 +44,7 @@ from typing import IO, Any, Iterator, Sequence, Union
 from strataflow.common.checks import ConfigError
 from strataflow.io.output_files import atomic_file, make_output_dirs, touch_output
 
-__all__ = ["PathSpec", "FileRef", "PathNotFoundError", "NoMatchError", "split_paths", "expand_braces", "is_glob",
+__all__ = ["PathSpec", "FileRef", "PathNotFoundError", "NoMatchError", "SpecialFileError", "split_paths", "expand_braces", "is_glob",
            "Match", "matches", "resolve_files", "list_directory", "listing", "OutputDir", "hidden"]
 
 #: what a reader takes: a path (a glob, a comma-separated list, a URL...) or a list of them
@@ -53,6 +60,31 @@ class PathNotFoundError(ConfigError, FileNotFoundError):
 
 class NoMatchError(ConfigError, FileNotFoundError):
     """A glob matched no file or directory."""
+
+
+class SpecialFileError(ConfigError):
+    """An input names (or a directory or glob of it holds) a FIFO, a device or a socket:
+    not a file of a size that can be cut into byte ranges."""
+
+
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _local_kind(path: str, op: str) -> tuple[bool, int]:
+    """``(is_dir, size)`` of a local path that exists (links followed), or
+    :class:`SpecialFileError` for one that is neither a regular file nor a directory."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(f"{op}: cannot read {path!r}: {exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        return True, 0
+    if stat.S_ISREG(st.st_mode):
+        return False, st.st_size
+    kind = next((name for test, name in _SPECIAL_KINDS if test(st.st_mode)), "not a regular file")
+    raise SpecialFileError(f"{op}: {path!r} is {kind}, not a regular file: the readers cut their input into byte "
+                           f"ranges by its size, which it has not; copy its contents to a file and read that")
 
 
 def hidden(name: str) -> bool:
@@ -251,15 +283,13 @@ class Match:
         return self.path if self.fs is None else self.fs.unstrip_protocol(self.path)
 
 
-def _local_matches(pattern: str) -> list[Match]:
+def _local_matches(pattern: str, op: str) -> list[Match]:
     out = []
     for p in sorted(_glob.glob(_hadoop_glob(pattern))):
-        if hidden(os.path.basename(p.rstrip(os.sep))):
+        if hidden(os.path.basename(p.rstrip(os.sep))) or not os.path.exists(p):  # (a dangling link)
             continue
-        if os.path.isdir(p):
-            out.append(Match(None, p, True))
-        elif os.path.isfile(p):
-            out.append(Match(None, p, False, os.path.getsize(p)))
+        is_dir, size = _local_kind(p, op)
+        out.append(Match(None, p, is_dir, size))
     return out
 
 
@@ -283,12 +313,13 @@ def matches(spec: Any, op: str) -> list[Match]:
             fs.invalidate_cache()
             refreshed.add(id(fs))
         if fs is None and os.path.exists(path):  # a local name that exists is itself, brackets and all
-            out.append(Match(None, path, os.path.isdir(path), 0 if os.path.isdir(path) else os.path.getsize(path)))
+            is_dir, size = _local_kind(path, op)
+            out.append(Match(None, path, is_dir, size))
             continue
         if is_glob(path):
             try:
                 found = [m for pat in expand_braces(path)
-                         for m in (_local_matches(pat) if fs is None else _remote_matches(fs, pat))]
+                         for m in (_local_matches(pat, op) if fs is None else _remote_matches(fs, pat))]
             except OSError as exc:
                 raise ConfigError(f"{op}: cannot list the matches of {one!r}: {exc}") from None
             if not found:
@@ -310,23 +341,31 @@ def matches(spec: Any, op: str) -> list[Match]:
     return out
 
 
-def list_directory(match: Match, recursive: bool = False, suffix: str = "") -> list[FileRef]:
+def list_directory(match: Match, recursive: bool = False, suffix: str = "", op: str = "read") -> list[FileRef]:
     """The visible files of a directory (ending in ``suffix``), in name order; with
-    ``recursive``, those of its visible subdirectories too (paths in order)."""
+    ``recursive``, those of its visible subdirectories too (paths in order). A visible
+    special file among them is refused (:class:`SpecialFileError`), not skipped: skipped,
+    the data a user put there as a pipe would be silently missing."""
     fs, root = match.fs, match.path
     out: list[FileRef] = []
     if fs is None:
         if recursive:
             for here, dirs, names in os.walk(root):
                 dirs[:] = sorted(d for d in dirs if not hidden(d))
-                out.extend(FileRef(os.path.join(here, n), os.path.getsize(os.path.join(here, n)))
-                           for n in names if not hidden(n) and n.endswith(suffix))
-            out.sort(key=lambda f: f.path)
+                for n in names:
+                    p = os.path.join(here, n)
+                    if hidden(n) or not n.endswith(suffix) or not os.path.exists(p):
+                        continue
+                    is_dir, size = _local_kind(p, op)
+                    if not is_dir:  # (a link to a directory, which os.walk does not follow)
+                        out.append(FileRef(p, size))
         else:
             with os.scandir(root) as it:
-                out = [FileRef(e.path, e.stat().st_size) for e in it
-                       if not hidden(e.name) and e.name.endswith(suffix) and e.is_file()]
-            out.sort(key=lambda f: f.path)
+                for e in it:
+                    if hidden(e.name) or not e.name.endswith(suffix) or e.is_dir() or not os.path.exists(e.path):
+                        continue
+                    out.append(FileRef(e.path, _local_kind(e.path, op)[1]))
+        out.sort(key=lambda f: f.path)
         return out
     base = root.rstrip("/")
     if recursive:
@@ -360,7 +399,7 @@ def listing(match: Match, op: str, recursive: bool = False, suffix: str = "") ->
     """``list_directory``, a filesystem's refusal (credentials, permissions) named as
     the reader's error."""
     try:
-        return list_directory(match, recursive, suffix)
+        return list_directory(match, recursive, suffix, op)
     except OSError as exc:
         raise ConfigError(f"{op}: cannot list {match.name!r}: {exc}") from None
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from strataflow.lineage import ListSource, SourceNode
 
-__all__ = ["InputError", "slice_bounds", "collection_source", "RangeSource", "numpy_source"]
+__all__ = ["InputError", "MalformedInputError", "slice_bounds", "collection_source", "RangeSource", "numpy_source"]
 
 
 class InputError(ValueError):
@@ -17,6 +17,24 @@ class InputError(ValueError):
     job fails at once, naming the file."""
 
     retryable = False
+
+
+class MalformedInputError(InputError):
+    """A record of the input is malformed (a CSV line with an unterminated quote or the
+    wrong number of fields, a field that is not of its column's type, bytes that are not
+    the text's encoding). ``path`` is the file, ``line`` the 1-based line number *in the
+    file* (not in a partition's byte range: the same for every ``num_partitions``; None
+    where it cannot be counted), ``reason`` what is wrong with it.
+
+    Why its own class: it is the one input error a user can choose to tolerate
+    (``csv_file(mode="DROPMALFORMED")`` or ``"PERMISSIVE"``), and catch by name."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.reason = reason
 
 
 def slice_bounds(n: int, num_slices: int) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 from strataflow.lineage import SourceNode
 from strataflow.io.compression import codec_of_path, decompress
 from strataflow.io.paths import FileRef, resolve_files, split_paths
-from strataflow.io.sources import InputError
+from strataflow.io.sources import InputError, MalformedInputError
 
 #: a split's end for a compressed file: the whole file, decompressed
 WHOLE = -1
@@ -49,25 +49,42 @@ def _find_newline(view: memoryview, pos: int, stop: int) -> int:
     return -1
 
 
-def _line_span(view: memoryview, base: int, start: int, end: int, size: int) -> memoryview:
-    """The lines that start in file bytes ``[start, end)``, out of ``view``: file bytes
-    ``[base, base + len(view))``, from the byte before ``start`` (the whole file when
-    ``start`` is 0) to past the first newline at or after ``end - 1`` (or the file's end)."""
+def _count_newlines(view: memoryview, pos: int, stop: int) -> int:
+    """The newlines in ``view[pos:stop]``, counted a window at a time (no copy of the whole)."""
+    n = 0
+    while pos < stop:
+        hi = min(stop, pos + _CHUNK)
+        n += bytes(view[pos:hi]).count(b"\n")
+        pos = hi
+    return n
+
+
+def _line_bounds(view: memoryview, base: int, start: int, end: int, size: int) -> tuple[int, int]:
+    """``(first, last)``: the lines that start in file bytes ``[start, end)`` are
+    ``view[first:last]``, out of ``view``: file bytes ``[base, base + len(view))``, from the
+    byte before ``start`` (the whole file when ``start`` is 0) to past the first newline at
+    or after ``end - 1`` (or the file's end); ``(0, 0)`` when no line starts there."""
     end = min(end, size)
     first = start - base
     if start > 0:  # a line starts at `start` only if the byte before it is a newline
         nl = _find_newline(view, start - 1 - base, end - base)
         if nl == -1:  # no line starts in this range: the previous range's line covers it
-            return memoryview(b"")
+            return 0, 0
         first = nl + 1
     if first >= end - base:  # a line starting exactly at `end` belongs to the next range
-        return memoryview(b"")
+        return 0, 0
     nl = _find_newline(view, end - 1 - base, len(view))  # the last line ends at the first newline from end-1 on
-    last = nl + 1 if nl != -1 else len(view)
-    return view[first:last]
+    return first, (nl + 1 if nl != -1 else len(view))
 
 
-def _remote_lines(ref: FileRef, start: int, end: int) -> memoryview:
+def _line_span(view: memoryview, base: int, start: int, end: int, size: int) -> tuple[memoryview, int]:
+    """The lines that start in file bytes ``[start, end)`` (``_line_bounds``), and the file
+    offset of their first byte."""
+    first, last = _line_bounds(view, base, start, end, size)
+    return view[first:last], base + first
+
+
+def _remote_lines(ref: FileRef, start: int, end: int) -> tuple[memoryview, int]:
     """``_line_span`` of a file on another filesystem: its range (from the byte before
     it) with one ranged request, then windows past its end until its last line ends (4 kB
     first, doubling: a line is short, but may be long); never the whole file."""
@@ -119,7 +136,13 @@ class TextSource(SourceNode):
         self.num_partitions = len(self.splits)
 
     def read_lines_bytes(self, split: int) -> memoryview:
-        """The bytes of the whole lines that start in this split (newlines included). A
+        """The bytes of the whole lines that start in this split (``read_lines``)."""
+        return self.read_lines(split)[0]
+
+    def read_lines(self, split: int) -> tuple[memoryview, int]:
+        """The bytes of the whole lines that start in this split (newlines included), and
+        the offset of their first byte in the file (in the decompressed text for a
+        compressed file), from which a line's number in the file is counted. A
         local file's are a view of its memory map: no buffer is allocated, zero-filled or
         copied into (a ``readinto`` of the range cost a quarter of the CSV parse); the
         pages come from the page cache, and the map goes with the last view of it. A
@@ -127,16 +150,21 @@ class TextSource(SourceNode):
         ref, start, end = self.splits[split]
         if end == WHOLE:
             try:
-                return memoryview(decompress(ref, codec_of_path(ref.path)))
+                return memoryview(decompress(ref, codec_of_path(ref.path))), 0
             except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:
                 raise InputError(f"cannot read compressed input file {ref.name!r}: {exc}") from exc
         if end <= start:
-            return memoryview(b"")
+            return memoryview(b""), start
         if not ref.local:
             try:
                 return _remote_lines(ref, start, end)
             except OSError as exc:
                 raise InputError(f"cannot read input file {ref.name!r}: {exc}") from exc
+        view = self._mapped(ref)
+        return _line_span(view, 0, start, end, len(view))
+
+    @staticmethod
+    def _mapped(ref: FileRef) -> memoryview:
         import pyarrow as pa
 
         try:
@@ -144,21 +172,44 @@ class TextSource(SourceNode):
         except OSError as exc:
             raise InputError(f"cannot read input file {ref.name!r}: {exc}") from exc
         try:
-            view = memoryview(mapped.read_buffer())  # no descriptor stays open (see region_store)
+            return memoryview(mapped.read_buffer())  # no descriptor stays open (see region_store)
         finally:
             mapped.close()
-        return _line_span(view, 0, start, end, len(view))
+
+    def line_number(self, split: int, offset: int, data: memoryview | bytes = b"", at: int = 0) -> int:
+        """The 1-based number, in its file, of the line holding byte ``at`` of ``data``,
+        the split's bytes from file offset ``offset`` on: the newlines before ``offset``
+        counted in the file (read again: this is for error messages and warnings, off
+        the fast path), then those of ``data[:at]``. A range's own numbering (pyarrow's
+        ``Row #``) would change with ``num_partitions``; this does not."""
+        ref, _, end = self.splits[split]
+        before = 0
+        if offset > 0:
+            if end == WHOLE:
+                before = _count_newlines(memoryview(decompress(ref, codec_of_path(ref.path))), 0, offset)
+            elif ref.local:
+                before = _count_newlines(self._mapped(ref), 0, offset)
+            else:
+                pos = 0
+                while pos < offset:
+                    chunk = ref.read_range(pos, min(offset, pos + _CHUNK))
+                    if not chunk:
+                        break
+                    before += chunk.count(b"\n")
+                    pos += len(chunk)
+        return 1 + before + _count_newlines(memoryview(data), 0, at)
 
     def compute(self, split: int, tc: Any) -> list[str]:
         """The split's lines, decoded a chunk (about 1 MB, cut at a newline) at a time, so
         that the whole split is never held as one string beside its list of lines (that
         cost a task the size of its text again). An encoding in which a newline byte may
         sit inside a character (UTF-16, UTF-32) is decoded whole."""
-        data = self.read_lines_bytes(split)
-        return list(self._lines(data, split)) if data else []
+        data, offset = self.read_lines(split)
+        return list(self._lines(data, split, offset)) if data else []
 
-    def _lines(self, data: memoryview, split: int) -> Iterator[str]:
-        step = len(data) if _wide(self.encoding) else _CHUNK
+    def _lines(self, data: memoryview, split: int, offset: int) -> Iterator[str]:
+        wide = _wide(self.encoding)
+        step = len(data) if wide else _CHUNK
         at, n = 0, len(data)
         while at < n:
             end = n if at + step >= n else _find_newline(data, at + step - 1, n)
@@ -166,9 +217,13 @@ class TextSource(SourceNode):
             try:
                 text = str(data[at:end], self.encoding)
             except UnicodeDecodeError as exc:
-                ref, start, _ = self.splits[split]
-                raise InputError(f"text_file: {ref.name!r} is not {self.encoding} text: {exc.reason} in the lines "
-                                 f"from byte {start} on (byte {at + exc.start} of them)") from None
+                ref = self.splits[split][0]
+                pos = at + exc.start
+                line = None if wide else self.line_number(split, offset, data, pos)
+                where = f"byte {offset + pos} of the file" if line is None else \
+                    f"line {line} (byte {offset + pos} of the file)"
+                raise MalformedInputError(f"text_file: {ref.name!r} is not {self.encoding} text: {exc.reason} at "
+                                          f"{where}", path=ref.name, line=line, reason=exc.reason) from None
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from strataflow.io.paths import resolve_files, split_paths
-from strataflow.io.sources import InputError, slice_bounds
+from strataflow.io.sources import InputError, MalformedInputError, slice_bounds
 from strataflow.lineage import SourceNode
 
 if TYPE_CHECKING:
@@ -34,13 +34,20 @@ class WholeFilesSource(SourceNode):
 
     def compute(self, split: int, tc: "TaskContext") -> list:
         out = []
+        op = "binary_files" if self.binary else "whole_text_files"
         for ref in self.groups[split]:
             try:
                 data = ref.read_all()
-                out.append((ref.name, data if self.binary else data.decode(self.encoding)))
-            except (OSError, UnicodeDecodeError) as exc:
-                op = "binary_files" if self.binary else "whole_text_files"
+            except OSError as exc:
                 raise InputError(f"{op}: cannot read {ref.name!r}: {exc}") from exc
+            try:
+                out.append((ref.name, data if self.binary else data.decode(self.encoding)))
+            except UnicodeDecodeError as exc:
+                # the line of the bad byte, where a newline is one byte (not in UTF-16/32)
+                line = data.count(b"\n", 0, exc.start) + 1 if "\n".encode(self.encoding) == b"\n" else None
+                where = f"line {line} (byte {exc.start})" if line else f"byte {exc.start}"
+                raise MalformedInputError(f"{op}: {ref.name!r} is not {self.encoding} text: {exc.reason} at {where}",
+                                          path=ref.name, line=line, reason=exc.reason) from None
         return out
 
     def describe(self) -> str:

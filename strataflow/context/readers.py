@@ -10,12 +10,13 @@ driver's wiring (:mod:`strataflow.context.core`).
 from __future__ import annotations
 
 import os
+import weakref
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from strataflow.dataset import Dataset
-from strataflow.io.delimited import CsvSource, CsvTypesSource, widen_types
+from strataflow.io.delimited import CsvSource, CsvTypesSource, PerSplitCounts, widen_types
 from strataflow.io.npy import NpySource
 from strataflow.io.parquet import ParquetSource
 from strataflow.io.paths import PathSpec
@@ -29,6 +30,10 @@ class FileReaders:
     """``Context``'s readers of files (needs ``_num``, from :class:`.sources.DataSources`)."""
 
     if TYPE_CHECKING:
+        from strataflow.shipping.accumulators import Accumulators
+
+        _accumulators: Accumulators
+
         def _num(self, n: int | None) -> int: ...  # DataSources's
 
     def text_file(self, path: PathSpec, min_partitions: int | None = None, recursive: bool = False) -> Dataset:
@@ -47,7 +52,8 @@ class FileReaders:
 
     def csv_file(self, path: str | os.PathLike, min_partitions: int | None = None, delimiter: str = ",",
                  column_names: list[str] | None = None, column_types: dict | None = None,
-                 header: bool = False, infer_schema: bool = True, recursive: bool = False) -> Dataset:
+                 header: bool = False, infer_schema: bool = True, recursive: bool = False,
+                 mode: str = "FAILFAST", corrupt_record_column: str | None = "_corrupt_record") -> Dataset:
         r"""Delimited text as pyarrow Table partitions that all have ONE schema (same
         line-aligned byte ranges as ``text_file``; see ``io/delimited.py``).
 
@@ -59,18 +65,70 @@ class FileReaders:
         strings. Naming every column's type skips the pass. ``path`` and ``recursive``: as
         ``text_file``'s.
 
+        Each line is one record (a quoted field cannot hold a newline). ``mode`` says what
+        a malformed line (an unterminated quote, the wrong number of fields, a field not
+        of its column's type, bytes that are not UTF-8) does, as Spark's option:
+        ``"FAILFAST"`` (the default) fails the job with a ``MalformedInputError`` naming
+        the file and the line's number in it; ``"DROPMALFORMED"`` leaves the line out;
+        ``"PERMISSIVE"`` reads it as a row of the fields that convert (the others null)
+        and the line's text in a last column, ``corrupt_record_column`` (None: no such
+        column). The lines left out or read so are counted (``malformed_rows``). The
+        same lines are malformed whatever ``min_partitions``.
+
         >>> _ = open(tmp_dir + "/people.csv", "w").write("name,age\nada,36\nalan,41\n")
         >>> people = ctx.csv_file(tmp_dir + "/people.csv", header=True)
         >>> people.collect(), people.to_arrow().schema.field("age").type
         ([('ada', 36), ('alan', 41)], DataType(int64))
+        >>> _ = open(tmp_dir + "/bad.csv", "w").write('name,age\nada,36\n"alan,41\ngrace,x\n')
+        >>> ctx.csv_file(tmp_dir + "/bad.csv", header=True, column_types={"age": pa.int64()},
+        ...              mode="PERMISSIVE").collect()
+        [('ada', 36, None), ('alan,41', None, '"alan,41'), ('grace', None, 'grace,x')]
         """
         n = self._num(min_partitions)
-        source = CsvSource(path, n, delimiter, column_names, column_types, header, recursive)
+        source = CsvSource(path, n, delimiter, column_names, column_types, header, recursive, mode,
+                           corrupt_record_column)
+        if source.mode != "FAILFAST":
+            source.malformed = self._accumulators.new({}, PerSplitCounts())
+            self._malformed_sources().add(source)
         if source.untyped and infer_schema:
             found = Dataset(self, CsvTypesSource(source), "csv_file infer_schema").collect()
             source.set_types(widen_types(found))
         source.set_types({name: pa.string() for name in source.untyped})
         return Dataset(self, source, "csv_file")
+
+    def _malformed_sources(self) -> "weakref.WeakSet[CsvSource]":
+        """The csv_file sources that count malformed lines, while their datasets live."""
+        found = self.__dict__.get("_csv_counting")
+        if found is None:
+            found = self.__dict__["_csv_counting"] = weakref.WeakSet()
+        return found
+
+    def malformed_rows(self, dataset: Dataset | None = None) -> int:
+        r"""How many malformed lines ``csv_file`` left out (``mode="DROPMALFORMED"``) or
+        read as nulls (``"PERMISSIVE"``): those of the ``csv_file`` datasets in
+        ``dataset``'s lineage, or (no ``dataset``) of every one still held. Each line is
+        counted once however often its partition is read, and once a job has read it.
+
+        >>> _ = open(tmp_dir + "/two.csv", "w").write('a,b\n1,2\n3\n"4,5\n6,7\n')
+        >>> ds = ctx.csv_file(tmp_dir + "/two.csv", 2, header=True, mode="DROPMALFORMED")
+        >>> ds.collect(), ctx.malformed_rows(ds)
+        ([(1, 2), (6, 7)], 2)
+        >>> _ = ds.map(lambda r: r[0]).count(); ctx.malformed_rows(ds)
+        2
+        """
+        if dataset is None:
+            sources = list(self._malformed_sources())
+        else:
+            sources, seen, todo = [], set(), [dataset]
+            while todo:
+                ds = todo.pop()
+                if id(ds) in seen:
+                    continue
+                seen.add(id(ds))
+                if isinstance(ds.node, CsvSource):
+                    sources.append(ds.node)
+                todo.extend(dep.parent for dep in ds.node.deps)
+        return sum(sum(s.malformed.value.values()) for s in sources if s.malformed is not None)
 
     def parquet_file(self, path: PathSpec, num_partitions: int | None = None,
                      columns: list[str] | None = None, recursive: bool = False) -> Dataset:

@@ -101,16 +101,17 @@ def _has_nan(col: pa.ChunkedArray) -> bool:
 
 
 def parse_with_pyarrow(data: memoryview | bytes, names: list[str], types: dict | pa.Schema, delimiter: str,
-                       block_size: int | None = None) -> pa.Table:
+                       block_size: int | None = None, invalid_row_handler: Any = None) -> pa.Table:
     """``data`` parsed by pyarrow's CSV reader (one thread; ``block_size``: its default
     1 MB blocks unless given), columns ``names`` of ``types`` (those it does not name
-    inferred); raises ``pa.ArrowInvalid`` naming the row for a bad row."""
+    inferred); raises ``pa.ArrowInvalid`` naming the row for a bad row (one of the wrong
+    width goes to ``invalid_row_handler`` instead, where given: ``csv_lines.py``)."""
     import pyarrow.csv as pacsv
 
     read = pacsv.ReadOptions(column_names=names, use_threads=False,
                              **({"block_size": block_size} if block_size else {}))
     return pacsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=read,
-                          parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                          parse_options=pacsv.ParseOptions(delimiter=delimiter, invalid_row_handler=invalid_row_handler),
                           convert_options=pacsv.ConvertOptions(column_types=types))
 
 

@@ -17,14 +17,28 @@ the dataset is made, and every partition is parsed with it:
   string), or all strings (``infer_schema=False``, no pass). Name every column's type to
   skip the pass.
 
-A field that does not fit its column's type fails the job at once (an
-:class:`~strataflow.io.sources.InputError` naming the file and byte range), never a
-partition of another schema. Quoted fields with newlines inside are not supported (the
-ranges are cut at newlines).
+Every line is one record (Spark's ``multiLine=false``): a quoted field cannot hold a
+newline, as the ranges are cut at newlines. A malformed line (an unterminated quote, the
+wrong number of fields, a field not of its column's type, bytes that are not UTF-8 in a
+string column) is found on its own, whatever the cut (``csv_lines.py``), and ``mode``
+says what becomes of it, as Spark's reader option of that name:
+
+- ``FAILFAST`` (the default here; Spark's is ``PERMISSIVE``): the job fails at once with a
+  :class:`~strataflow.io.sources.MalformedInputError` naming the file, the line's number
+  in the file and what is wrong, never a partition of another schema or fewer rows. The
+  default because a wrong answer that looks right costs more than an error: a user who
+  wants bad lines tolerated says so.
+- ``DROPMALFORMED``: the line is left out, and counted (``Context.malformed_rows()``).
+- ``PERMISSIVE``: the line is a row: its fields as far as they go and convert, the others
+  null, and the line itself in a last string column, ``corrupt_record_column``
+  (``_corrupt_record``, Spark's name; null on good rows; None: no such column). Counted too.
+
+The schema pass reads the good lines only in the last two modes (and fails in the first).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -32,12 +46,20 @@ import pyarrow as pa
 from strataflow.config import ConfigError
 from strataflow.lineage import SourceNode
 from strataflow.io.compression import open_read
+from strataflow.io.csv_lines import (BadLine, newline_in_values, open_quote_at_end, permissive_rows, sort_lines,
+                                      string_array)
 from strataflow.io.csv_parse import parse_range, parse_with_pyarrow
 from strataflow.io.paths import FileRef
-from strataflow.io.sources import InputError
+from strataflow.io.sources import MalformedInputError
 from strataflow.io.text import TextSource, _find_newline
+from strataflow.shipping.accumulators import AccumulatorParam
 
-__all__ = ["CsvSource", "CsvTypesSource", "widen_types"]
+__all__ = ["CsvSource", "CsvTypesSource", "widen_types", "MODES", "PerSplitCounts"]
+
+_log = logging.getLogger(__name__)
+
+#: ``csv_file``'s modes (Spark's names; any case), the first the default
+MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
 
 _MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
 
@@ -67,6 +89,27 @@ def _widen(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     return pa.string()
 
 
+class PerSplitCounts(AccumulatorParam):
+    """An accumulator of ``{split: malformed lines}``: a split read again (a recomputed
+    partition, a second job) sets its count again instead of adding to it, so the total is
+    the malformed lines of the input read so far, each counted once."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def add_in_place(self, value1: dict, value2: dict) -> dict:
+        value1.update(value2)
+        return value1
+
+
+def parse_mode(mode: str) -> str:
+    """``mode`` as one of :data:`MODES` (Spark's are case-insensitive), else ConfigError."""
+    name = str(mode).upper()
+    if name not in MODES:
+        raise ConfigError(f"csv_file: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return name
+
+
 class CsvSource(TextSource):
     """Each partition a Table of ``schema`` (settled before any partition is read:
     ``untyped`` lists the columns whose types ``set_types`` must still give)."""
@@ -75,10 +118,18 @@ class CsvSource(TextSource):
 
     def __init__(self, path: str, min_partitions: int, delimiter: str = ",",
                  column_names: list[str] | None = None, column_types: dict | None = None,
-                 header: bool = False, recursive: bool = False) -> None:
+                 header: bool = False, recursive: bool = False, mode: str = "FAILFAST",
+                 corrupt_record_column: str | None = "_corrupt_record") -> None:
         super().__init__(path, min_partitions, recursive=recursive)
+        if not isinstance(delimiter, str) or len(delimiter.encode()) != 1 or delimiter in '"\r\n':
+            raise ConfigError(f"csv_file: delimiter must be one single-byte character other than a quote or a "
+                              f"newline, got {delimiter!r}")
         self.delimiter = delimiter
         self.header = header
+        self.mode = parse_mode(mode)
+        self.corrupt_column = corrupt_record_column if self.mode == "PERMISSIVE" else None
+        #: the driver's accumulator of malformed lines (``PerSplitCounts``), set by the reader
+        self.malformed: Any = None
         files = self.files
         names = list(column_names) if column_names is not None else None
         if header or names is None:
@@ -92,6 +143,9 @@ class CsvSource(TextSource):
         if unknown:
             raise ConfigError(f"csv_file: column_types names {unknown}, which are not columns of {self.path!r} "
                               f"(columns: {self.column_names})")
+        if self.corrupt_column is not None and self.corrupt_column in self.column_names:
+            raise ConfigError(f"csv_file: corrupt_record_column {self.corrupt_column!r} is the name of a column of "
+                              f"{self.path!r}; name another (or None for no such column)")
 
     def _first_line_names(self, files: list[FileRef], autogenerate: bool) -> list[str] | None:
         """The header's names (the same in every file), or ``f0``... for the first line's
@@ -126,44 +180,122 @@ class CsvSource(TextSource):
         self.column_types.update(types)
 
     @property
-    def schema(self) -> pa.Schema:
+    def data_schema(self) -> pa.Schema:
+        """The columns of the file."""
         return pa.schema([(n, self.column_types.get(n, pa.string())) for n in self.column_names])
 
-    def _data(self, split: int) -> memoryview:
-        """The split's lines, less the header line where the split starts a file."""
-        data = self.read_lines_bytes(split)
+    @property
+    def schema(self) -> pa.Schema:
+        """The partitions' schema: the file's columns, and in PERMISSIVE mode the corrupt
+        record column last."""
+        schema = self.data_schema
+        return schema.append(pa.field(self.corrupt_column, pa.string())) if self.corrupt_column else schema
+
+    def _data(self, split: int) -> tuple[memoryview, int]:
+        """The split's lines, less the header line where the split starts a file, and the
+        file offset of their first byte."""
+        data, offset = self.read_lines(split)
         if self.header and self.splits[split][1] == 0 and len(data):
             nl = _find_newline(data, 0, len(data))
-            data = data[nl + 1:] if nl != -1 else memoryview(b"")
-        return data
+            cut = nl + 1 if nl != -1 else len(data)
+            data, offset = data[cut:], offset + cut
+        return data, offset
 
-    def _parse(self, split: int, types: dict | pa.Schema, whole: bool) -> pa.Table | None:
+    def _parse(self, split: int, types: dict | pa.Schema, whole: bool) -> list[pa.Table | BadLine]:
         """The split's rows: of ``types`` (the whole schema: ``csv_parse.parse_range``,
         polars where it can), or, for the inference pass (``whole``), pyarrow's types for
-        the columns ``types`` does not name, the range parsed as one block."""
-        data = self._data(split)
+        the columns ``types`` does not name, the range parsed as one block. One table
+        where every line is good (checked as ``csv_lines.py`` says); else the tables of
+        the good lines and the malformed lines, in order, in DROPMALFORMED and PERMISSIVE
+        mode; in FAILFAST mode the first malformed line fails the task."""
+        data, offset = self._data(split)
         if not data or (len(data) < 4096 and not bytes(data).strip()):
-            return None
+            return []
+        if whole:
+            def parse(piece: Any, invalid_row_handler: Any = None) -> pa.Table:
+                return parse_with_pyarrow(piece, self.column_names, types, self.delimiter,
+                                          block_size=min(_MAX_BLOCK, max(len(piece), 1 << 20)),
+                                          invalid_row_handler=invalid_row_handler)
+        else:
+            def parse(piece: Any, invalid_row_handler: Any = None) -> pa.Table:
+                if invalid_row_handler is None:
+                    return parse_range(piece, types, self.delimiter)
+                return parse_with_pyarrow(piece, self.column_names, types, self.delimiter,
+                                          invalid_row_handler=invalid_row_handler)
         try:
-            if whole:
-                return parse_with_pyarrow(data, self.column_names, types, self.delimiter,
-                                          block_size=min(_MAX_BLOCK, max(len(data), 1 << 20)))
-            return parse_range(data, types, self.delimiter)
-        except pa.ArrowInvalid as exc:
-            ref, start, _ = self.splits[split]
-            raise InputError(f"csv_file: {ref.name!r} cannot be parsed in the lines from byte {start} on: {exc}") \
-                from None
+            table = parse(data)
+            if not newline_in_values(table) and not open_quote_at_end(data, self.delimiter):
+                return [table]
+        except pa.ArrowInvalid:
+            pass
+        pieces = sort_lines(bytes(data), parse, self.delimiter, self.column_names, ordered=not whole,
+                            first=self.mode == "FAILFAST")
+        bad = [p for p in pieces if isinstance(p, BadLine)]
+        if bad and self.mode == "FAILFAST":
+            raise self._failure(split, data, offset, bad[0])
+        if bad and not whole:
+            self._report(split, data, offset, bad)
+        return pieces
+
+    def _line_of(self, split: int, data: memoryview, offset: int, bad: BadLine) -> int:
+        """``bad``'s line number in its file (counted from the file's start: see ``line_number``)."""
+        starts = bytes(data).split(b"\n", bad.index)
+        at = len(data) - len(starts[-1]) if len(starts) > bad.index else len(data)
+        return self.line_number(split, offset, data, at)
+
+    def _failure(self, split: int, data: memoryview, offset: int, bad: BadLine) -> MalformedInputError:
+        ref = self.splits[split][0]
+        line = self._line_of(split, data, offset, bad)
+        return MalformedInputError(f"csv_file: {ref.name!r} cannot be parsed at line {line}: {bad.reason}: "
+                                   f"{bad.shown()} (mode='DROPMALFORMED' leaves such lines out, "
+                                   f"mode='PERMISSIVE' reads them as nulls)", path=ref.name, line=line,
+                                   reason=bad.reason)
+
+    def _report(self, split: int, data: memoryview, offset: int, bad: list[BadLine]) -> None:
+        """Counts the split's malformed lines (once per split: ``PerSplitCounts``) and logs
+        the first, with its line number where that costs no read of a remote file."""
+        if self.malformed is not None:
+            self.malformed.add({split: len(bad)})
+        ref = self.splits[split][0]
+        where = f"line {self._line_of(split, data, offset, bad[0])}" if ref.local else \
+            f"the lines from byte {offset}"
+        _log.warning("csv_file: %d malformed line(s) of %r %s; the first, at %s: %s: %s", len(bad), ref.name,
+                     "left out (DROPMALFORMED)" if self.mode == "DROPMALFORMED" else "read as rows with nulls "
+                     "(PERMISSIVE)", where, bad[0].reason, bad[0].shown())
 
     def compute(self, split: int, tc: Any) -> pa.Table:
-        table = self._parse(split, self.schema, whole=False) if self.column_names else None
-        return self.schema.empty_table() if table is None else table
+        pieces = self._parse(split, self.data_schema, whole=False) if self.column_names else []
+        bad = [p for p in pieces if isinstance(p, BadLine)]
+        rows = texts = None
+        if bad and self.mode == "PERMISSIVE":
+            rows = permissive_rows(bad, self.data_schema, self.delimiter)
+            texts = string_array([b.text.decode("utf-8", "replace") for b in bad])
+        corrupt, tables, j = self.corrupt_column, [], 0
+        for piece in pieces:
+            if isinstance(piece, BadLine):
+                if rows is None:
+                    continue
+                table, text = rows.slice(j, 1), texts.slice(j, 1)
+                j += 1
+            else:
+                table, text = piece, pa.nulls(piece.num_rows, pa.string())
+            tables.append(table.append_column(pa.field(corrupt, pa.string()), text) if corrupt else table)
+        if not tables:
+            return self.schema.empty_table()
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def infer_types(self, split: int) -> dict:
-        """The types this split's rows give the untyped columns (the inference pass)."""
-        table = self._parse(split, self.column_types, whole=True) if self.column_names else None
-        if table is None:
-            return {}
-        return {n: table.schema.field(n).type for n in self.untyped}
+        """The types this split's rows give the untyped columns (the inference pass): its
+        good lines' (where some are malformed the good ones are parsed in pieces, each
+        inferring its own types: combined as the splits' are, a null giving way)."""
+        pieces = self._parse(split, self.column_types, whole=True) if self.column_names else []
+        out: dict = {}
+        for t in pieces:
+            if isinstance(t, pa.Table):
+                for n in self.untyped:
+                    got = t.schema.field(n).type
+                    out[n] = got if n not in out else _widen(out[n], got)
+        return out
 
 
 class CsvTypesSource(SourceNode):

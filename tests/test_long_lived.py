@@ -182,3 +182,33 @@ def test_a_removed_shuffles_indexes_leave_the_process_cache(tmp_path):
     for i in range(8):
         small.put(f"{tmp_path}/shuffle_9_{i}.index", index)
     assert len(small) < 8
+
+
+def test_spilled_datasets_leave_nothing_behind_once_unpersisted(tmp_path):
+    """Datasets whose blocks spill under memory pressure (deserialized to the disk tier, or
+    to the mapped layout) leave no entry in any executor structure once unpersisted: the
+    disk writer's per-dataset size estimate (``disk_inflation``) grew by one a spilled
+    dataset before (issue 50)."""
+    from strataflow.executor.introspect import executor_registry_sizes
+
+    with Context(parallelism=1, backend="threads", memory="4MB", local_dirs=[str(tmp_path)],
+                 shuffle_dirs=[str(tmp_path)]) as ctx:
+        core = ctx.fleet.live()[0].core
+        assert ctx.parallelize(range(8), 4).count() == 8
+        baseline = executor_registry_sizes(core)
+        spilled, inflated, N = 0, 0, 150_000  # rows: 4 MB of them serialized, several times that as objects
+        levels = (StorageLevel.MEMORY_AND_DISK, StorageLevel.MEMORY_AND_DISK_MMAP, StorageLevel.MEMORY_AND_DISK)
+        for i, level in enumerate(levels):
+            ds = ctx.parallelize(range(N), 6).map(lambda x, i=i: (x, str(x + i))).persist(level)
+            assert ds.count() == N and ds.count() == N
+            sizes = executor_registry_sizes(core)
+            spilled += sizes["disk_blocks"] + sizes["regions_entries"] > 0
+            inflated = max(inflated, sizes["disk_inflation"])  # counted while held, so its release is seen
+            ds.unpersist()
+        del ds
+        gc.collect()
+        assert ctx.parallelize(range(8), 4).count() == 8
+        after = executor_registry_sizes(core)
+    assert spilled == len(levels) and inflated == 1  # every dataset's blocks went below memory
+    grew = {k: (baseline[k], n) for k, n in after.items() if n != baseline[k] and k not in BATCHED}
+    assert not grew, grew

@@ -140,7 +140,9 @@ class ExecutorCore:
         if op == "storage_status":
             return rt.storage_status()
         if op == "unpersist":
-            return rt.unpersist(*args)
+            removed = rt.unpersist(*args)
+            _forget_dataset_estimates(rt, *args)
+            return removed
         if op == "measure_tiers":
             return rt.measure_tiers(*args)
         if op == "forget_stage":
@@ -169,3 +171,18 @@ class ExecutorCore:
         if op == "ping":
             return rt.executor_id
         raise ValueError(f"executor: unknown operation {op!r}")
+
+
+def _forget_dataset_estimates(rt: ExecutorRuntime, dataset_id: int) -> None:
+    """Drops what this executor measured of an unpersisted dataset beyond its blocks (the
+    block manager's ``unregister`` drops those, and the policy's, AUTO's and the region
+    store's tables): the disk writer's bytes-in-memory per byte-on-disk estimate, one
+    entry per dataset that ever spilled deserialized blocks, which grew with every such
+    dataset a long-lived executor saw (issue 50; ``registry_sizes``' ``disk_inflation``).
+
+    It belongs in ``BlockManager.unregister`` (``storage/manager.py``) with a
+    ``DiskWriter.forget_dataset``; it is here, reading the writer's table, until those
+    files' owners move it."""
+    inflation = getattr(rt.block_manager.writes, "_inflation", None)
+    if inflation is not None:
+        inflation.pop(dataset_id, None)

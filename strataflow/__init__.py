@@ -12,9 +12,12 @@ from strataflow.context import Context
 from strataflow.dataset import Dataset
 from strataflow.scheduler import ContextStopped, JobError, TaskFailedError
 from strataflow.shuffle.key_hash import UnportableKeyError
+from strataflow.io.sources import InputError, MalformedInputError
+from strataflow.io.paths import SpecialFileError
 from strataflow.shipping import files  # files.get(name): a file shipped with Context.add_file, in a task
 from strataflow.storage.level import StorageLevel
 
 __all__ = ["Context", "Dataset", "ConfigError", "ContextStopped", "JobError", "TaskFailedError", "StorageLevel", "parse_size", "UnportableKeyError",
+           "InputError", "MalformedInputError", "SpecialFileError",
            "Broadcast", "Accumulator", "AccumulatorParam", "files"]
 __version__ = "0.1.0"

@@ -34,7 +34,9 @@ from collections import Counter, defaultdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
-sys.path.insert(0, TESTS)
+# this script is named differential.py too: its folder must not shadow the package
+# ``differential`` (tests/differential/) here or in any executor that inherits our path
+sys.path[:] = [TESTS] + [p for p in sys.path if os.path.realpath(p or ".") != os.path.dirname(os.path.realpath(__file__))]
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -93,7 +95,13 @@ def _ray_session(stack):
         sims = stack.enter_context(private_ray())
     except pytest.skip.Exception as exc:
         return None, str(exc)
-    sims.append(SimCluster(os.environ["RAY_TMPDIR"]))
+    # ray.init puts the driver script's folder first on every worker's path: this one's
+    # would shadow the package ``differential`` there; tests/ is the folder that holds it
+    argv0, sys.argv[0] = sys.argv[0], os.path.join(TESTS, "differential_run.py")
+    try:
+        sims.append(SimCluster(os.environ["RAY_TMPDIR"]))
+    finally:
+        sys.argv[0] = argv0
     return sims[0], None
 
 
@@ -134,6 +142,7 @@ def main(argv=None) -> int:
         if args.pyspark:
             os.environ["PYTHONPATH"] = os.pathsep.join([TESTS, REPO, os.environ.get("PYTHONPATH", "")])
             os.environ.setdefault("PYTHONHASHSEED", "0")  # PySpark's workers need it (the driver stays salted)
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers: this venv's Python
             spark = SparkRunner(args.workdir and os.path.join(args.workdir, "pyspark"))
             stack.callback(spark.close)
         rc = _run(args, runners, spark, summary)
@@ -269,9 +278,7 @@ def _classify(f) -> tuple:
     m = f.message
     if m.startswith("raised"):
         kind = "error"
-        detail = re.sub(r"\d+", "N", m.split(":")[0])
-        first = m.split(":", 1)[1].strip()[:80] if ":" in m else ""
-        detail = f"{detail}: {re.sub(r'[0-9]+', 'N', first)}"
+        detail = re.sub(r"[0-9]+", "N", m[len("raised "):])[:120]
     elif "partitions, the model" in m:
         kind, detail = "partition count", ""
     elif m.startswith("glom: partition") or "equal keys in several partitions" in m:

@@ -31,11 +31,26 @@ def _short(x: Any) -> str:
     return text if len(text) < 500 else text[:500] + "..."
 
 
+def error_text(exc: BaseException) -> str:
+    """An error in a line: for PySpark's Py4JJavaError, the Python worker's own exception
+    (the last ``...Error: ...`` line of the trace it carries), not the JVM's frames."""
+    text = str(exc)
+    if type(exc).__name__ == "Py4JJavaError":
+        import re
+
+        found = re.findall(r"^(\w+(?:Error|Exception|Exit)\b.*)$", text, flags=re.M)
+        if found:
+            return f"{type(exc).__name__} from the worker: {found[-1][:300]}"
+    return _short(text)
+
+
 def verdict(e: Expect, got: Any) -> str | None:
     if isinstance(got, BaseException):
         if e.kind == "error":
-            return None if isinstance(got, ValueError) else f"raised {type(got).__name__}, wanted a ValueError"
-        return f"raised {type(got).__name__}: {_short(str(got))}"
+            if isinstance(got, ValueError):
+                return None
+            return f"raised {type(got).__name__}, wanted a ValueError: {error_text(got)}"
+        return f"raised {type(got).__name__}: {error_text(got)}"
     if e.kind == "error":
         return f"answered {_short(got)}; the model says: a ValueError (the dataset is empty)"
     if e.kind == "blocks":

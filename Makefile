@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-test
 RUNSTAMP = $(VENV)/.installed-run
 
-.PHONY: run test bench clean
+.PHONY: run test bench differential clean
 
 # make run installs only what the main job needs; make test adds the test tools, the
 # plots, and the heavy extras the suite covers (PySpark for the peer, Ray for clusters)
@@ -33,6 +33,14 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+# the differential tester's long mode (make test runs a bounded number): random programs on
+# every local backend against the model; PROGRAMS=20000 SEED=7 BACKENDS=threads,processes,ray
+PROGRAMS ?= 2000
+SEED ?= 1
+BACKENDS ?= threads,processes
+differential: $(STAMP)
+	$(BIN)/python benchmarks/differential.py --programs $(PROGRAMS) --seed $(SEED) --backends $(BACKENDS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -41,6 +41,12 @@ class Api:
     def from_arrow(self, table, n: int):
         return self.ctx.from_arrow(table, n)
 
+    def from_pandas(self, df, n: int):
+        return self.ctx.from_pandas(df, n)
+
+    def range(self, start: int, stop: int, step: int, n: int):
+        return self.ctx.range(start, stop, step, num_partitions=n)
+
     def empty(self):
         return self.ctx.empty_dataset()
 
@@ -101,6 +107,12 @@ class SparkApi(Api):
     def from_arrow(self, table, n: int):
         return self.ctx.parallelize(list(zip(*(c.to_pylist() for c in table.columns))), n)
 
+    def from_pandas(self, df, n: int):
+        return self.ctx.parallelize(list(df.itertuples(index=False, name=None)), n)
+
+    def range(self, start: int, stop: int, step: int, n: int):
+        return self.ctx.range(start, stop, step, numSlices=n)
+
     def empty(self):
         return self.ctx.emptyRDD()
 
@@ -158,6 +170,10 @@ def build(api: Api, p: Pipeline, built: Built) -> Any:
         ds = api.from_numpy(s.numpy(), s.nparts)
     elif s.kind == "arrow":
         ds = api.from_arrow(s.arrow(), s.nparts)
+    elif s.kind == "pandas":
+        ds = api.from_pandas(s.pandas(), s.nparts)
+    elif s.kind == "num_range":
+        ds = api.range(*s.spec, s.nparts)
     else:
         raise ValueError(s.kind)
     for st in p.steps:

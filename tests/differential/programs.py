@@ -62,7 +62,8 @@ class Source:
 
     @property
     def row_kind(self) -> str:
-        return {"list": "pair", "empty": "pair", "numpy2": "row2", "arrow": "row3"}.get(self.kind, "num")
+        return {"list": "pair", "empty": "pair", "numpy2": "row2", "arrow": "row3", "pandas": "row3"}.get(self.kind,
+                                                                                                       "num")
 
     def model_rows(self) -> list:
         return list(self.data)
@@ -71,6 +72,14 @@ class Source:
         if self.kind == "numpy2":
             return np.array(self.data, dtype=self.spec[0]).reshape(len(self.data), 2)
         return np.array(self.data, dtype=self.spec[0])
+
+    def pandas(self):
+        import pandas as pd
+
+        k, n, p = (list(c) for c in zip(*self.data)) if self.data else ([], [], [])
+        kt = _PANDAS_DTYPES[self.spec[0]]
+        return pd.DataFrame({"k": pd.Series(k, dtype=kt), "n": pd.Series(n, dtype="int64"),
+                             "p": pd.Series(p, dtype="object")})
 
     def arrow(self):
         import pyarrow as pa
@@ -187,7 +196,7 @@ def _numpy2_source(draw) -> Source:
                          min_size=1, max_size=5))
     size = _size(draw, 20)
     rows = draw(st.lists(st.tuples(st.sampled_from(keys), st.integers(-5, 9)), min_size=size, max_size=size))
-    return Source("numpy2", tuple(rows), draw(st.integers(1, 5)), "numeric", "none_mixed", ("int64",))
+    return Source("numpy2", tuple(rows), draw(st.integers(1, 5)), "int", "none_mixed", ("int64",))
 
 
 def _arrow_source(draw) -> Source:
@@ -209,6 +218,25 @@ def _arrow_source(draw) -> Source:
     return Source("arrow", converted, src.nparts, kdom, pdom, (ktype, ptype))
 
 
+_PANDAS_KEYS = {"int64": "int", "str": "str", "datetime": "datetime"}
+_PANDAS_DTYPES = {"datetime": "datetime64[ns]", "int64": "int64", "str": "object"}
+
+
+def _pandas_source(draw) -> Source:
+    """A DataFrame (int64, object-str or datetime64 keys): its records are row tuples of
+    pandas' own values (a ``Timestamp``, a numpy int), as ``itertuples`` gives them."""
+    ktype = draw(st.sampled_from(sorted(_PANDAS_KEYS)))
+    kdom = _PANDAS_KEYS[ktype]
+    keys = draw(st.lists(_arrow_value(kdom), min_size=1, max_size=5))
+    pdom = draw(st.sampled_from(["str", "float_nan", "none_mixed", "date"]))
+    size = _size(draw, 20)
+    rows = draw(st.lists(st.tuples(st.sampled_from(keys), st.integers(-5, 9), DOMAINS[pdom].strategy),
+                         min_size=size, max_size=size))
+    src = Source("pandas", tuple(rows), draw(st.integers(1, 5)), kdom, pdom, (ktype,))
+    converted = tuple(src.pandas().itertuples(index=False, name=None))
+    return Source("pandas", converted, src.nparts, kdom, pdom, (ktype,))
+
+
 def _numeric_source(draw) -> Source:
     floats = draw(st.booleans())
     nan = floats and draw(st.integers(0, 3)) == 0
@@ -218,9 +246,12 @@ def _numeric_source(draw) -> Source:
             vals = st.one_of(vals, st.just(float("nan")))
     else:
         vals = st.integers(-1000, 1000)
+    kind = draw(st.sampled_from(["num_numpy", "num_numpy", "num_list", "num_range"]))
+    if kind == "num_range":  # ctx.range: computed per partition, never held on the driver
+        start, stop, step = draw(st.integers(-30, 30)), draw(st.integers(-30, 60)), draw(st.sampled_from([1, 2, 3, -1, -4]))
+        return Source(kind, tuple(range(start, stop, step)), draw(st.integers(1, 5)), "int", "int", (start, stop, step))
     size = _size(draw, 24)
     data = tuple(draw(st.lists(vals, min_size=size, max_size=size)))
-    kind = draw(st.sampled_from(["num_numpy", "num_numpy", "num_list"]))
     dtype = "float64" if floats else "int64"
     return Source(kind, data, draw(st.integers(1, 5)), "float_nan" if nan else ("float" if floats else "int"),
                   "int", (dtype,))
@@ -473,7 +504,7 @@ def programs(draw, fault: str | None = None) -> Program:
     if family == "pairs":
         src = _pairs_source(draw, lo=4 if fault is not None else 0)  # a fault needs records to strike
     elif family == "batch":
-        src = _numpy2_source(draw) if draw(st.booleans()) else _arrow_source(draw)
+        src = draw(st.sampled_from([_numpy2_source, _arrow_source, _pandas_source]))(draw)
     else:
         src = _numeric_source(draw)
     pipe = Pipeline(src)
@@ -563,6 +594,13 @@ def _code_pipe(p: Pipeline, var: str, lines: list[str], counter: list[int]) -> N
     elif s.kind in ("numpy2", "num_numpy"):
         shape = ".reshape(-1, 2)" if s.kind == "numpy2" else ""
         lines.append(f"{var} = ctx.from_numpy(np.array({render(list(s.data))}, dtype={s.spec[0]!r}){shape}, "
+                     f"{s.nparts})")
+    elif s.kind == "num_range":
+        lines.append(f"{var} = ctx.range({s.spec[0]}, {s.spec[1]}, {s.spec[2]}, num_partitions={s.nparts})")
+    elif s.kind == "pandas":
+        k, n, pp = (list(c) for c in zip(*s.data)) if s.data else ([], [], [])
+        lines.append(f"{var} = ctx.from_pandas(pd.DataFrame({{'k': pd.Series({render(k)}, dtype={_PANDAS_DTYPES[s.spec[0]]!r}), "
+                     f"'n': pd.Series({render(n)}, dtype='int64'), 'p': pd.Series({render(pp)}, dtype=object)}}), "
                      f"{s.nparts})")
     elif s.kind == "arrow":
         k, n, pp = (list(c) for c in zip(*s.data)) if s.data else ([], [], [])

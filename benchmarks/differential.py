@@ -163,6 +163,8 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
     known = Counter()
     spark_diffs: dict = defaultdict(lambda: {"count": 0, "example": None})
     in_shrink = [False]
+    active: set = set()  # the signatures this batch is shrinking
+    unshrunk: dict = {}  # signature -> the first program that showed it (over --shrinks)
 
     fault_share = max(0, min(100, round(args.faults * 100)))
 
@@ -184,6 +186,9 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
         return origins[sig]
 
     def body(program):
+        """Runs ``program`` everywhere. Raises (an exception class of its own per
+        signature, so hypothesis shrinks each apart) for a difference not seen before, and,
+        while shrinking, for the differences being shrunk; counts every other."""
         if in_shrink[0]:
             shrink_runs[0] += 1
         else:
@@ -200,13 +205,21 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
                     known[f.known.name] += 1
                     continue
                 sig = _signature(f)
+                if in_shrink[0]:
+                    if sig in active and raise_for is None:
+                        shrunk[sig]["report"] = f.report()  # the latest, smallest yet
+                        raise_for = (sig, f)
+                    continue
                 seen[sig] += 1
                 if sig in shrunk:
-                    shrunk[sig]["report"] = f.report() if in_shrink[0] else shrunk[sig]["report"]
                     continue
                 if len(shrunk) < args.shrinks and raise_for is None:
+                    shrunk[sig] = {"report": f.report(), "first_seen": f.report(), "first_seen_after": drawn[0]}
+                    active.add(sig)
                     raise_for = (sig, f)
-        if spark is not None and program.fault is None:
+                elif sig not in unshrunk:
+                    unshrunk[sig] = f.report()
+        if spark is not None and program.fault is None and not in_shrink[0]:
             watchdog.begin(f"[pyspark]\n{to_code(program)}")
             for f in spark.check(program):
                 cls = _classify(f)
@@ -218,10 +231,6 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
         if raise_for is not None:
             sig, f = raise_for
             in_shrink[0] = True
-            if sig not in shrunk:
-                shrunk[sig] = {"report": f.report(), "first_seen_after": drawn[0]}
-            else:
-                shrunk[sig]["report"] = f.report()  # the latest (smallest) failing program
             raise origin(sig)(f.message)
 
     batch_no = 0
@@ -239,11 +248,18 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
         before = drawn[0]
         try:
             batch()
+        except KeyboardInterrupt:
+            raise
         except BaseException as exc:  # noqa: BLE001 - a found difference, shrunk: recorded, go on
-            if not isinstance(exc, (Found, BaseExceptionGroup)):
+            if "Flaky" in type(exc).__name__:  # a difference that did not come back when run again
+                for sig in active:
+                    shrunk[sig]["flaky"] = True
+                summary["notes"].append(f"batch {batch_no}: flaky differences {sorted(map(str, active))}")
+            elif not isinstance(exc, (Found, BaseExceptionGroup)):
                 traceback.print_exc()
                 summary["notes"].append(f"batch {batch_no} stopped: {type(exc).__name__}: {exc}")
         in_shrink[0] = False
+        active.clear()
         if drawn[0] == before:
             break
         batch_no += 1
@@ -265,7 +281,8 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
     summary["program_runs_total"] = sum(r.stats.programs for r in runners)
     summary["known"] = dict(known)
     summary["differences"] = [{"signature": list(sig), "programs": seen[sig], **v} for sig, v in shrunk.items()]
-    summary["differences_not_shrunk"] = {" | ".join(sig): n for sig, n in seen.items() if sig not in shrunk}
+    summary["differences_not_shrunk"] = {" | ".join(sig): {"programs": n, "first": unshrunk.get(sig)}
+                                         for sig, n in seen.items() if sig not in shrunk}
     if spark is not None:
         summary["pyspark"] = {"programs": spark.stats.programs, "seconds": round(spark.stats.seconds, 1),
                               "differences": {" | ".join(k): {"count": v["count"], "example": v["example"].report()}
@@ -302,7 +319,8 @@ def _print(s: dict) -> None:
     diffs = s.get("differences", [])
     print(f"new differences (shrunk): {len(diffs)}")
     for d in diffs:
-        print(f"\n-- {d['signature']} ({d['programs']} programs)\n{d['report']}")
+        flaky = " FLAKY: did not come back when run again; first seen as:\n" + d["first_seen"] if d.get("flaky") else ""
+        print(f"\n-- {d['signature']} ({d['programs']} programs)\n{d['report']}{flaky}")
     if s.get("differences_not_shrunk"):
         print(f"differences not shrunk (over --shrinks): {s['differences_not_shrunk']}")
     if "pyspark" in s and isinstance(s["pyspark"], dict):

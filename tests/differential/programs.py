@@ -39,11 +39,15 @@ from differential.model import MData, advance, evaluate
 __all__ = ["Source", "Step", "Pipeline", "Program", "programs", "to_code", "LEVELS", "DISK_LEVELS", "FAULTS",
            "KILL_FAULT"]
 
-#: every valid storage level (``StorageLevel.all()`` but NONE), by name: a program persists at any
-LEVELS = ["MEMORY_ONLY", "MEMORY_ONLY_SER", "MEMORY_AND_DISK", "MEMORY_AND_DISK_SER", "DISK_ONLY", "OFF_HEAP",
-          "STORE", "DISK_MMAP", "MEMORY_AND_DISK_MMAP", "AUTO"]
-#: the levels whose blocks are files under ``local_dirs`` whatever the memory (a fault can damage them)
-DISK_LEVELS = ["DISK_ONLY", "DISK_MMAP"]
+from strataflow import StorageLevel  # noqa: E402 - the levels are the engine's own list
+
+#: every valid storage level (``StorageLevel.all()`` but NONE), by name: a program persists at
+#: any, a level added to the engine included
+LEVELS = [level.name for level in StorageLevel.all() if level.is_valid]
+#: the levels whose blocks are files under ``local_dirs`` whatever the memory (a fault can
+#: damage them): on disk, never in memory, not in the shared store
+DISK_LEVELS = [level.name for level in StorageLevel.all() if level.use_disk and not level.use_memory
+               and not level.shared]
 #: faults between a program's first run and its second
 FILE_FAULTS = ["block_flip", "block_truncate", "block_delete", "shuffle_flip", "shuffle_truncate", "shuffle_delete"]
 KILL_FAULT = "kill"

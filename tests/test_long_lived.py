@@ -42,6 +42,10 @@ BATCHED = {"handles_to_forget": lambda n_exec: n_exec * _FORGET_BATCH,
            "stages": lambda n_exec: _FORGET_BATCH + 4,
            # calls in flight when sampled (clean-ups sent without waiting): a few, not none, on a busy machine
            "handles_replies": lambda n_exec: n_exec * 4}
+# objects live at the moment of a ``gc.freeze()`` besides the cache and the process's own (an
+# event not yet flushed, a message being read): the frozen count may differ by these, where a
+# stage's garbage frozen for good each iteration (issue 50) added ~6 objects an iteration
+SLACK = {"gc_frozen": 64}
 # the two samples: iterations alike (the level decides which structures hold the blocks, i % 4
 # what becomes of the broadcast)
 EARLY, LATE = 40, 40 + 3 * 4 * len(LEVELS)
@@ -124,6 +128,8 @@ def test_registries_do_not_grow_with_iterations(tmp_path):
         for name, n in late[proc].items():
             if name in BATCHED:
                 assert n <= BATCHED[name](n_exec), (proc, name, n)
+            elif name in SLACK:
+                assert n <= early[proc][name] + SLACK[name], f"{proc}: {name} grew from {early[proc][name]} to {n}"
             else:
                 assert n == early[proc][name], f"{proc}: {name} grew from {early[proc][name]} to {n}"
     # the structures were exercised, not empty: one dataset of 4 blocks is cached now, its shuffle alive
@@ -210,5 +216,6 @@ def test_spilled_datasets_leave_nothing_behind_once_unpersisted(tmp_path):
         assert ctx.parallelize(range(8), 4).count() == 8
         after = executor_registry_sizes(core)
     assert spilled == len(levels) and inflated == 1  # every dataset's blocks went below memory
-    grew = {k: (baseline[k], n) for k, n in after.items() if n != baseline[k] and k not in BATCHED}
+    grew = {k: (baseline[k], n) for k, n in after.items()
+            if k not in BATCHED and (n > baseline[k] + SLACK[k] if k in SLACK else n != baseline[k])}
     assert not grew, grew

@@ -50,6 +50,7 @@ def _lru(func: Any) -> int:
 def process_cache_sizes() -> dict[str, int]:
     """This process's module-level caches and registries, by name: entry counts (both an
     executor's and the driver's)."""
+    import gc
     import sys
 
     from strataflow.scheduler import errors
@@ -62,6 +63,9 @@ def process_cache_sizes() -> dict[str, int]:
     from strataflow.storage.mapped import layout
 
     out = {
+        # objects ``gc.freeze()`` holds (``gc_free_cache``): cached records, and whatever else
+        # was live at the last freeze, garbage that no collection walks once it dies
+        "gc_frozen": gc.get_freeze_count(),
         **{k: v for k, v in index_cache_sizes().items() if not k.endswith("_kb")},
         "app_key_dirs": app_keys.registered_count(),
         "broadcasts_loaded": broadcast.loaded_count(),

@@ -201,6 +201,8 @@ def _collect_unfrozen() -> None:
     cyclic garbage no collection walks; the unpersist of a deserialized dataset unfreezes
     them (``BlockManager.unregister``), but the next block put froze them again before
     any full collection ran, so each such put kept a stage's garbage for good: ~1.2 KB an
-    iteration of the soak's loop (issue 50). One collection here, over what is not
-    frozen, releases them; it runs once per unpersist of a deserialized dataset."""
+    iteration of the soak's loop (issue 50). One full collection here releases them: it
+    walks every object, the cached records of other datasets too (the unfreeze released
+    them all until the next put), once per unpersist of a deserialized dataset, where the
+    collector's own gen-2 runs are what ``gc_free_cache`` keeps off the cache."""
     gc.collect()

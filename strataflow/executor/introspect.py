@@ -20,9 +20,11 @@ of the engine, and each is released with what it caches: shuffle indexes with th
 shuffle (``shuffle/index_cache.py``), broadcast copies with the broadcast
 (``shipping/broadcast.py``), the mapped regions, their verified epochs and page
 accounting with the dataset (``storage/mapped``), application keys with the
-application (``storage/blocks/app_keys.py``). The few caches that are bounded by
-what they are keyed on, not by what is removed (descriptors by dtype and shape,
-error classes by exception type), are listed with their bound.
+application (``storage/blocks/app_keys.py``), the objects ``gc.freeze()`` caught while a
+stage ran with the next unpersist of a deserialized dataset (``executor/core.py``). The
+few caches bounded by what they are keyed on rather than by what is removed (array
+descriptors, 1,024; error classes by exception type, 256; the shared store's mapped
+files, 1,024) are counted too.
 """
 
 from __future__ import annotations

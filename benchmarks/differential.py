@@ -255,9 +255,14 @@ def _run(args, runners: list[Runner], spark, summary: dict) -> int:
                 for sig in active:
                     shrunk[sig]["flaky"] = True
                 summary["notes"].append(f"batch {batch_no}: flaky differences {sorted(map(str, active))}")
-            elif not isinstance(exc, (Found, BaseExceptionGroup)):
-                traceback.print_exc()
-                summary["notes"].append(f"batch {batch_no} stopped: {type(exc).__name__}: {exc}")
+            else:  # a difference (Found), or an error of the tester itself: never swallowed
+                errors = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+                for err in errors:
+                    if not isinstance(err, Found):
+                        traceback.print_exception(err)
+                        summary["notes"].append(f"batch {batch_no}: the tester failed: {type(err).__name__}: {err}")
+        for sig in sorted(active, key=str):  # shown as found, not only in the summary
+            print(f"\nNEW DIFFERENCE {sig}:\n{shrunk[sig]['report']}\n", flush=True)
         in_shrink[0] = False
         active.clear()
         if drawn[0] == before:

@@ -143,7 +143,8 @@ def registry_sizes(ctx: Context) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=2000)
-    ap.add_argument("--every", type=int, default=100, help="sample every K iterations")
+    ap.add_argument("--every", type=int, default=100,
+                    help="sample every K iterations (a multiple of 4: each sample sees its broadcasts alike)")
     ap.add_argument("--parallelism", type=int, default=2)
     ap.add_argument("--records", type=int, default=200)
     ap.add_argument("--partitions", type=int, default=4)
@@ -164,10 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         prev = None
         for i in range(args.iterations + 1):
             if i % args.every == 0:
+                if prev is not None:  # sampled with no dataset of the loop cached: its level's files
+                    prev.unpersist()  # would make the count depend on the level at the sample
+                    prev = None
                 samples.append((i, sample(ctx, procs)))
             if i == args.iterations:
                 break
-            ds, shuffled = iteration(ctx, i, args.records, args.partitions, args.mix)  # noqa: F841 - held one iteration
+            # the shuffled dataset is held one iteration, so its shuffle (and indexes) live that long
+            ds, shuffled = iteration(ctx, i, args.records, args.partitions, args.mix)  # noqa: F841
             if prev is not None:
                 prev.unpersist()
             prev = ds

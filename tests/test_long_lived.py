@@ -45,7 +45,7 @@ BATCHED = {"handles_to_forget": lambda n_exec: n_exec * _FORGET_BATCH,
 # objects live at the moment of a ``gc.freeze()`` besides the cache and the process's own (an
 # event not yet flushed, a message being read): the frozen count may differ by these, where a
 # stage's garbage frozen for good each iteration (issue 50) added ~6 objects an iteration
-SLACK = {"gc_frozen": 64}
+SLACK = {"gc_frozen": 64, "process_gc_frozen": 64}
 # the two samples: iterations alike (the level decides which structures hold the blocks, i % 4
 # what becomes of the broadcast)
 EARLY, LATE = 40, 40 + 3 * 4 * len(LEVELS)
@@ -144,9 +144,11 @@ def test_registries_do_not_grow_with_iterations(tmp_path):
     # epochs and policy rows released in every process
     for proc in baseline:
         for name, n in released[proc].items():
+            was = baseline[proc][name]
             if name in BATCHED:
                 continue
-            assert n == baseline[proc][name], f"{proc}: {name} is {n} once everything is released, was {baseline[proc][name]}"
+            assert n <= was + SLACK[name] if name in SLACK else n == was, \
+                f"{proc}: {name} is {n} once everything is released, was {was}"
 
 
 def test_a_removed_shuffles_indexes_leave_the_process_cache(tmp_path):

@@ -244,8 +244,10 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
         """Removes the files of shuffles no dataset can read any more (Spark's
         ContextCleaner), found by the datasets' finalizers since the last job: a loop that
         makes a new shuffle each iteration keeps its shuffle directories from growing."""
+        dead = []
         while self._dead_shuffles:
             shuffle_id = self._dead_shuffles.popleft()
+            dead.append(shuffle_id)
             self.scheduler.forget_shuffle(shuffle_id)
             by_writer = self.map_outputs.remove_shuffle(shuffle_id)
             if not self.map_outputs.local_files:  # on the writers' nodes: they remove them
@@ -254,6 +256,9 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
                     if handle is not None and handle.alive:
                         handle.call_async("remove_map_outputs", outs)
             self.events.post("ShuffleCleaned", shuffle_id=shuffle_id)
+        if dead:  # each executor's cached indexes of them go now, not at its next stage
+            for handle in self.fleet.live():
+                handle.call_async("forget_shuffles", *dead)
 
     def _clean_broadcasts(self) -> None:
         """Tells every executor to drop its copies of the broadcasts the program no longer

@@ -448,7 +448,7 @@ def _draw_action(draw, m: MData) -> Step:
         if op in ("take", "take_ordered", "top"):
             return Step(op, (draw(st.integers(0, 6)),))
         if op == "histogram":
-            return Step(op, (tuple(sorted(set(draw(st.lists(st.integers(-60, 60), min_size=2, max_size=5))))),))
+            return Step(op, (tuple(sorted(draw(st.lists(st.integers(-60, 60), min_size=2, max_size=5, unique=True)))),))
         return Step(op)
     small = all(abs(r[1][0]) < 2 ** 40 for r in rows)
     opts = ["collect"] * 6 + ["glom"] * 2 + ["count", "is_empty", "sum_n", "reduce", "tree_reduce", "fold",
@@ -480,7 +480,7 @@ def _draw_action(draw, m: MData) -> Step:
             return Step("collect")
         return Step(op, (draw(st.sampled_from(keys)),))
     if op == "histogram_n":
-        return Step(op, (tuple(sorted(set(draw(st.lists(st.integers(-10, 20), min_size=2, max_size=5))))),))
+        return Step(op, (tuple(sorted(draw(st.lists(st.integers(-10, 20), min_size=2, max_size=5, unique=True)))),))
     if op == "sample":
         return Step(op, (draw(st.booleans()), draw(st.sampled_from([0.1, 0.5, 0.9, 1.5])), draw(st.integers(0, 999))))
     if op == "take_sample":

@@ -59,7 +59,8 @@ class Failure:
         known = self.known
         tag = f" (known: {known.name})" if known else ""
         return (f"[{self.backend}] {self.phase}{tag}: {self.message}\n"
-                f"program ({', '.join(self.program.ops())}):\n{to_code(self.program)}")
+                f"program ({', '.join(self.program.ops())}):\n{to_code(self.program)}\n"
+                f"(as a script: differential.programs.to_script(program, {self.backend!r}))")
 
 
 @dataclass
@@ -134,7 +135,7 @@ class Runner:
             try:
                 ds = build(self.api, program.pipe, built)
             except Exception as exc:  # noqa: BLE001 - an engine that cannot build the program fails it
-                return [Failure(self.api.name, "build", f"raised {type(exc).__name__}: {exc}", program)]
+                return [Failure(self.backend, "build", f"raised {type(exc).__name__}: {exc}", program)]
             run = 0
             for phase in program.phases:
                 if phase == "run":
@@ -143,7 +144,7 @@ class Runner:
                     msg = verdict(want, act(self.api, ds, program.action, m.kind))
                     if msg:
                         label = "run 1" if run == 1 else f"run {run} ({_after(program.phases, run)})"
-                        out.append(Failure(self.api.name, label, msg, program))
+                        out.append(Failure(self.backend, label, msg, program))
                 elif phase == "unpersist":
                     for d in built.persisted:
                         d.unpersist()

@@ -36,7 +36,7 @@ from differential import fns as F
 from differential.domains import DOMAINS, KEY_DOMAINS, PAYLOAD_DOMAINS, domain
 from differential.model import MData, advance, evaluate
 
-__all__ = ["Source", "Step", "Pipeline", "Program", "programs", "to_code", "LEVELS", "DISK_LEVELS", "FAULTS",
+__all__ = ["Source", "Step", "Pipeline", "Program", "programs", "to_code", "to_script", "LEVELS", "DISK_LEVELS", "FAULTS",
            "KILL_FAULT"]
 
 from strataflow import StorageLevel  # noqa: E402 - the levels are the engine's own list
@@ -621,7 +621,12 @@ def _code_pipe(p: Pipeline, var: str, lines: list[str], counter: list[int]) -> N
                 args.append(sub)
             else:
                 args.append(a)
-        code = _step_code(st_.op, args)
+        if st_.op == "to_pair":
+            code = f"map(F.{'row_to_pair' if s.kind == 'numpy2' else 'row3_to_pair'})"
+        elif st_.op == "zip_self":
+            code = f"zip({var}.map_values(functools.partial(F.v_map_n, F.{args[0]}))).map(F.zip_to_pair)"
+        else:
+            code = _step_code(st_.op, args)
         lines.append(f"{var}.{code}" if st_.op == "checkpoint" else f"{var} = {var}.{code}")
 
 
@@ -719,6 +724,25 @@ def _action_code(a: Step, kind: str) -> str:
     if op == "random_split":
         return f"random_split({render(list(x[0]))}, seed={x[1]})  # each split collected, twice"
     return f"{op}({', '.join(render(v) for v in x)})"
+
+
+PREAMBLE = """import datetime, decimal, fractions, functools, os, sys
+from datetime import timedelta, timezone
+import numpy as np, pandas as pd, pyarrow as pa
+sys.path.insert(0, "tests")  # run from the repository's root
+from differential import fns as F
+from differential.fns import Color, Level, Point
+from differential.programs import _arrow_type as pa_type
+from strataflow import Context, StorageLevel
+ctx = Context(backend={backend!r}, parallelism=2, progress=False)
+ctx.set_checkpoint_dir("/tmp/differential-checkpoints")
+marker = "/tmp/differential-kill-marker"
+"""
+
+
+def to_script(p: Program, backend: str) -> str:
+    """``to_code`` with what it needs to run as it is (``python -`` from the repository)."""
+    return PREAMBLE.format(backend=backend) + to_code(p) + "\nprint(result)\n"
 
 
 def to_code(p: Program) -> str:

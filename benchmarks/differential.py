@@ -300,7 +300,8 @@ def _classify(f) -> tuple:
     m = f.message
     if m.startswith("raised"):
         kind = "error"
-        detail = re.sub(r"[0-9]+", "N", m[len("raised "):])[:120]
+        detail = re.sub(r"[0-9]+", "N", m[len("raised "):])
+        detail = re.sub(r"between instances of '[^']*' and '[^']*'", "between instances of A and B", detail)[:120]
     elif "partitions, the model" in m:
         kind, detail = "partition count", ""
     elif m.startswith("glom: partition") or "equal keys in several partitions" in m:

@@ -55,6 +55,9 @@ class MData:
     kind: str = "pair"  # pair | num | row2 | row3
     kdom: str = "int"
     pdom: str = "int"
+    #: the ``n`` of the records are numpy int64 (rows of a numpy batch made pairs): the model
+    #: holds Python ints, so steps that leave int64's range (``F.n_big``) are not drawn
+    int64_n: bool = False
 
     @property
     def rows(self) -> list:
@@ -260,7 +263,7 @@ def _s_rekey_n(m, uid):
 
 def _s_to_pair(m, uid):
     f = F.row_to_pair if m.kind == "row2" else F.row3_to_pair
-    return _per_record(m, lambda r: [f(r)], False, kind="pair")
+    return _per_record(m, lambda r: [f(r)], False, kind="pair", int64_n=m.kind == "row2")
 
 
 def _s_row_filter(m, uid):

@@ -290,8 +290,10 @@ def _draw_step(draw, m: MData, depth: int) -> Step | None:
     kd = domain(m.kdom)
     size = len(m.rows)
     if m.kind == "num":
-        return draw(st.sampled_from([
-            Step("num_filter"), Step("num_map"), Step("repartition", (draw(st.integers(1, 5)),)),
+        # squares stay within int64 (a numpy batch wraps around where the model's ints grow)
+        square = [Step("num_map")] if all(abs(x) < 2 ** 31 for x in m.rows if x == x) else []
+        return draw(st.sampled_from(square + [
+            Step("num_filter"), Step("repartition", (draw(st.integers(1, 5)),)),
             Step("coalesce", (draw(st.integers(1, 5)),)), Step("persist", (draw(st.sampled_from(LEVELS)),)),
             Step("sample01", (False, draw(st.sampled_from([0.0, 1.0])), draw(st.integers(0, 99)))),
             Step("cache")]))
@@ -319,7 +321,8 @@ def _draw_step(draw, m: MData, depth: int) -> Step | None:
             names = ["k_ident", "k_pair0", "k_const"] + ([kd.coarse] if kd.coarse != "k_ident" else [])
             return Step("map_key", (draw(st.sampled_from(names)),))
         if op == "map_n":
-            return Step("map_n", (draw(st.sampled_from(_N_FUNCS)), draw(st.sampled_from(["map", "map_values"]))))
+            funcs = [f for f in _N_FUNCS if not (m.int64_n and f == "n_big")]  # numpy int64 would overflow
+            return Step("map_n", (draw(st.sampled_from(funcs)), draw(st.sampled_from(["map", "map_values"]))))
         if op == "filter":
             return Step("filter", (draw(st.sampled_from(_PREDS)),))
         if op == "flat_map":

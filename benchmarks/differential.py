@@ -328,7 +328,8 @@ def _print(s: dict) -> None:
         flaky = " FLAKY: did not come back when run again; first seen as:\n" + d["first_seen"] if d.get("flaky") else ""
         print(f"\n-- {d['signature']} ({d['programs']} programs)\n{d['report']}{flaky}")
     if s.get("differences_not_shrunk"):
-        print(f"differences not shrunk (over --shrinks): {s['differences_not_shrunk']}")
+        print("differences not shrunk (the program's difference on another backend was, or over --shrinks): "
+              f"{s['differences_not_shrunk']}")
     if "pyspark" in s and isinstance(s["pyspark"], dict):
         p = s["pyspark"]
         print(f"\nPySpark: {p['programs']} programs, {p['seconds']} s; differences from the model by class:")

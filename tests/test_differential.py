@@ -24,7 +24,7 @@ from differential.harness import Runner
 from differential.programs import programs
 
 #: programs drawn in ``make test`` (each runs on every local backend): the bounded count
-PROGRAMS = 150
+PROGRAMS = 120
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))

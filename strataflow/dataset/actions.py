@@ -271,8 +271,8 @@ class ActionOps:
         return sum(self._run(part, description=f"sum {self.label}"), 0)
 
     def mean(self) -> float:
-        """The arithmetic mean of the records (vectorized on numeric ndarray partitions); ValueError
-        when empty.
+        """The arithmetic mean of the records (vectorized on numeric ndarray partitions); NaN
+        when empty (the mean of nothing; PySpark's ``RDD.mean`` says 0.0, as its layer does).
 
         >>> ctx.parallelize([1, 2, 3, 4]).mean()
         2.5

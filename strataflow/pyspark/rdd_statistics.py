@@ -8,6 +8,7 @@ than return the records.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence, TypeVar
 
 from strataflow.dataset.approximate import BoundedFloat
@@ -30,12 +31,15 @@ class RDDStatistics(RDDGroup[T]):
         return self.dataset.sum()
 
     def mean(self) -> float:
-        """The arithmetic mean of the records.
+        """The arithmetic mean of the records; 0.0 when empty, as PySpark's (its ``stats().mean()``).
 
         >>> sc.parallelize([1, 2, 3, 4]).mean()
         2.5
+        >>> sc.parallelize([]).mean()
+        0.0
         """
-        return self.dataset.mean()
+        value = self.dataset.mean()
+        return 0.0 if math.isnan(value) and self.dataset.is_empty() else value
 
     def max(self, key: Callable[[T], Any] | None = None) -> T:
         """The largest record (by ``key(record)`` when given).

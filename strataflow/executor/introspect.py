@@ -55,7 +55,6 @@ def process_cache_sizes() -> dict[str, int]:
     import gc
     import sys
 
-    from strataflow.scheduler import errors
     from strataflow.shipping import broadcast
     from strataflow.shipping import files
     from strataflow.shipping import source_slices
@@ -77,7 +76,8 @@ def process_cache_sizes() -> dict[str, int]:
         "workdirs_held": len(workdirs._held),
         # bounded by what they are keyed on: array descriptors (dtype, shape), exception types
         "layout_descriptors": _lru(layout._parse_desc),
-        "error_classes": _lru(errors._combined),
+        # the scheduler is a floor above: counted where this process has loaded it (the driver)
+        "error_classes": _lru(getattr(sys.modules.get("strataflow.scheduler.errors"), "_combined", None)),
     }
     # the shared store's per-process tables, where this process has used the store
     for mod, name, key in (("strataflow.store.blockfile", "_maps", "store_maps"),

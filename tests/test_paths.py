@@ -381,8 +381,8 @@ def test_pyspark_names_take_the_same_paths(logs, tmp_path, mem):
         sc.parallelize(["u", "v"], 2).saveAsTextFile(f"memory://{root}/out")
         assert sc.textFile(f"memory://{root}/out/part-*").collect() == ["u", "v"]
         assert sorted(sc.wholeTextFiles(f"memory://{root}/out").values().collect()) == ["u\n", "v\n"]
-        assert sc.binaryFiles(f"{logs}/part-1*").keys().collect() == [str(logs / "part-1.txt"),
-                                                                      str(logs / "part-10.txt")]
+        assert sc.binaryFiles(f"{logs}/part-1*").keys().collect() == [f"file:{logs}/part-1.txt",
+                                                                      f"file:{logs}/part-10.txt"]
         sc.parallelize([1, 2], 1).saveAsPickleFile(f"memory://{root}/pk")
         assert sc.pickleFile(f"memory://{root}/pk").collect() == [1, 2]
     _write(tmp_path / "nest" / "deep" / "x.txt", "deep\n")

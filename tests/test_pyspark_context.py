@@ -134,8 +134,25 @@ def test_binary_files_and_records(tmp_path):
     (tmp_path / "2.bin").write_bytes(b"xyzw")
     with SparkContext("local[2]", conf=conf()) as sc:
         files = dict(sc.binaryFiles(str(tmp_path)).collect())
-        assert files[str(tmp_path / "2.bin")] == b"xyzw"
+        assert files[f"file:{tmp_path / '2.bin'}"] == b"xyzw"
         assert sorted(sc.binaryRecords(str(tmp_path), 4).collect()) == [b"0000", b"0001", b"0002", b"0003", b"xyzw"]
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_whole_files_keys_are_hadoop_paths_from_the_drivers_directory(tmp_path, monkeypatch, backend):
+    """PySpark's keys: ``file:/abs/path`` for a local file, however the path was typed (a
+    relative one from the driver's working directory, whatever an executor's is)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("alpha")
+    (tmp_path / "in" / "b.txt").write_text("beta")
+    monkeypatch.chdir(tmp_path)
+    want = {f"file:{tmp_path}/in/a.txt": "alpha", f"file:{tmp_path}/in/b.txt": "beta"}
+    with SparkContext("local[2]", conf=conf().set("strataflow.backend", backend)) as sc:
+        assert dict(sc.wholeTextFiles("in").collect()) == want
+        assert dict(sc.wholeTextFiles(f"file://{tmp_path}/in/a.txt,in/b.txt").collect()) == want
+        assert dict(sc.wholeTextFiles("in/*.txt", use_unicode=False).collect()) == \
+            {k: v.encode() for k, v in want.items()}
+        assert dict(sc.binaryFiles("./in").collect()) == {k: v.encode() for k, v in want.items()}
 
 
 # The examples whose results depend on what travels between processes: functions,

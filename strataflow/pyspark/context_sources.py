@@ -10,9 +10,11 @@ wraps the dataset in an :class:`RDD`.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from strataflow.common.batch import iter_rows
+from strataflow.io.paths import split_paths
 from strataflow.pyspark.errors import unsupported
 from strataflow.pyspark.rdd import RDD
 
@@ -21,6 +23,20 @@ if TYPE_CHECKING:
     from strataflow.pyspark.conf import SparkConf
 
 _RECURSIVE_KEY = "spark.hadoop.mapreduce.input.fileinputformat.input.dir.recursive"
+_URL = ("://", "::", "file:")
+
+
+def _absolute(path: str) -> list[str]:
+    """Each local path of ``path`` (a path, a comma-joined list, a glob) made absolute here
+    on the driver, whose working directory is the one the user typed them in: an
+    executor's may differ (a Ray actor's does)."""
+    return [p if any(u in p for u in _URL) else os.path.abspath(os.path.expanduser(p)) for p in split_paths(path)]
+
+
+def _hadoop_key(name: str) -> str:
+    """A file's key as PySpark gives it: Hadoop's qualified path, ``file:/abs/path`` for a
+    local file, the URL itself for any other (``s3a://bucket/key``)."""
+    return "file:" + name if name.startswith("/") else name
 
 
 class SparkContextSources:
@@ -100,27 +116,32 @@ class SparkContextSources:
     def wholeTextFiles(self, path: str, minPartitions: int | None = None,
                        use_unicode: bool = True) -> RDD[tuple[str, str]]:
         """``(path, content)`` of every file of a directory (``Context.whole_text_files``), a record
-        each.
+        each; the path as PySpark gives it, ``file:/abs/path`` for a local file (a relative
+        path is taken from the driver's working directory).
 
         >>> import os
         >>> os.makedirs(tmp_dir + "/docs"); _ = open(tmp_dir + "/docs/a.txt", "w").write("hi")
-        >>> [(os.path.basename(p), text) for p, text in sc.wholeTextFiles(tmp_dir + "/docs").collect()]
-        [('a.txt', 'hi')]
+        >>> [(p.startswith("file:/"), os.path.basename(p), text) for p, text in sc.wholeTextFiles(tmp_dir + "/docs").collect()]
+        [(True, 'a.txt', 'hi')]
         """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        ds = self.ctx.whole_text_files(path, n, recursive=self._recursive())
-        return self._rdd(ds if use_unicode else ds.map_values(lambda s: s.encode("utf-8")))
+        ds = self.ctx.whole_text_files(_absolute(path), n, recursive=self._recursive())
+        if use_unicode:
+            return self._rdd(ds.map(lambda kv: (_hadoop_key(kv[0]), kv[1])))
+        return self._rdd(ds.map(lambda kv: (_hadoop_key(kv[0]), kv[1].encode("utf-8"))))
 
     def binaryFiles(self, path: str, minPartitions: int | None = None) -> RDD[tuple[str, bytes]]:
-        r"""``(path, bytes)`` of every file of a directory (or of one file), a record each.
+        r"""``(path, bytes)`` of every file of a directory (or of one file), a record each;
+        the path as ``wholeTextFiles`` gives it (``file:/abs/path``).
 
         >>> import os
         >>> os.makedirs(tmp_dir + "/bin"); _ = open(tmp_dir + "/bin/a.dat", "wb").write(bytes([1, 2]))
-        >>> [(os.path.basename(p), data) for p, data in sc.binaryFiles(tmp_dir + "/bin").collect()]
-        [('a.dat', b'\x01\x02')]
+        >>> [(p.startswith("file:/"), os.path.basename(p), data) for p, data in sc.binaryFiles(tmp_dir + "/bin").collect()]
+        [(True, 'a.dat', b'\x01\x02')]
         """
         n = self.defaultMinPartitions if minPartitions is None else minPartitions
-        return self._rdd(self.ctx.binary_files(path, n, recursive=self._recursive()))
+        ds = self.ctx.binary_files(_absolute(path), n, recursive=self._recursive())
+        return self._rdd(ds.map(lambda kv: (_hadoop_key(kv[0]), kv[1])))
 
     def pickleFile(self, name: str, minPartitions: int | None = None) -> RDD[Any]:
         """Records ``saveAsPickleFile`` wrote (a partition per part file; ``minPartitions``

@@ -1,85 +1,64 @@
-"""PySpark's own RDD doctests, as PySpark runs them (``pyspark/core/rdd.py``'s ``_test``:
-``doctest`` with ``ELLIPSIS`` against ``SparkContext("local[4]")`` with a checkpoint
-directory), taken from the installed ``pyspark`` and run on ``strataflow.pyspark``.
+"""PySpark's own RDD doctests on strataflow, run the way a user would run them:
+``tests/spark_examples/rdd_doctests.py`` is ``pyspark/core/rdd.py``'s ``_test()`` with its
+``SparkContext`` import pointed at ``strataflow.pyspark`` (the module's own globals, the
+default backend, ``local[4]``), in a fresh interpreter. ``pyspark`` is imported only to
+read the docstrings (no JVM starts); without it (``pip install strataflow[peers]``) this
+module is skipped, and ``test_pyspark_api.py`` still runs the vendored copies.
 
-The one change to them: ``from pyspark... import`` is ``from strataflow.pyspark import``,
-and their globals are ``strataflow.pyspark``'s names. ``pyspark`` is imported only to read
-the docstrings (no JVM starts); without it (``pip install strataflow[peers]``) this module
-is skipped, and ``test_pyspark_api.py`` still runs the vendored copies of the examples.
-
-Every doctest passes but ``STILL_FAILING``, the Hadoop formats: they write and read
-sequence and Hadoop files through the JVM's ``OutputFormat`` classes, which strataflow
-does not have (they raise UnsupportedOperation). The suite asserts that exact list, so a
-doctest that starts failing fails it, and so does one of these that starts passing.
-``foreach`` and ``foreachPartition`` run on executor processes, as ``local[4]`` does by
-default: PySpark documents their prints as not reaching the driver's output.
+Under PySpark's test set-up (``PYTHONHASHSEED=0``, which ``bin/pyspark`` exports for its
+tests and ``spark-submit`` for every program) every doctest passes but ``HADOOP``: they
+write and read sequence and Hadoop files through the JVM's ``OutputFormat`` classes,
+which strataflow does not have (they raise UnsupportedOperation). Without the seed,
+PySpark's own ``portable_hash`` (a global of the module, not strataflow's) refuses to hash
+a string, and its doctest fails too. The suite asserts those exact lists, so a doctest
+that starts failing fails it, and so does one of these that starts passing.
 """
 
 from __future__ import annotations
 
-import doctest
+import json
 import os
 import re
+import subprocess
 import sys
-import tempfile
+from pathlib import Path
 
 import pytest
 
-import strataflow.pyspark as sp
-from strataflow.pyspark import SparkConf, SparkContext
+pytest.importorskip("pyspark.core.rdd", reason="PySpark 4 is not installed (strataflow[peers])")
 
-pyspark_rdd = pytest.importorskip("pyspark.core.rdd", reason="PySpark 4 is not installed (strataflow[peers])")
-
-STILL_FAILING = {"RDD.saveAsHadoopDataset", "RDD.saveAsHadoopFile", "RDD.saveAsNewAPIHadoopDataset",
-                 "RDD.saveAsNewAPIHadoopFile", "RDD.saveAsSequenceFile"}
-ON_PROCESSES = {"RDD.foreach", "RDD.foreachPartition"}
-_IMPORT = re.compile(r"\bfrom pyspark(?:\.\w+)* import\b")
+RUNNER = Path(__file__).parent / "spark_examples" / "rdd_doctests.py"
+HADOOP = {"RDD.saveAsHadoopDataset", "RDD.saveAsHadoopFile", "RDD.saveAsNewAPIHadoopDataset",
+          "RDD.saveAsNewAPIHadoopFile", "RDD.saveAsSequenceFile"}
 
 
-def pyspark_doctests() -> dict[str, doctest.DocTest]:
-    """The module's doctests by qualified name (``RDD.map``, ``portable_hash``), imports
-    pointed at strataflow.pyspark."""
-    out = {}
-    for test in doctest.DocTestFinder().find(pyspark_rdd):
-        if not test.examples:
-            continue
-        for ex in test.examples:
-            ex.source = _IMPORT.sub("from strataflow.pyspark import", ex.source)
-        out[test.name[len(pyspark_rdd.__name__) + 1:]] = test
-    return out
+def run_doctests(tmp_path: Path, seed: str | None) -> tuple[dict, str]:
+    """The runner's JSON summary and doctest's report, from ``tmp_path`` (relative paths
+    the doctests write land there)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    if seed is not None:
+        env["PYTHONHASHSEED"] = seed
+    proc = subprocess.run([sys.executable, str(RUNNER)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    *report, summary = proc.stdout.rstrip("\n").split("\n")
+    return json.loads(summary), "\n".join(report)
 
 
-def run(test: doctest.DocTest, sc: SparkContext) -> str | None:
-    """None when ``test`` passes, else doctest's report."""
-    test.globs = {**{name: getattr(sp, name) for name in sp.__all__}, "sc": sc, "os": os, "tempfile": tempfile,
-                  "sys": sys}
-    report: list[str] = []
-    result = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS).run(test, out=report.append)
-    return "".join(report) if result.failed else None
+def first_failure(report: str, name: str) -> str:
+    """doctest's report of the first failing example of doctest ``name``."""
+    blocks = report.split("*" * 70)
+    return next(b for b in blocks if re.search(rf"in pyspark\.core\.rdd\.{re.escape(name)}\n", b))
 
 
-def spark_context(backend: str, checkpoint_dir: str) -> SparkContext:
-    sc = SparkContext("local[4]", "PythonTest", conf=SparkConf().set("strataflow.backend", backend)
-                      .set("strataflow.progress", "false"))
-    sc.setCheckpointDir(checkpoint_dir)
-    return sc
-
-
-def test_pysparks_rdd_doctests_pass_but_the_hadoop_formats(tmp_path):
-    tests = pyspark_doctests()
-    assert len(tests) >= 90, sorted(tests)  # PySpark 4.x documents about a hundred
-    failures: dict[str, str] = {}
-    for backend, names in (("threads", sorted(set(tests) - ON_PROCESSES)), ("processes", sorted(ON_PROCESSES))):
-        sc = spark_context(backend, str(tmp_path / backend))
-        try:
-            for name in names:
-                report = run(tests[name], sc)
-                if report is not None:
-                    failures[name] = report
-        finally:
-            sc.stop()
-    unexpected = {n: r for n, r in failures.items() if n not in STILL_FAILING}
-    assert not unexpected, "\n".join(unexpected.values())
-    assert set(failures) == STILL_FAILING, f"now passing: {sorted(STILL_FAILING - set(failures))}"
-    for name in STILL_FAILING:  # failing for the one reason documented above
-        assert "UnsupportedOperation" in failures[name] and "Hadoop" in failures[name], failures[name]
+@pytest.mark.parametrize("seed", ["0", None], ids=["PySpark's set-up", "no PYTHONHASHSEED"])
+def test_pysparks_rdd_doctests_as_a_user_runs_them(tmp_path, seed):
+    summary, report = run_doctests(tmp_path, seed)
+    assert summary["tests"] >= 100, summary  # PySpark 4.x documents about a hundred
+    expected = HADOOP if seed == "0" else HADOOP | {"portable_hash"}
+    assert set(summary["failed"]) == expected, report[-6000:]
+    for name in HADOOP:  # failing for the one reason documented above
+        first = first_failure(report, name)
+        assert "UnsupportedOperation" in first and "Hadoop" in first, first
+    if seed is None:
+        assert "PYTHON_HASH_SEED_NOT_SET" in first_failure(report, "portable_hash")

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from strataflow import cli_types as arg
 from strataflow.config import ConfigError, parse_size
 from strataflow.config.backends import BACKENDS, local_backends
 from strataflow.storage.disk.tier_text import parse_tier_text
@@ -114,9 +115,10 @@ def _check_run_options(args: argparse.Namespace):
     from strataflow.storage.blocks.serde import get_serializer
     from strataflow.workloads.api import workload_module
 
-    level = StorageLevel.parse(args.level)
-    get_serializer(args.serializer)
-    Config.build(memory="1GB" if args.memory == "auto" else args.memory, **_context_options(args))
+    with arg.flag_errors(_flags()):
+        level = StorageLevel.parse(args.level)
+        get_serializer(args.serializer)
+        Config.build(memory="1GB" if args.memory == "auto" else args.memory, **_context_options(args))
     module = workload_module(args.workload)
     accepted = inspect.signature(module.gen).parameters
     unknown = [k for k in _params(args.set) if k not in accepted]
@@ -128,6 +130,15 @@ def _check_run_options(args: argparse.Namespace):
         if not os.path.isdir(folder):
             raise ValueError(f"--json: folder {folder!r} of {args.json!r} does not exist")
     return level
+
+
+def _flags() -> dict[str, str]:
+    """The flag of ``run`` that sets each Context option a check may name at the start of
+    its message (``mmap_memory: ...`` is ``--mmap-memory`` here)."""
+    from strataflow.config.options import OPTIONS
+
+    flags = {opt.name: opt.flag.option_string(opt.name) for opt in OPTIONS if opt.flag is not None}
+    return {**flags, "memory": "--memory", "storage level": "--level", "serializer": "--serializer"}
 
 
 def _cache_summary(report: dict) -> Table:
@@ -167,8 +178,8 @@ def parse_tier(text: str) -> dict:
     """One ``--tier`` -> a ``Context(tiers=[...])`` entry (the forms: ``storage/disk/tier_text.py``)."""
     try:
         return parse_tier_text(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    except ConfigError as exc:  # argparse names the option itself: "argument --tier: ..."
+        raise argparse.ArgumentTypeError(arg.unprefixed(str(exc), "--tier")) from None
 
 
 def _context_options(args: argparse.Namespace) -> dict:
@@ -191,7 +202,7 @@ def _add_option_flags(parser: argparse.ArgumentParser) -> None:
     table says this module declares itself (``--backend``, ``--tier``)."""
     from strataflow.config.options import OPTIONS
 
-    value_types: dict[str, Any] = {"text": None, "count": _positive(int)}
+    value_types: dict[str, Any] = {"text": None, "count": arg.positive(int)}
     for opt in OPTIONS:
         flag = opt.flag
         if flag is None or flag.in_cli:
@@ -300,31 +311,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(kind: type, zero: bool = False) -> Callable[[str], Any]:
-    """An argparse type: a number of ``kind`` greater than zero (``--pressure 0`` would
-    divide by zero, ``--partitions 0`` silently run with the default), or at least zero
-    with ``zero`` (``bench --repeat 0`` only summarizes --pool files)."""
-    bound = ">= 0" if zero else "> 0"
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__} {bound}, got {text!r}") from None
-        if not (value >= 0 if zero else value > 0) or value != value or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be {bound} (and finite), got {text!r}")
-        return value
-
-    parse.__name__ = f"{'non-negative' if zero else 'positive'} {kind.__name__}"
-    return parse
-
-
-def _size(text: str) -> str:
-    if text != "auto":
-        parse_size(text, "--memory")
-    return text
-
-
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Help that shows each option's default where it has one (argparse's
     ``ArgumentDefaultsHelpFormatter`` would also print "(default: None)" and repeat the
@@ -356,11 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def data_options(sp, default_size: str) -> None:
-        sp.add_argument("--size", default=default_size, help="approximate data size, e.g. 300MB")
-        sp.add_argument("--points", type=_positive(int), default=None,
+        sp.add_argument("--size", type=arg.size(zero_ok=False), default=default_size, help="approximate data size, e.g. 300MB")
+        sp.add_argument("--points", type=arg.positive(int), default=None,
                         help="number of points (workloads that have points; instead of --size)")
         sp.add_argument("--format", default="text", choices=["text", "npy", "parquet"], help="the data's file format")
-        sp.add_argument("--seed", type=int, default=0, help="the generator's seed (the same data for the same seed)")
+        sp.add_argument("--seed", type=arg.integer, default=0, help="the generator's seed (the same data for the same seed)")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="a workload-specific generator option")
 
     g = sub.add_parser("gen", help="generate a data set", description="Generate a workload's data set.",
@@ -384,13 +370,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--level", default="MEMORY_AND_DISK",
                    help="storage level of the persisted datasets (a Spark level, a mapped level or AUTO)")
     r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd (default: auto, by the data's kind)")
-    r.add_argument("--memory", type=_size, default="auto",
+    r.add_argument("--memory", type=arg.size(auto=True), default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
-    r.add_argument("--pressure", type=_positive(float), default=4.0, help="with --memory auto: data size / memory budget")
-    r.add_argument("--iterations", type=_positive(int), default=None, help="iterations (default: the workload's)")
+    r.add_argument("--pressure", type=arg.positive(float), default=4.0, help="with --memory auto: data size / memory budget")
+    r.add_argument("--iterations", type=arg.positive(int), default=None, help="iterations (default: the workload's)")
     r.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="where tasks run (default: processes when parallelism > 1; ray: Ray actors, pip install strataflow[ray])")
-    r.add_argument("--partitions", type=_positive(int), default=None,
+    r.add_argument("--partitions", type=arg.positive(int), default=None,
                    help="partitions of the input (default: the workload's, 4 x parallelism for K-means)")
     r.add_argument("--json", default=None, help="write the run's report as JSON here")
     r.add_argument("--no-check", action="store_true",
@@ -405,9 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="reproduce a paper experiment: levels, serde, devices, pressure; or auto "
                                      "(AUTO beside every fixed level); or scale (inputs many times memory)")
     b.add_argument("experiment", choices=["levels", "serde", "devices", "pressure", "auto", "scale"])
-    b.add_argument("--scale", type=_positive(float), default=None,
+    b.add_argument("--scale", type=arg.positive(float), default=None,
                    help="data size factor (default 1 = the paper-like sizes; with --repeat 0, the --pool files')")
-    b.add_argument("--repeat", type=_positive(int, zero=True), default=3,
+    b.add_argument("--repeat", type=arg.positive(int, zero=True), default=3,
                    help="repeats to run (0: none, only summarize the --pool files)")
     b.add_argument("--pool", action="append", default=None, metavar="RESULTS",
                    help="add the runs of an earlier bench of the same experiment, scale and backend "
@@ -417,33 +403,33 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "comma list (the flag may also be repeated)")
     b.add_argument("--out", required=True)
     b.add_argument("--data-dir", default=None, help="where generated data are kept (default: OUT/data)")
-    b.add_argument("--parallelism", type=_positive(int), default=2)
+    b.add_argument("--parallelism", type=arg.positive(int), default=2)
     b.add_argument("--backend", choices=local_backends(), default=None,
                    help="where the runs' tasks run (default: the Context's, processes when parallelism > 1); "
                         "threads is the quieter measure on a machine with few cores")
-    b.add_argument("--warmup", type=_positive(int, zero=True), default=None,
+    b.add_argument("--warmup", type=arg.positive(int, zero=True), default=None,
                    help="untimed runs of a configuration just before each of its timed runs (default 1; with "
                         "--repeat 0, the --pool files'): the timed run finds the memory its own kind of run "
                         "left, not whatever the run before it left")
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
-    b.add_argument("--threads", default=None, help="devices: comma-separated thread counts")
+    b.add_argument("--threads", type=arg.number_list(int, "1,4"), default=None, help="devices: comma-separated thread counts")
     b.add_argument("--workloads", default=None, help="pressure, auto, scale: comma-separated workloads "
                    "(auto also takes kmeans-npy: K-means over an .npy source)")
-    b.add_argument("--pressures", default=None, help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
-    b.add_argument("--levels", default=None, help="auto: comma-separated levels beside AUTO")
+    b.add_argument("--pressures", type=arg.number_list(float, "0.5,2,4,8"), default=None, help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
+    b.add_argument("--levels", type=arg.levels, default=None, help="auto: comma-separated levels beside AUTO")
     b.add_argument("--policies", default=None, help="pressure, scale: comma-separated policies (default: all)")
-    b.add_argument("--budget", default=None,
+    b.add_argument("--budget", type=arg.size(zero_ok=False), default=None,
                    help="scale: the memory budget every run gets (default 256MB); inputs are multiples of it")
-    b.add_argument("--sizes", default=None,
+    b.add_argument("--sizes", type=arg.number_list(float, "1,4,16"), default=None,
                    help="scale: comma-separated input sizes as multiples of the budget (default 1,4,16 and then "
                         "64, 256, ... while they fit in 60%% of the free disk)")
-    b.add_argument("--time-limit", type=_positive(float), default=None,
+    b.add_argument("--time-limit", type=arg.positive(float), default=None,
                    help="scale: seconds a peer's run may take before it is stopped and reported (default 1200)")
     b.set_defaults(func=cmd_bench)
 
     pr = sub.add_parser("probe", help="measure a directory's sequential bandwidth, cold and warm")
     pr.add_argument("dir")
-    pr.add_argument("--size", default="256MB")
+    pr.add_argument("--size", type=arg.size(zero_ok=False), default="256MB", help="bytes to write and read")
     pr.set_defaults(func=cmd_probe)
 
     from strataflow.simulate import KINDS
@@ -451,8 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("simulate", help="replay block accesses against every policy, Belady's opt and an unbounded cache")
     sm.add_argument("event_log", nargs="?", default=None, help="a run's JSON-lines event log (run --event-log)")
     sm.add_argument("--synthetic", choices=KINDS, default=None, help="a synthetic trace instead of a log")
-    sm.add_argument("--pressure", type=_positive(float), default=4.0, help="with --synthetic: cached data / memory")
-    sm.add_argument("--memory", default=None, help="memory budget for a log replay, shared evenly among the run's "
+    sm.add_argument("--pressure", type=arg.positive(float), default=4.0, help="with --synthetic: cached data / memory")
+    sm.add_argument("--memory", type=arg.size(zero_ok=False), default=None, help="memory budget for a log replay, shared evenly among the run's "
                     "executors as Context(memory=...) shares it; each executor's reads are replayed against its "
                     "own share and the counts summed (default: the log's)")
     sm.add_argument("--policies", default=None, help="comma-separated policies (default: all)")

@@ -178,17 +178,61 @@ def test_memory_split_and_auto_levels_are_shown(tmp_path):
     assert heap.last + mapped.last == 8 * MB and mapped.last == MB + MB // 2
 
 
-def test_missing_plots_extra_is_named(monkeypatch, tmp_path, capsys):
-    from strataflow.report import charts
+HINT = "charts need matplotlib: pip install 'strataflow[plots]'"
+CHARTED = ("timeline", "occupancy", "moves", "memory-split", "hits", "simulator")  # the sections with a chart
 
-    log = tmp_path / "a.jsonl"
-    log.write_text('{"event": "JobStart", "time": 1.0}\n')
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+
+def _page_without_charts(html: str) -> None:
+    """Every table and figure, and the hint in place of each chart; no image."""
+    import html as html_lib
+
+    assert "<img" not in html
+    for sid in CHARTED:
+        section = html.split(f'<section id="{sid}">')[1].split("</section>")[0]
+        assert f'<p class="nochart">{html_lib.escape(HINT)}</p>' in section, sid
+    for table in ("summary-table", "stage-table", "simulator-table"):
+        assert f'id="{table}"' in html, table
+    assert 'data-key="startup_s" data-value="2.0"' in html and 'data-key="tasks" data-value="4"' in html
+
+
+def test_without_matplotlib_the_page_has_every_table_and_a_hint_for_each_chart(monkeypatch, tmp_path, capsys):
+    from strataflow.report import charts
+    from test_report_axes import small_run_events, write_log
+
+    log = write_log(tmp_path / "a.jsonl", small_run_events())
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it fails, as when it is not installed
+    assert not charts.available()
     with pytest.raises(ImportError, match=r"strataflow\[plots\]"):
         charts.pyplot()
-    assert cli_main(["report", str(log), "--out", str(tmp_path / "o")]) == 2
-    assert "strataflow[plots]" in capsys.readouterr().err.replace("\n", "")
-    assert not (tmp_path / "o").exists()  # nothing written without the extra
+    result = render_report(log, tmp_path / "o")
+    assert result["charts"] == {} and not list((tmp_path / "o").glob("*.png"))
+    assert capsys.readouterr().out.count(HINT) == 1  # said once, on stdout
+    _page_without_charts((tmp_path / "o" / "report.html").read_text(encoding="utf-8"))
+
+
+def test_the_installed_command_without_matplotlib_writes_the_page_and_exits_0(tmp_path):
+    """``strataflow report`` as a user runs it, in a Python where ``import matplotlib``
+    fails (a package of that name that raises ImportError, first on the path)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from test_report_axes import small_run_events, write_log
+
+    command = Path(sys.executable).parent / "strataflow"  # the console script installed beside this Python
+    assert command.exists(), command
+    blocker = tmp_path / "block" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("No module named \'matplotlib\' (blocked by a test)")\n')
+    log = write_log(tmp_path / "a.jsonl", small_run_events())
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "block")}
+    check = subprocess.run([sys.executable, "-c", "import matplotlib"], env=env, capture_output=True, text=True)
+    assert check.returncode != 0 and "blocked by a test" in check.stderr  # the block holds
+    r = subprocess.run([str(command), "report", log, "--out", str(tmp_path / "o")], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(HINT) == 1, r.stdout
+    _page_without_charts((tmp_path / "o" / "report.html").read_text(encoding="utf-8"))
 
 
 # The check in a real browser (Chromium) is benchmarks/report_browser.py: a fresh machine has no

@@ -50,7 +50,7 @@ def run(tmp_path_factory):
     figures: dict[str, object] = {}
     real_save = charts._save
 
-    def keep(fig, path):  # every chart's texts, legends and x range, read before it is saved
+    def keep(fig, path, **kw):  # every chart's texts, legends and x range, read before it is saved
         from matplotlib.text import Text
 
         fig.canvas.draw()
@@ -59,7 +59,7 @@ def run(tmp_path_factory):
             "axes": [(ax.get_xlim(), ax.get_window_extent(), [leg.get_window_extent() for leg in [ax.get_legend()]
                       if leg is not None], [p.get_window_extent() for p in ax.patches]) for ax in fig.axes],
         }
-        return real_save(fig, path)
+        return real_save(fig, path, **kw)
 
     mp = pytest.MonkeyPatch()
     mp.setattr(charts, "_save", keep)
@@ -159,14 +159,24 @@ def test_legends_are_off_the_bars(run):
     assert checked > 0  # the simulator's and the hits chart's legends against their bars
 
 
-def test_the_timeline_spans_the_application(run):
+def test_the_time_charts_span_the_work(run):
+    """The summary's duration is the application's first event to its last; the time
+    charts run from the first task to the last job's end (a 1% margin each side), the
+    executors' start-up before it a figure in the summary."""
     events = [json.loads(line) for line in open(run["log"], encoding="utf-8")]
-    span = max(e["time"] for e in events) - min(e["time"] for e in events)
+    t0 = min(e["time"] for e in events)
+    span = max(e["time"] for e in events) - t0
+    first_task = min(e["time"] for e in events if e["event"] == "TaskStart") - t0
+    last_job = max(e["time"] for e in events if e["event"] in ("JobEnd", "StageEnd", "TaskEnd")) - t0
+    ready = next(e["time"] for e in events if e["event"] == "ExecutorsStarted") - t0
     got = _summary(run["html"])
     assert float(got["duration_s"]) == pytest.approx(span, abs=1e-5)
+    assert float(got["startup_s"]) == pytest.approx(ready, abs=1e-5)
+    margin = max((last_job - first_task) * 0.01, 5e-4)
     for name in ("timeline.png", "occupancy.png", "moves.png"):
         for (lo, hi), *_ in run["figures"][name]["axes"]:
-            assert lo == 0.0 and hi == pytest.approx(span, abs=1e-5), name
+            assert lo == pytest.approx(max(0.0, first_task - margin), abs=1e-5), name
+            assert hi == pytest.approx(last_job + margin, abs=1e-5), name
 
 
 def test_cli_simulate_replays_per_executor(run, tmp_path, capsys):

@@ -6,7 +6,11 @@ y axes start at zero, both axes say what they measure and in which unit, every s
 is in a legend outside the axes (never over the data), bars are wide enough to see,
 bytes are in MiB (2**20 bytes, as ``strataflow run`` prints), datasets are named
 ``name#id`` as the CLI names them, and time is seconds since the application's first
-event, up to its last, the same on every chart.
+event, over one window shared by every time chart: from the first task to the work's last
+event (``window.time_window``), so executor start-up and the driver's time after the last
+job do not squeeze the work into a sliver.
+
+Without matplotlib, ``available()`` is False and the page is written without charts.
 """
 
 from __future__ import annotations
@@ -20,13 +24,26 @@ from strataflow.io.output_files import output_file_mode
 from strataflow.report.occupancy import MOVES, Occupancy, Series
 from strataflow.report.stages import StageRow
 from strataflow.report.timeline import Timeline
+from strataflow.report.window import Window
 
-__all__ = ["pyplot", "timeline_chart", "occupancy_chart", "moves_chart", "split_chart", "hits_chart",
-           "simulator_chart"]
+__all__ = ["HINT", "available", "pyplot", "timeline_chart", "occupancy_chart", "moves_chart", "split_chart",
+           "hits_chart", "simulator_chart"]
 
 MIB = 1 << 20  # the unit of every byte figure on the page, as `strataflow run` prints
 TIME_LABEL = "seconds since the application started"
+#: the time charts' margins in inches, left (slot names) and right (legends): one plot area for all
+TIME_WIDTH_IN, TIME_LEFT_IN, TIME_RIGHT_IN = 11.0, 1.45, 2.75
+HINT = "charts need matplotlib: pip install 'strataflow[plots]'"
 LOCATION_TITLE = {"memory": "memory (heap cache)", "mapped": "mapped region files"}
+
+
+def available() -> bool:
+    """Whether matplotlib can be imported (the ``plots`` extra is installed)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def pyplot() -> Any:
@@ -34,17 +51,18 @@ def pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("strataflow report draws its charts with matplotlib: pip install 'strataflow[plots]'") \
-            from None
+        raise ImportError(f"strataflow report draws its charts with matplotlib; {HINT}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
 
 
-def _save(fig: Any, path: str) -> str:
+def _save(fig: Any, path: str, layout: bool = True) -> str:
+    """Saves ``fig`` as a PNG (laid out tight, unless ``layout`` is False: already laid out)."""
     plt = pyplot()
-    fig.tight_layout()
+    if layout:
+        fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})  # no tool's web address in the file
     os.chmod(path, output_file_mode())  # a user's output: at most 0644 whatever the umask
     plt.close(fig)
@@ -64,12 +82,32 @@ def _steps(series: list[Series], end: float) -> tuple[np.ndarray, np.ndarray]:
     return times, rows
 
 
-def timeline_chart(tl: Timeline, path: str) -> str:
+def _aligned(fig: Any) -> Any:
+    """A time chart laid out with the same plot area left and right as every other: the
+    charts stack on the page, and one time must sit at one place on all of them (a
+    tight layout would size each plot area by its own labels and legend)."""
+    fig.tight_layout()
+    width = fig.get_figwidth()
+    fig.subplots_adjust(left=TIME_LEFT_IN / width, right=1 - TIME_RIGHT_IN / width)
+    return fig
+
+
+def _time_axis(ax: Any, window: Window) -> None:
+    """The shared time axis: the window's limits, and a label that says what is left out."""
+    ax.set_xlim(*window.limits())
+    left = [f"executor start-up {window.startup:,.2f} s"] if window.startup is not None else []
+    if window.after >= 0.005:
+        left.append(f"{window.after:,.2f} s after the work")
+    ax.set_xlabel(TIME_LABEL + ", from the first task to the end of the work"
+                  + (f"\n(not drawn: {'; '.join(left)})" if left else ""))
+
+
+def timeline_chart(tl: Timeline, window: Window, path: str) -> str:
     """Jobs and stages on top, then one row per executor slot with its tasks as bars
-    (coloured by stage; failed or unfinished tasks in red, hatched)."""
+    (coloured by stage; failed or unfinished tasks in red, hatched), over ``window``."""
     plt = pyplot()
     rows = len(tl.slots)
-    fig, (top, ax) = plt.subplots(2, 1, sharex=True, figsize=(11, 1.6 + 0.35 * max(rows, 2) + 1.2),
+    fig, (top, ax) = plt.subplots(2, 1, sharex=True, figsize=(TIME_WIDTH_IN, 1.6 + 0.35 * max(rows, 2) + 1.2),
                                   gridspec_kw={"height_ratios": [1.1, max(1.5, 0.35 * rows)]})
     cmap = plt.get_cmap("tab20")
     stage_ids = list(dict.fromkeys(sp.key.get("stage_id") for sp in tl.stages))
@@ -80,15 +118,9 @@ def timeline_chart(tl: Timeline, path: str) -> str:
     for sp in tl.stages:
         top.broken_barh([(sp.start, max(sp.seconds, 1e-4))], (0.1, 0.8),
                         facecolors=colour.get(sp.key.get("stage_id"), "grey"), edgecolor="black", linewidth=0.5)
-        if tl.duration and sp.seconds > tl.duration / 40:
+        if window.seconds and sp.seconds > window.seconds / 40:
             top.text(sp.start + sp.seconds / 2, 0.5, str(sp.key.get("stage_id")), ha="center", va="center",
                      fontsize=7)
-    if tl.startup is not None and tl.startup.seconds > tl.duration / 100:
-        top.broken_barh([(tl.startup.start, tl.startup.seconds)], (1.1, 0.8), facecolors="#cccccc",
-                        edgecolor="grey", hatch="..")
-    if tl.startup is not None and tl.startup.seconds > tl.duration / 8:
-        top.text(tl.startup.start + tl.startup.seconds / 2, 1.5, "executors starting", ha="center", va="center",
-                 fontsize=7)
     top.set_yticks([0.5, 1.5], ["stages", "jobs"])
     top.set_ylim(0, 2)
     top.set_title("jobs, stages (numbered) and tasks per executor slot")
@@ -103,23 +135,23 @@ def timeline_chart(tl: Timeline, path: str) -> str:
                        edgecolor="black", linewidth=0.3, hatch="//" if bad else None)
     ax.set_yticks([i + 0.5 for i in range(rows)], [f"executor {ex} slot {s}" for ex, s in tl.slots], fontsize=8)
     ax.set_ylim(max(rows, 1), 0)  # the first slot on top
-    ax.set_xlim(0, max(tl.duration, 1e-3))
-    ax.set_xlabel(TIME_LABEL)
+    _time_axis(ax, window)
     ax.set_ylabel("executor slot")
     if failed:
         from matplotlib.patches import Patch
 
         ax.legend(handles=[Patch(facecolor="#c44e52", hatch="//", label="failed or unfinished task")],
                   loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # off the bars
-    return _save(fig, path)
+    return _save(_aligned(fig), path, layout=False)
 
 
-def occupancy_chart(occ: Occupancy, end: float, path: str) -> str:
+def occupancy_chart(occ: Occupancy, window: Window, path: str) -> str:
     """One panel per location (memory, each disk tier, mapped files): bytes held per
-    dataset, stacked, over time; the memory panel with the memory budget."""
+    dataset, stacked, over ``window``; the memory panel with the memory budget."""
+    end = window.end
     plt = pyplot()
     locs = occ.locations
-    fig, axes = plt.subplots(len(locs), 1, sharex=True, figsize=(11, 2.3 * len(locs) + 0.6), squeeze=False)
+    fig, axes = plt.subplots(len(locs), 1, sharex=True, figsize=(TIME_WIDTH_IN, 2.3 * len(locs) + 0.6), squeeze=False)
     cmap = plt.get_cmap("tab10")
     colours = {ds: cmap(i % 10) for i, ds in enumerate(occ.datasets)}
     for ax, loc in zip(axes[:, 0], locs):
@@ -142,51 +174,52 @@ def occupancy_chart(occ: Occupancy, end: float, path: str) -> str:
         ax.set_title(LOCATION_TITLE.get(loc, f"disk tier {loc!r}"), fontsize=10, loc="left")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        else:
+        if not any(row.any() for row in rows):
             ax.text(0.5, 0.5, "nothing held here", transform=ax.transAxes, ha="center", color="grey")
-    axes[-1, 0].set_xlim(0, max(end, 1e-3))
-    axes[-1, 0].set_xlabel(TIME_LABEL)
+    _time_axis(axes[-1, 0], window)
     fig.suptitle("cache occupancy per dataset and tier", fontsize=11)
-    return _save(fig, path)
+    return _save(_aligned(fig), path, layout=False)
 
 
-def moves_chart(occ: Occupancy, end: float, path: str) -> str:
+def moves_chart(occ: Occupancy, window: Window, path: str) -> str:
     """Cumulative MiB moved by kind (dropped, re-cached, prefetched, promoted, demoted)."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(11, 3.6))
+    fig, ax = plt.subplots(figsize=(TIME_WIDTH_IN, 3.6))
     styles = dict(zip(MOVES, ["#c44e52", "#dd8452", "#55a868", "#4c72b0", "#8172b3"]))
-    times, rows = _steps([occ.moves[m] for m in MOVES], end)
+    times, rows = _steps([occ.moves[m] for m in MOVES], window.end)
     for m, row in zip(MOVES, rows):
         ax.step(times, row / MIB, where="post", color=styles[m], linewidth=2, label=f"{m}: {row[-1] / MIB:,.1f} MiB")
     top = float(rows.max() / MIB) if rows.size else 0.0
     ax.set_ylim(0, top * 1.12 if top > 0 else 1)
-    return _finish_timed(fig, ax, end, "MiB moved so far (cumulative)",
+    if top == 0:
+        ax.text(0.5, 0.5, "nothing moved", transform=ax.transAxes, ha="center", color="grey")
+    return _finish_timed(fig, ax, window, "MiB moved so far (cumulative)",
                          "bytes moved between memory and disk, and between disk tiers", path)
 
 
-def _finish_timed(fig, ax, end: float, ylabel: str, title: str, path: str) -> str:
-    """A chart over the run's time: x from 0 to the end, labels, title, the legend
+def _finish_timed(fig, ax, window: Window, ylabel: str, title: str, path: str) -> str:
+    """A chart over the run's time: x over the window, labels, title, the legend
     right of the axes; saved."""
-    ax.set_xlim(0, max(end, 1e-3))
-    ax.set_xlabel(TIME_LABEL)
+    _time_axis(ax, window)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside the axes: off the data
-    return _save(fig, path)
+    return _save(_aligned(fig), path, layout=False)
 
 
-def split_chart(occ: Occupancy, end: float, path: str) -> str:
+def split_chart(occ: Occupancy, window: Window, path: str) -> str:
     """The dynamic memory split: heap and mapped shares of the budget, stacked."""
     plt = pyplot()
     assert occ.split is not None
-    fig, ax = plt.subplots(figsize=(11, 3.2))
-    times, (heap, mapped, budget) = _steps([occ.split["heap"], occ.split["mapped"], occ.split["budget"]], end)
+    fig, ax = plt.subplots(figsize=(TIME_WIDTH_IN, 3.2))
+    times, (heap, mapped, budget) = _steps([occ.split["heap"], occ.split["mapped"], occ.split["budget"]],
+                                           window.end)
     ax.fill_between(times, 0, heap / MIB, step="post", color="#4c72b0", alpha=0.85, label="heap (execution + cache)")
     ax.fill_between(times, heap / MIB, (heap + mapped) / MIB, step="post", color="#55a868", alpha=0.85,
                     label="mapped pages (page cache of mapped blocks)")
     ax.step(times, budget / MIB, where="post", color="black", linestyle="--", label="budget")
     ax.set_ylim(0, max(float(budget.max()), float((heap + mapped).max())) / MIB * 1.12 or 1)
-    return _finish_timed(fig, ax, end, "MiB (all executors)",
+    return _finish_timed(fig, ax, window, "MiB (all executors)",
                          "memory split between heap and mapped pages (MemorySplitMoved)", path)
 
 

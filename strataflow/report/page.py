@@ -24,6 +24,7 @@ table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f0f0f0; } img { max-width: 100%; border: 1px solid #eee; }
+p.nochart { border: 1px dashed #aaa; padding: 1em; color: #555; background: #fafafa; }
 p.note { color: #555; font-size: 0.9em; } nav a { margin-right: 1em; }
 """
 
@@ -31,13 +32,15 @@ p.note { color: #555; font-size: 0.9em; } nav a { margin-right: 1em; }
 @dataclass
 class Section:
     """One part of the page: an id (its anchor), a title, an explanation, a chart (a PNG
-    path, or None) and any extra HTML (tables)."""
+    path, or None), any extra HTML (tables), and ``missing``: why a chart that belongs
+    here was not drawn (shown in its place)."""
 
     id: str
     title: str
     note: str
     png: str | None = None
     extra: str = ""
+    missing: str = ""
 
 
 def _img(path: str, alt: str) -> str:
@@ -112,7 +115,8 @@ def render_page(title: str, subtitle: str, sections: list[Section]) -> str:
     nav = "".join(f'<a href="#{s.id}">{html.escape(s.title)}</a>' for s in sections)
     body = []
     for s in sections:
-        img = _img(s.png, s.title) if s.png else ""
+        img = (_img(s.png, s.title) if s.png else
+               f'<p class="nochart">{html.escape(s.missing)}</p>' if s.missing else "")
         body.append(f'<section id="{s.id}"><h2>{html.escape(s.title)}</h2><p class="note">{html.escape(s.note)}</p>'
                     f"{img}{s.extra}</section>")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'

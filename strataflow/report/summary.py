@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from strataflow.report.occupancy import Occupancy
 from strataflow.report.stages import hit_ratio
 from strataflow.report.timeline import Timeline
+from strataflow.report.window import Window
 
 __all__ = ["Row", "summary_rows"]
 
@@ -38,9 +39,24 @@ def _budget(app: dict) -> str:
     return _mib(app["memory"]) + (f" ({n} executors, {_mib(each)} each)" if n > 1 and each else "")
 
 
-def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: dict) -> list[Row]:
+def window_rows(window: Window) -> list[Row]:
+    """What the time charts show and leave out: the span they draw (first task to the
+    work's end), the executors' start-up before it and the time after it."""
+    rows = [Row("window_s", "charted (first task to the end of the work)", round(window.seconds, 6),
+                f"{window.seconds:,.2f} s, from {window.start:,.2f} s to {window.end:,.2f} s")]
+    if window.startup is not None:
+        rows.append(Row("startup_s", "executor start-up", round(window.startup, 6),
+                        f"executors started in {window.startup:,.2f} s (not charted)"))
+    rows.append(Row("after_s", "after the work (the driver's own time, shutdown)", round(window.after, 6),
+                    f"{window.after:,.2f} s (not charted)"))
+    return rows
+
+
+def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: dict,
+                 window: Window | None = None) -> list[Row]:
     """The rows, from the ``ApplicationStart`` event, the timeline, the run's totals
-    (``stages.run_totals``), the occupancy replay and the simulator's replay."""
+    (``stages.run_totals``), the occupancy replay, the simulator's replay and the charts'
+    time window."""
     c = totals["cache"]
     rows = [
         Row("app", "application", app.get("app_name"), f"{app.get('app_name', '?')} ({app.get('app_id', '?')})"),
@@ -49,7 +65,9 @@ def summary_rows(app: dict, tl: Timeline, totals: dict, occ: Occupancy, replay: 
             f"{app.get('cores_per_executor', '?')} slot(s)"),
         Row("memory", "memory budget", app.get("memory"), _budget(app)),
         Row("policy", "cache policy", app.get("policy"), app.get("policy") or "not in the log"),
-        Row("duration_s", "duration", round(tl.duration, 6), f"{tl.duration:,.2f} s"),
+        Row("duration_s", "duration (the application's first event to its last)", round(tl.duration, 6),
+            f"{tl.duration:,.2f} s"),
+        *(window_rows(window) if window is not None else []),
         Row("jobs", "jobs (failed)", totals["jobs"], f"{totals['jobs']} ({totals['jobs_failed']})"),
         Row("stages", "stages run (skipped)", totals["stages"], f"{totals['stages']} ({totals['stages_skipped']})"),
         Row("tasks", "tasks (failed)", totals["tasks"], f"{totals['tasks']} ({totals['tasks_failed']})"),

@@ -39,7 +39,6 @@ class Timeline:
     stages: list[Span]
     tasks: list[Span]                      # key: executor, slot, stage_id, partition, attempt
     slots: list[tuple[str, int]]           # (executor, slot) rows, executors in order of first task
-    startup: Span | None = None            # executors starting (ApplicationStart to ExecutorsStarted)
 
     @property
     def duration(self) -> float:
@@ -130,7 +129,7 @@ def fold_timeline(events: list[dict]) -> Timeline:
     """The timeline of a log's events (sorted by time, as ``read_events`` returns them),
     from the application's first event to its last: time 0 is the first event (its
     ``ApplicationStart``), ``duration`` the span to the last, and every interval lies
-    within it."""
+    within it. The charts show the part of it that holds the work (``window.time_window``)."""
     t0 = events[0]["time"]
     t_end = events[-1]["time"]
     jobs = _pair(events, t0, t_end, "JobStart", "JobEnd", lambda e: e.get("job_id"),
@@ -140,9 +139,4 @@ def fold_timeline(events: list[dict]) -> Timeline:
     end = max(0.0, t_end - t0)
     jobs, stages, tasks = _clip(jobs, end), _clip(stages, end), _clip(_tasks(events, t0, t_end), end)
     slots = _assign_slots(tasks)
-    ready = next((e for e in events if e["event"] == "ExecutorsStarted"), None)
-    startup = None
-    if ready is not None:
-        begin = ready["time"] - float(ready.get("seconds") or 0.0)
-        startup = Span(max(0.0, begin - t0), ready["time"] - t0, "executors starting")
-    return Timeline(t0, t_end, jobs, stages, tasks, slots, startup)
+    return Timeline(t0, t_end, jobs, stages, tasks, slots)

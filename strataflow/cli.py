@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from strataflow import cli_types as arg
+from strataflow.config import flag_types as arg
 from strataflow.config import ConfigError, parse_size
 from strataflow.config.backends import BACKENDS, local_backends
 from strataflow.storage.disk.tier_text import parse_tier_text

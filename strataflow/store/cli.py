@@ -3,25 +3,58 @@
 ``ls``, ``rm`` and ``balance`` work on the store's files, with or without a daemon;
 ``start`` runs the daemon (``daemon.py``) in the background, ``stop`` asks it to end,
 ``status`` shows its answer, or the store's figures from its files when none runs.
+
+``--root DIR`` may come before the subcommand or after it (``store ls --root DIR``, as
+git and docker users write it): each subcommand declares it too, with a default of
+``SUPPRESS``, so a value given before the subcommand is kept unless one is given after.
+
+Which commands make a store: only ``start`` (it serves the store, so it makes one at a
+new root, and says so). ``ls``, ``status``, ``stop``, ``rm`` and ``balance`` use an existing
+store only (``root.existing_root``): a mistyped ``--root`` is an error naming the path,
+never a new empty store that lists nothing and exits 0.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 from typing import Any
 
+from strataflow.store.cli_text import balance_text, removed_text
 from strataflow.store.daemon import request
-from strataflow.store.errors import StoreError
-from strataflow.store.root import default_root
+from strataflow.store.errors import DatasetNotFound, StoreError, StoreNotFound
+from strataflow.store.root import default_root, existing_root
 from strataflow.store.store import Store
+from strataflow.store.tiers import live_readers
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "MAKES_A_STORE"]
+
+#: the only subcommand that makes a store where there is none
+MAKES_A_STORE = ("start",)
+ENV = "STRATAFLOW_STORE"
+TIERS_EXAMPLE = '[{"name": "mem", "dir": "/dev/shm/sf", "capacity": "4GB"}, {"name": "ssd", "dir": "/mnt/ssd/sf"}]'
 
 
-def _start(args: Any, store: Store) -> int:
+def _root(args: Any) -> str | None:
+    """``--root``, else ``$STRATAFLOW_STORE`` (as ``Context(store=None)`` reads it), else
+    None: the user's default store."""
+    if args.root:
+        return args.root
+    env = os.environ.get(ENV, "").strip()
+    return env if env and env.lower() != "none" else None
+
+
+def _start(args: Any, root: str | None) -> int:
+    try:
+        existing_root(root)
+        new = ""
+    except StoreNotFound:
+        new = " (a new, empty store)"
+    store = Store(root, tiers=args.tiers, verify=args.verify)
     if request(store.path, "status") is not None:
         print(f"a store daemon already runs for {store.path}")
         return 0
@@ -33,62 +66,104 @@ def _start(args: Any, store: Store) -> int:
             print(f"strataflow store: the daemon did not start (exit status {proc.poll()})", file=sys.stderr)
             return 1
         time.sleep(0.05)
-    print(f"store daemon {proc.pid} serving {store.path}")
+    print(f"store daemon {proc.pid} serving {store.path}{new}")
+    return 0
+
+
+def _rm(store: Store, names: list[str]) -> int:
+    """Removes every name, or none when one is not there (a typo must not leave the
+    others half-removed)."""
+    try:
+        entries = [store.info(name) for name in dict.fromkeys(names)]
+    except DatasetNotFound as exc:  # it names the store, the name and the datasets there are
+        raise DatasetNotFound(f"{exc}; nothing removed" if len(names) > 1 else str(exc)) from None
+    for entry in entries:
+        readers = live_readers(store.path, entry.id)
+        store.rm(entry.name)
+        print(removed_text(entry, readers))
     return 0
 
 
 def _run(args: Any) -> int:
+    command = args.store_command
     try:
-        store = Store(args.root, tiers=json.loads(args.tiers) if getattr(args, "tiers", None) else None,
-                      verify=getattr(args, "verify", None))
-        if args.store_command == "start":
-            return _start(args, store)
-        if args.store_command == "stop":
-            answer = request(store.path, "stop")
-            print("stopped" if answer else "no daemon runs")
+        root = _root(args)
+        if command in MAKES_A_STORE:
+            return _start(args, root)
+        path = existing_root(root)
+        if command == "stop":  # no Store: stopping must not sweep or make anything
+            answer = request(path, "stop")
+            print(f"stopped the store daemon of {path}" if answer else f"no store daemon runs for {path}")
             return 0
-        if args.store_command == "status":
+        store = Store(path)
+        if command == "status":
             answer = request(store.path, "status") or {"daemon": None, "root": store.path, "tiers": store.usage(),
                                                        "datasets": len(store.ls())}
             answer["figures"] = store.figures()  # bytes per tier, moves, evictions, rebuilds, hits per application
             print(json.dumps(answer, indent=1))
             return 0
-        if args.store_command == "ls":
+        if command == "ls":
             for e in store.ls():
                 print(f"{e.name}\t{e.num_partitions} partitions\t{e.nbytes} bytes\t{'/'.join(e.kinds)}\t"
                       f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e.created))}")
             return 0
-        if args.store_command == "rm":
-            for name in args.names:
-                store.rm(name)
-            return 0
-        if args.store_command == "balance":
-            print(json.dumps(store.balance(), indent=1))
+        if command == "rm":
+            return _rm(store, args.names)
+        if command == "balance":
+            moves = store.balance()
+            print(json.dumps(moves, indent=1) if args.json else balance_text(moves))
             return 0
     except StoreError as exc:
-        print(f"strataflow store: {exc}", file=sys.stderr)
+        print(f"strataflow store {command}: {exc}", file=sys.stderr)
         return 2
-    return 2
+    raise AssertionError(f"store subcommand {command!r} has no handler")  # argparse allows only those above
+
+
+def _tiers(text: str) -> list[dict]:
+    """``--tiers``: a JSON list of tiers, fastest first (each checked by the store)."""
+    try:
+        tiers = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos}); write a list such as "
+                                         f"{TIERS_EXAMPLE}") from None
+    if not isinstance(tiers, list) or not tiers or not all(isinstance(t, dict) and "dir" in t for t in tiers):
+        raise argparse.ArgumentTypeError(f"expected a non-empty JSON list of tiers, each with a \"dir\", such as "
+                                         f"{TIERS_EXAMPLE}; got {text!r}")
+    return tiers
 
 
 def add_parser(sub: Any) -> None:
     """Registers ``store`` in the CLI's subcommands."""
-    p = sub.add_parser("store", help="the shared store of datasets across applications (docs/store.md)")
-    p.add_argument("--root", default=None, help=f"the store's root (default: {default_root()})")
-    ss = p.add_subparsers(dest="store_command", required=True)
-    st = ss.add_parser("start", help="run the store's daemon in the background (optional: sweeps, tier moves)")
-    st.add_argument("--interval", type=float, default=5.0, help="seconds between background passes")
-    st.add_argument("--tiers", default=None,
-                    help='tiers as JSON, fastest first: [{"name": "mem", "dir": ..., "capacity": "4GB"}, ...]')
+    from strataflow.config.flag_types import positive
+
+    root_help = f"the store's root (default: ${ENV} if set, else {default_root()})"
+    p = sub.add_parser("store", help="the shared store of datasets across applications (docs/store.md)",
+                       description="The shared store from the shell. --root may be given before or after the "
+                                   "subcommand. Only start makes a store; the others need an existing one.")
+    p.add_argument("--root", default=None, help=root_help)
+    after = argparse.ArgumentParser(add_help=False)  # --root after the subcommand: see the module's docstring
+    after.add_argument("--root", default=argparse.SUPPRESS, help=root_help)
+    ss = p.add_subparsers(dest="store_command", required=True, metavar="{start,stop,status,ls,rm,balance}")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return ss.add_parser(name, parents=[after], help=help, description=help)
+
+    st = command("start", "run the store's daemon in the background (optional: sweeps, tier moves); makes the "
+                          "store if there is none at the root")
+    st.add_argument("--interval", type=positive(float), default=5.0, help="seconds between background passes")
+    st.add_argument("--tiers", type=_tiers, default=None,
+                    help=f"tiers as JSON, fastest first, e.g. '{TIERS_EXAMPLE}' (recorded in the store for every user)")
     st.add_argument("--verify", default=None, choices=["process", "store"],
                     help="check a block file's digest once per version of the file (store, the default) or at its "
                          "first read in each process (process: docs/store.md)")
-    ss.add_parser("stop", help="stop the daemon")
-    ss.add_parser("status", help="the daemon's status and the store's figures (bytes per tier, moves, evictions, "
-                                 "rebuilds, opens and block reads per application)")
-    ss.add_parser("ls", help="the published datasets")
-    rm = ss.add_parser("rm", help="remove datasets (readers holding them keep them until they close)")
-    rm.add_argument("names", nargs="+")
-    ss.add_parser("balance", help="move blocks down the tiers over their capacity, evict from the last one, move "
-                                  "datasets read again up, now")
+    command("stop", "stop the daemon")
+    command("status", "the daemon's status and the store's figures (bytes per tier, moves, evictions, "
+                      "rebuilds, opens and block reads per application)")
+    command("ls", "the published datasets: name, partitions, bytes, kinds, when saved")
+    rm = command("rm", "remove datasets (readers holding them keep them until they close); says what each held; "
+                       "removes none if a name is not there")
+    rm.add_argument("names", nargs="+", metavar="NAME")
+    bal = command("balance", "move blocks down the tiers over their capacity, evict from the last one, move "
+                             "datasets read again up, now; says what moved")
+    bal.add_argument("--json", action="store_true", help="print the moves as JSON instead")
     p.set_defaults(func=_run)

@@ -3,7 +3,7 @@ block, the partition and its file, so that a reader is never left guessing."""
 
 from __future__ import annotations
 
-__all__ = ["StoreError", "StoreAccessError", "DatasetNotFound", "DatasetExists", "BlockCorrupt", "StoreFull",
+__all__ = ["StoreError", "StoreAccessError", "StoreNotFound", "DatasetNotFound", "DatasetExists", "BlockCorrupt", "StoreFull",
            "DatasetEvicted"]
 
 
@@ -14,6 +14,11 @@ class StoreError(Exception):
 class StoreAccessError(StoreError, PermissionError):
     """A store directory or file another user could read or change (wrong owner, group or
     world permissions, a symbolic link where a directory must be)."""
+
+
+class StoreNotFound(StoreError, FileNotFoundError):
+    """No store at the path a command that only uses an existing store was given (a
+    mistyped ``--root``): such a command makes none (``root.existing_root``)."""
 
 
 class DatasetNotFound(StoreError, LookupError):

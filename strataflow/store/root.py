@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from strataflow.common.checks import parse_size
 from strataflow.common.private_file import PRIVATE_DIR, atomic_write, make_dirs, mkstemp_private
 from strataflow.storage.blocks.frame_auth import KEY_BYTES, FrameAuth, new_key
-from strataflow.store.errors import StoreAccessError, StoreError
+from strataflow.store.errors import StoreAccessError, StoreError, StoreNotFound
 from strataflow.store.verified import DEFAULT as VERIFY_DEFAULT
 from strataflow.store.verified import MODES as VERIFY_MODES
 
-__all__ = ["default_root", "Tier", "StoreRoot", "check_private", "prepare_dir", "tier_bytes"]
+__all__ = ["default_root", "existing_root", "Tier", "StoreRoot", "check_private", "prepare_dir", "tier_bytes"]
 
 KEY_FILE = "store.key"
 CONFIG_FILE = "store.json"
@@ -52,6 +52,30 @@ def default_root() -> str:
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK) \
         else tempfile.gettempdir()
     return os.path.join(base, f"strataflow-store-{os.geteuid()}")
+
+
+def existing_root(path: str | os.PathLike | None = None) -> str:
+    """The absolute path of the store at ``path`` (default: the user's), if there is one;
+    :class:`StoreNotFound` naming the path otherwise. Unlike :class:`StoreRoot` it makes
+    nothing: the commands that only use an existing store (``strataflow store ls``,
+    ``rm``, ...) must report a mistyped root, not make an empty store there and list it."""
+    whose = "" if path is not None else " (the default store)"
+    path = os.path.abspath(os.path.expanduser(os.fspath(path if path is not None else default_root())))
+    made_by = ("check the path; a store is made by an application's first ctx.store (Context(store=DIR)) or by "
+               "`strataflow store start --root DIR`")
+    if not os.path.lexists(path):
+        raise StoreNotFound(f"no store at {path}{whose}: no such directory. {made_by[0].upper()}{made_by[1:]}")
+    if not os.path.isdir(path):
+        raise StoreNotFound(f"no store at {path}{whose}: it is a file, not a store's directory")
+    try:
+        found = [os.path.lexists(os.path.join(path, f)) for f in (KEY_FILE, CONFIG_FILE, "catalog")]
+        os.listdir(path)
+    except PermissionError:
+        return path  # StoreRoot says whose it is and what to do
+    if not any(found):
+        raise StoreNotFound(f"no store at {path}{whose}: the directory holds no store (no {KEY_FILE}, "
+                            f"{CONFIG_FILE} or catalog/ in it): {made_by}")
+    return path
 
 
 def check_private(path: str, what: str, directory: bool = True) -> os.stat_result:

@@ -10,29 +10,59 @@ driver's wiring (:mod:`strataflow.context.core`).
 from __future__ import annotations
 
 import os
+import re
 import weakref
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from strataflow.common.checks import ConfigError
+from strataflow.config.backends import backend_class
 from strataflow.dataset import Dataset
 from strataflow.io.delimited import CsvSource, CsvTypesSource, PerSplitCounts, widen_types
 from strataflow.io.npy import NpySource
 from strataflow.io.parquet import ParquetSource
-from strataflow.io.paths import PathSpec
+from strataflow.io.paths import PathSpec, split_paths
 from strataflow.io.text import TextSource
 from strataflow.io.whole_files import WholeFilesSource
 
-__all__ = ["FileReaders"]
+__all__ = ["FileReaders", "check_reachable"]
+
+#: a URL on fsspec's in-memory filesystem, alone or in a chain (``simplecache::memory://``)
+_MEMORY_URL = re.compile(r"(?:^|::)memory://", re.I)
+
+
+def check_reachable(path: PathSpec, backend: str, reader: str) -> None:
+    """ConfigError, at the read call, when ``path`` names a ``memory://`` URL and the
+    backend's tasks do not run in the driver's process. fsspec's memory filesystem is a
+    dict inside one process: executors of the ``processes`` or ``ray`` backend each see an
+    empty one of their own, so the job used to fail in a task, with the path and no reason
+    (``cannot read input file 'memory:///sf/in.txt': /sf/in.txt``). A path the readers
+    refuse for another reason is left to them."""
+    if backend_class(backend).in_driver_process:
+        return
+    try:
+        paths = split_paths(path)
+    except (TypeError, ConfigError):
+        return
+    for p in paths:
+        if _MEMORY_URL.search(p):
+            raise ConfigError(
+                f"{reader}: {p!r} is on fsspec's memory:// filesystem, which lives inside one process, and the "
+                f"{backend} backend runs tasks in executor processes of their own, which cannot see it; use "
+                f"backend='threads' (tasks in this process), or write the data to a file path or a filesystem "
+                f"every process reaches (s3://, gs://, ...)")
 
 
 class FileReaders:
     """``Context``'s readers of files (needs ``_num``, from :class:`.sources.DataSources`)."""
 
     if TYPE_CHECKING:
+        from strataflow.config import Config
         from strataflow.shipping.accumulators import Accumulators
 
         _accumulators: Accumulators
+        config: Config
 
         def _num(self, n: int | None) -> int: ...  # DataSources's
 
@@ -47,6 +77,7 @@ class FileReaders:
         >>> ctx.text_file(tmp_dir + "/poem.txt").collect()
         ['to be', 'or not']
         """
+        check_reachable(path, self.config.backend, "text_file")
         n = self._num(min_partitions)
         return Dataset(self, TextSource(path, n, recursive=recursive), "text_file")
 
@@ -84,6 +115,7 @@ class FileReaders:
         ...              mode="PERMISSIVE").collect()
         [('ada', 36, None), ('alan,41', None, '"alan,41'), ('grace', None, 'grace,x')]
         """
+        check_reachable(path, self.config.backend, "csv_file")
         n = self._num(min_partitions)
         source = CsvSource(path, n, delimiter, column_names, column_types, header, recursive, mode,
                            corrupt_record_column)
@@ -141,6 +173,7 @@ class FileReaders:
         >>> ctx.parquet_file(tmp_dir + "/t.parquet", columns=["y"]).collect()
         [('a',), ('b',)]
         """
+        check_reachable(path, self.config.backend, "parquet_file")
         return Dataset(self, ParquetSource(path, self._num(num_partitions), columns, recursive), "parquet_file")
 
     def npy_file(self, path: PathSpec, num_partitions: int | None = None, recursive: bool = False) -> Dataset:
@@ -154,6 +187,7 @@ class FileReaders:
         >>> ctx.npy_file(tmp_dir + "/points.npy", 2).map(lambda row: float(row.sum())).collect()
         [1.0, 5.0, 9.0]
         """
+        check_reachable(path, self.config.backend, "npy_file")
         return Dataset(self, NpySource(path, self._num(num_partitions), recursive), "npy_file")
 
 
@@ -167,6 +201,7 @@ class FileReaders:
         >>> [(os.path.basename(p), text) for p, text in ctx.whole_text_files(tmp_dir + "/docs").collect()]
         [('a.txt', 'hello')]
         """
+        check_reachable(path, self.config.backend, "whole_text_files")
         source = WholeFilesSource(path, self._num(min_partitions), encoding=encoding, recursive=recursive)
         return Dataset(self, source, "whole_text_files")
 
@@ -178,6 +213,7 @@ class FileReaders:
         >>> [(os.path.basename(p), data) for p, data in ctx.binary_files(tmp_dir + "/blobs").collect()]
         [('b.bin', b'ab')]
         """
+        check_reachable(path, self.config.backend, "binary_files")
         source = WholeFilesSource(path, self._num(min_partitions), binary=True, recursive=recursive)
         return Dataset(self, source, "binary_files")
 
@@ -196,5 +232,6 @@ class FileReaders:
         """
         from strataflow.io.pickle_files import PickleFileSource
 
+        check_reachable(path, self.config.backend, "pickle_file")
         return Dataset(self, PickleFileSource(path, recursive), "pickle_file")
 

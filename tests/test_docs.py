@@ -9,8 +9,11 @@ The Python examples are run by tests/test_readme_examples.py.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,3 +180,195 @@ def test_the_package_map_lists_every_floor():
     order = [named.find(f"`{f}/`" if f not in ("lineage", "cli") else f"`{f}.py`") for f in FLOORS if f != "__init__"]
     assert -1 not in order, [f for f, i in zip([f for f in FLOORS if f != "__init__"], order) if i == -1]
     assert order == sorted(order)
+
+
+# -- Quoted output: what a page says an example prints is what it prints ----------------
+#
+# A ```text block right after the mark ``<!-- output -->`` quotes what the page's code
+# block just above it prints. For each page with such a mark the suite runs the page's
+# code blocks in order, in one empty directory, as a reader would: each ```python block as
+# a script, each ``strataflow ...`` line of a ```sh block as that command; then compares
+# each quoted block with what its block printed (stdout and stderr, as a reader's screen
+# shows them), line by line, trailing blanks aside. Two additions to the mark, for what a plain comparison cannot hold:
+#
+# - ``<!-- output on a terminal -->``: the block runs on a pseudo-terminal 80 columns wide
+#   and the quote is the screen it leaves (stdout and stderr, as a terminal draws them:
+#   the live view draws only on a terminal);
+# - ``<!-- output; numbers vary where /REGEX/ -->``: on the lines REGEX matches, in the
+#   quote and in the real output alike, each number stands for "a number": for figures
+#   that legitimately change from run to run (a timing, which executor ran which task).
+#   The rest of such a line, and every other line, must be equal.
+
+_OUTPUT_MARK = re.compile(r"<!--\s*output(?P<terminal> on a terminal)?(?:;\s*numbers vary where /(?P<vary>[^/]+)/)?\s*-->\s*\n$")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_ANSI = re.compile(r"\x1b\[(?P<args>[0-9;?]*)(?P<op>[A-Za-z])|(?P<ch>[\s\S])")
+
+
+def _quoted_blocks(page: Path) -> list[dict]:
+    """The page's fenced blocks in order: ``{"lang", "body", "line", "mark"}`` where mark
+    is the output mark's match for a quoted output block, else None."""
+    text = page.read_text()
+    blocks = []
+    for m in _FENCE.finditer(text):
+        before = text[max(0, m.start() - 300):m.start()]
+        mark = _OUTPUT_MARK.search(before)
+        if mark is not None and m.group("lang") != "text":
+            raise AssertionError(f"{_name(page)}: an output mark must come right before a ```text block")
+        blocks.append({"lang": m.group("lang"), "body": m.group("body"), "mark": mark,
+                       "line": text.count("\n", 0, m.start()) + 1})
+    return blocks
+
+
+def _screen(raw: str) -> str:
+    """What a terminal shows after ``raw``: enough of one to replay rich's live view (text,
+    CR/LF, cursor up and down, column moves, erase in line); colours are dropped."""
+    lines: list[list[str]] = [[]]
+    row = col = 0
+    for m in _ANSI.finditer(raw):
+        ch, op = m.group("ch"), m.group("op")
+        if ch == "\n":
+            row, col = row + 1, 0
+        elif ch == "\r":
+            col = 0
+        elif ch is not None:
+            if ch == "\x1b":
+                continue
+            line = lines[row]
+            line.extend(" " * (col + 1 - len(line)))
+            line[col] = ch
+            col += 1
+        else:
+            args = m.group("args")
+            n = int(args) if args.isdigit() else 1
+            if op == "A":
+                row = max(0, row - n)
+            elif op == "B":
+                row += n
+            elif op == "G":
+                col = n - 1
+            elif op == "K":  # erase: 0 to the line's end, 1 from its start, 2 all of it
+                line = lines[row]
+                if args in ("", "0"):
+                    del line[col:]
+                elif args == "1":
+                    line[:col + 1] = [" "] * min(len(line), col + 1)
+                else:
+                    line.clear()
+        while len(lines) <= row:
+            lines.append([])
+    return "\n".join("".join(line).rstrip() for line in lines).strip("\n") + "\n"
+
+
+def _run_block(block: dict, cwd: Path, terminal: bool) -> str:
+    env = {**os.environ, "COLUMNS": "80", "TERM": "xterm",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("NO_COLOR", None)
+    if block["lang"] == "python":
+        script = cwd.parent / f"{cwd.name}-block{block['line']}.py"  # outside the directory it runs in
+        script.write_text(block["body"])
+        commands = [[sys.executable, str(script)]]
+    else:
+        commands = [[sys.executable, "-c", "import sys; from strataflow.cli import main; sys.exit(main(sys.argv[1:]))",
+                     *shlex.split(line, comments=True)[1:]]
+                    for line in block["body"].splitlines() if line.startswith("strataflow ")]
+    out = []
+    for argv in commands:
+        if terminal:
+            out.append(_run_on_a_terminal(argv, cwd, env))
+            continue
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                              cwd=cwd, env=env)
+        assert done.returncode == 0, f"{argv}:\n{done.stdout[-3000:]}"
+        out.append(done.stdout)
+    return "".join(out)
+
+
+def _run_on_a_terminal(argv: list[str], cwd: Path, env: dict) -> str:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 80, 0, 0))
+    proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, cwd=cwd, env=env,
+                            close_fds=True)
+    os.close(follower)
+    raw = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process is gone
+            break
+        if not chunk:
+            break
+        raw += chunk
+    os.close(leader)
+    assert proc.wait(timeout=300) == 0, raw.decode(errors="replace")[-3000:]
+    return _screen(raw.decode(errors="replace"))
+
+
+def _differences(quoted: str, real: str, vary: str | None) -> list[str]:
+    """The lines where ``real`` is not ``quoted`` (trailing blanks aside; on lines ``vary``
+    matches, any number for any number)."""
+    def norm(text: str) -> list[str]:
+        lines = [line.rstrip() for line in text.strip("\n").splitlines()]
+        return [_NUMBER.sub("<n>", line) if vary and re.search(vary, line) else line for line in lines]
+
+    q, r = norm(quoted), norm(real)
+    diffs = [f"line {i + 1}: quoted {a!r}, printed {b!r}" for i, (a, b) in enumerate(zip(q, r)) if a != b]
+    if len(q) != len(r):
+        diffs.append(f"quoted {len(q)} lines, printed {len(r)}")
+    return diffs
+
+
+def _pages_quoting_output() -> list[Path]:
+    return [page for page in PAGES if any(b["mark"] for b in _quoted_blocks(page))]
+
+
+QUOTING = _pages_quoting_output()
+
+
+def test_the_pages_whose_examples_print_quote_their_output():
+    assert {"docs/seeing-a-run.md", "docs/pyspark.md"} <= {_name(p) for p in QUOTING}
+
+
+@pytest.mark.parametrize("page", QUOTING, ids=_name)
+def test_the_output_a_page_quotes_is_what_its_example_prints(page, tmp_path):
+    blocks = _quoted_blocks(page)
+    last = max(i for i, b in enumerate(blocks) if b["mark"])
+    problems, printed = [], None
+    for i, block in enumerate(blocks[:last + 1]):
+        if block["mark"]:
+            assert printed is not None, f"{_name(page)}:{block['line']}: quoted output with no code block above it"
+            for d in _differences(block["body"], printed, block["mark"].group("vary")):
+                problems.append(f"{_name(page)}:{block['line']}: {d}")
+            printed = None
+        elif block["lang"] in ("python", "sh"):
+            nxt = next((b for b in blocks[i + 1:] if b["lang"] in ("python", "sh", "text")), None)
+            terminal = bool(nxt and nxt["mark"] and nxt["mark"].group("terminal"))
+            printed = _run_block(block, tmp_path, terminal)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_output_check_sees_a_wrong_figure_and_lets_marked_numbers_vary():
+    assert _differences("hits 16, misses 8\n", "hits 16, misses 8\n", None) == []
+    assert _differences("hits 16, misses 8\n", "hits 15, misses 8\n", None) != []
+    assert _differences("a\n", "a\nb\n", None) != []
+    assert _differences("│ 0 │ 24 │\nhits 16\n", "│ 0 │ 16 │\nhits 16\n", r"^│ \d ") == []
+    assert _differences("│ 0 │ 24 │\nhits 16\n", "│ 0 │ 16 │\nhits 15\n", r"^│ \d ") != []
+    assert _differences("│ 0 │ 24 │\n", "│ 0 │ 16 │ x\n", r"^│ \d ") != []
+
+
+def test_the_terminal_replay_keeps_the_last_frame():
+    raw = "frame 1\r\nline a\r\n\x1b[2K\x1b[1A\x1b[2K\x1b[1A\r\x1b[1mframe 2\x1b[0m\r\nline b\r\n"
+    assert _screen(raw) == "frame 2\nline b\n"
+
+
+def test_an_output_mark_is_read_with_its_options(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nprint(1)\n```\n\n<!-- output on a terminal; numbers vary where /^x / -->\n"
+                    "```text\n1\n```\n\n```text\nnot quoted\n```\n")
+    blocks = _quoted_blocks(page)
+    assert [b["mark"] is not None for b in blocks] == [False, True, False]
+    assert blocks[1]["mark"].group("terminal") and blocks[1]["mark"].group("vary") == "^x "

@@ -23,6 +23,7 @@ MIB = 1 << 20
 T = 1_700_000_000.0  # the application's first event, epoch seconds
 STARTUP, FIRST_TASK, WORK_END, LOG_END = 2.0, 2.1, 2.9, 12.0
 TIME_CHARTS = ("timeline.png", "occupancy.png", "moves.png", "memory_split.png")
+LONG_NAME = "points_scaled_and_normalised_for_kmeans#1"  # longer than a time chart's legend has room for
 
 
 def small_run_events() -> list[dict]:
@@ -36,7 +37,8 @@ def small_run_events() -> list[dict]:
            {"event": "ExecutorsStarted", "time": T + STARTUP, "seconds": STARTUP, "executors": 2},
            {"event": "JobStart", "time": T + 2.05, "job_id": 0, "description": "count points#1"},
            {"event": "StageStart", "time": T + 2.05, "stage_id": 0, "job_id": 0, "name": "count points#1",
-            "kind": "result", "num_tasks": 4, "persisted": {"1": "points#1"}}]
+            "kind": "result", "num_tasks": 4,
+            "persisted": [{"dataset_id": 1, "name": LONG_NAME, "level": "MEMORY_AND_DISK"}]}]
     for i, (ex, start, end) in enumerate((("0", 2.1, 2.4), ("1", 2.15, 2.5), ("0", 2.4, 2.8), ("1", 2.5, 2.85))):
         block = f"rdd_1_{i % 2}"
         evs += [{"event": "TaskStart", "time": T + start, "task_id": i, "stage_id": 0, "job_id": 0, "partition": i,
@@ -44,12 +46,12 @@ def small_run_events() -> list[dict]:
                 {"event": "BlockAccess", "time": T + start + 0.01, "block": block, "dataset_id": 1, "split": i % 2,
                  "result": "miss" if i < 2 else "disk", "bytes": MIB, "executor": ex},
                 {"event": "BlockStored" if i < 2 else "BlockRecached", "time": T + end - 0.05, "block": block,
-                 "dataset_id": 1, "bytes": MIB, "executor": ex},
+                 "where": "memory", "dataset_id": 1, "bytes": MIB, "executor": ex},
                 {"event": "TaskEnd", "time": T + end, "task_id": i, "stage_id": 0, "job_id": 0, "partition": i,
                  "attempt": 1, "ok": True, "seconds": end - start, "executor": ex}]
         if i < 2:
             evs.append({"event": "BlockDropped", "time": T + end - 0.01, "block": block, "dataset_id": 1,
-                        "bytes": MIB, "to_disk": True, "executor": ex})
+                        "bytes": MIB, "to": "disk", "executor": ex})
     evs += [{"event": "MemorySplitMoved", "time": T + 2.6, "to": "mapped", "bytes": MIB // 2, "heap": 3 * MIB // 2,
              "mapped": MIB // 2, "budget": 2 * MIB, "executor": "0"},
             {"event": "StageEnd", "time": T + WORK_END, "stage_id": 0, "job_id": 0, "name": "count points#1",
@@ -57,7 +59,7 @@ def small_run_events() -> list[dict]:
              "cache": {"memory_hits": 0, "disk_hits": 2, "misses": 2}},
             {"event": "JobEnd", "time": T + WORK_END, "job_id": 0, "ok": True, "seconds": 0.85,
              "cache": {"memory_hits": 0, "disk_hits": 2, "misses": 2}},
-            {"event": "DatasetUnpersisted", "time": T + 9.0, "dataset_id": 1, "name": "points#1", "blocks": 2},
+            {"event": "DatasetUnpersisted", "time": T + 9.0, "dataset_id": 1, "name": LONG_NAME, "blocks": 2},
             {"event": "ApplicationEnd", "time": T + LOG_END, "app_id": "gen"}]
     return evs
 
@@ -104,7 +106,13 @@ def report(tmp_path_factory):
     real_save = charts._save
 
     def keep(fig, path, **kw):
+        fig.canvas.draw()  # a time chart comes laid out (``layout=False``): its legends are where they will be
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
         seen[path.rsplit("/", 1)[-1]] = {"xlim": [ax.get_xlim() for ax in fig.axes],
+                                         "layout": kw.get("layout", True),
+                                         "legends": [(leg.get_window_extent(), [t.get_text() for t in leg.get_texts()])
+                                                     for leg in legends],
+                                         "figure": fig.bbox,
                                          "area": [(ax.get_position().x0, ax.get_position().x1) for ax in fig.axes],
                                          "width": fig.get_figwidth(),
                                          "xlabel": [ax.get_xlabel() for ax in fig.axes]}
@@ -136,6 +144,20 @@ def test_the_time_charts_share_one_plot_area(report):
     inches = {(round(x0 * s["width"], 3), round(x1 * s["width"], 3))
               for s in (seen[n] for n in TIME_CHARTS) for x0, x1 in s["area"]}
     assert len(inches) == 1
+
+
+def test_the_time_charts_legends_fit_their_fixed_margin(report):
+    """A fixed plot area leaves a fixed width for the legends: each lies inside its
+    figure, a long dataset name cut in its middle with its ``#id`` kept."""
+    seen = report["seen"]
+    for name in TIME_CHARTS:
+        assert seen[name]["layout"] is False, name  # laid out by ``_aligned``, not re-laid out when saved
+        fig = seen[name]["figure"]
+        for box, _ in seen[name]["legends"]:
+            assert fig.x0 <= box.x0 and box.x1 <= fig.x1, (name, box, fig)
+    texts = [t for _, texts in seen["occupancy.png"]["legends"] for t in texts]
+    short = [t for t in texts if t.startswith("points_")]
+    assert short and all("…#1 (peak" in t and LONG_NAME not in t for t in short), texts
 
 
 def test_the_axis_and_the_summary_say_what_is_left_out(report):

@@ -32,7 +32,7 @@ __all__ = ["HINT", "available", "pyplot", "timeline_chart", "occupancy_chart", "
 MIB = 1 << 20  # the unit of every byte figure on the page, as `strataflow run` prints
 TIME_LABEL = "seconds since the application started"
 #: the time charts' margins in inches, left (slot names) and right (legends): one plot area for all
-TIME_WIDTH_IN, TIME_LEFT_IN, TIME_RIGHT_IN = 11.0, 1.45, 2.75
+TIME_WIDTH_IN, TIME_LEFT_IN, TIME_RIGHT_IN = 11.0, 1.45, 2.9
 HINT = "charts need matplotlib: pip install 'strataflow[plots]'"
 LOCATION_TITLE = {"memory": "memory (heap cache)", "mapped": "mapped region files"}
 
@@ -80,6 +80,17 @@ def _steps(series: list[Series], end: float) -> tuple[np.ndarray, np.ndarray]:
             vals = np.asarray(s.v, dtype=float)
             rows[i] = np.where(idx >= 0, vals[np.clip(idx, 0, None)], 0.0)
     return times, rows
+
+
+def _short(label: str, n: int = 20) -> str:
+    """A dataset's ``name#id`` cut to ``n`` characters in the middle of its name, keeping
+    ``#id``: a time chart's legend has a fixed width (``TIME_RIGHT_IN``)."""
+    if len(label) <= n:
+        return label
+    base, sep, ident = label.rpartition("#")
+    if not sep:
+        return label[:n - 1] + "…"
+    return base[:max(1, n - len(ident) - 2)] + "…#" + ident
 
 
 def _aligned(fig: Any) -> Any:
@@ -161,12 +172,12 @@ def occupancy_chart(occ: Occupancy, window: Window, path: str) -> str:
         for ds, row in zip(keys, rows):
             upper = lower + row / MIB
             ax.fill_between(times, lower, upper, step="post", color=colours[ds], alpha=0.85,
-                            label=f"{occ.datasets[ds]} (peak {row.max() / MIB:,.1f} MiB)")
+                            label=f"{_short(occ.datasets[ds])} (peak {row.max() / MIB:,.1f} MiB)")
             lower = upper
         top = float(lower.max()) if len(lower) else 0.0
         if loc == "memory" and occ.budget:
             ax.axhline(occ.budget / MIB, color="black", linestyle="--", linewidth=1.2,
-                       label=f"memory budget {occ.budget / MIB:,.1f} MiB (execution + storage)" + (
+                       label=f"memory budget {occ.budget / MIB:,.1f} MiB\n(execution + storage)" + (
                            f"\n{occ.shares[0]} executors, {occ.shares[1] / MIB:,.2f} MiB each" if occ.shares else ""))
             top = max(top, occ.budget / MIB)
         ax.set_ylim(0, top * 1.12 if top > 0 else 1)
@@ -216,7 +227,7 @@ def split_chart(occ: Occupancy, window: Window, path: str) -> str:
                                            window.end)
     ax.fill_between(times, 0, heap / MIB, step="post", color="#4c72b0", alpha=0.85, label="heap (execution + cache)")
     ax.fill_between(times, heap / MIB, (heap + mapped) / MIB, step="post", color="#55a868", alpha=0.85,
-                    label="mapped pages (page cache of mapped blocks)")
+                    label="mapped pages\n(page cache of mapped blocks)")
     ax.step(times, budget / MIB, where="post", color="black", linestyle="--", label="budget")
     ax.set_ylim(0, max(float(budget.max()), float((heap + mapped).max())) / MIB * 1.12 or 1)
     return _finish_timed(fig, ax, window, "MiB (all executors)",

@@ -10,12 +10,15 @@ One job per module, in the order the data flows:
 
 - ``events``: read and check the log (an error names the file and line);
 - ``timeline``: jobs, stages and tasks, each task placed on an executor slot;
+- ``window``: the span the time charts share, the first task to the end of the work
+  (start-up and the driver's time after the work are figures, not drawn);
 - ``occupancy``: the blocks' whereabouts replayed into bytes per dataset and tier over
   time, the bytes moved, and the dynamic memory split;
 - ``stages``: the cache's figures per stage and for the whole run, from the log's own
   metrics (``StageEnd`` / ``JobEnd``);
 - ``replay``: the same accesses replayed by ``strataflow.simulate``;
-- ``charts``: the PNGs (matplotlib, an optional extra imported only here);
+- ``charts``: the PNGs (matplotlib, an optional extra imported only here: without it the
+  page is written with a note in place of each chart);
 - ``page``: the self-contained HTML page (images inlined as base64, no script, no link);
 - ``build``: all of the above for one log, into one folder.
 

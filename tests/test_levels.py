@@ -153,11 +153,21 @@ def test_the_references_match_plain_python(tmp_path_factory):
 
 
 def _cases():
+    """Every pair of level, policy and serializer, per pipeline (not every triple: the
+    serializer writes a block's bytes and the policy picks which block goes, so each
+    meets the other at a level that spills, MEMORY_AND_DISK): every level with every
+    policy (the default serializer), every level with every serializer (the ``spark``
+    policy), every policy with every serializer (MEMORY_AND_DISK). 130 cases where the
+    full product is 220."""
+    seen = set()
     for kind, sers in (("records", [None, "pickle"]), ("batches", [None, "pickle", "arrow"])):
-        for level in LEVELS:
-            for policy in POLICIES:
-                for ser in sers:
-                    yield pytest.param(kind, level, policy, ser, id=f"{kind}-{level.name}-{policy}-{ser or 'auto'}")
+        triples = ([(level, policy, None) for level in LEVELS for policy in POLICIES]
+                   + [(level, "spark", ser) for level in LEVELS for ser in sers]
+                   + [(StorageLevel.MEMORY_AND_DISK, policy, ser) for policy in POLICIES for ser in sers])
+        for level, policy, ser in triples:
+            if (kind, level.name, policy, ser) not in seen:
+                seen.add((kind, level.name, policy, ser))
+                yield pytest.param(kind, level, policy, ser, id=f"{kind}-{level.name}-{policy}-{ser or 'auto'}")
 
 
 @pytest.mark.parametrize("kind, level, policy, serializer", list(_cases()))

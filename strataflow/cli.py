@@ -8,6 +8,10 @@
     strataflow simulate (EVENT_LOG | --synthetic KIND --pressure X) [--memory M] [--bandwidth mem=..,disk=..]
                         [--async-eviction [LOW,HIGH]] [--json OUT]
     strataflow report EVENT_LOG [--out DIR]
+    strataflow store ls|status|balance|start|stop|rm NAME... [--root DIR]   (store/cli.py)
+
+A bad value of an option is refused by argparse with the option and the forms it takes
+(``config/flag_types.py``), before anything is generated or read.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from rich.console import Console
@@ -342,11 +346,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def data_options(sp, default_size: str) -> None:
-        sp.add_argument("--size", type=arg.size(zero_ok=False), default=default_size, help="approximate data size, e.g. 300MB")
+        sp.add_argument("--size", type=arg.size(zero_ok=False), default=default_size,
+                        help="approximate data size, e.g. 300MB")
         sp.add_argument("--points", type=arg.positive(int), default=None,
                         help="number of points (workloads that have points; instead of --size)")
         sp.add_argument("--format", default="text", choices=["text", "npy", "parquet"], help="the data's file format")
-        sp.add_argument("--seed", type=arg.integer, default=0, help="the generator's seed (the same data for the same seed)")
+        sp.add_argument("--seed", type=arg.integer, default=0,
+                        help="the generator's seed (the same data for the same seed)")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="a workload-specific generator option")
 
     g = sub.add_parser("gen", help="generate a data set", description="Generate a workload's data set.",
@@ -372,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--serializer", default=None, help="auto, pickle, pickle5, arrow, arrow:lz4, arrow:zstd (default: auto, by the data's kind)")
     r.add_argument("--memory", type=arg.size(auto=True), default="auto",
                    help="the unified memory budget, e.g. 512MB; auto: the data size / --pressure")
-    r.add_argument("--pressure", type=arg.positive(float), default=4.0, help="with --memory auto: data size / memory budget")
+    r.add_argument("--pressure", type=arg.positive(float), default=4.0,
+                   help="with --memory auto: data size / memory budget")
     r.add_argument("--iterations", type=arg.positive(int), default=None, help="iterations (default: the workload's)")
     r.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="where tasks run (default: processes when parallelism > 1; ray: Ray actors, pip install strataflow[ray])")
@@ -412,10 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "--repeat 0, the --pool files'): the timed run finds the memory its own kind of run "
                         "left, not whatever the run before it left")
     b.add_argument("--dirs", default=None, help="devices: comma-separated directories to compare")
-    b.add_argument("--threads", type=arg.number_list(int, "1,4"), default=None, help="devices: comma-separated thread counts")
+    b.add_argument("--threads", type=arg.number_list(int, "1,4"), default=None,
+                   help="devices: comma-separated thread counts")
     b.add_argument("--workloads", default=None, help="pressure, auto, scale: comma-separated workloads "
                    "(auto also takes kmeans-npy: K-means over an .npy source)")
-    b.add_argument("--pressures", type=arg.number_list(float, "0.5,2,4,8"), default=None, help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
+    b.add_argument("--pressures", type=arg.number_list(float, "0.5,2,4,8"), default=None,
+                   help="pressure, auto: comma-separated ratios, e.g. 0.5,2,4,8")
     b.add_argument("--levels", type=arg.levels, default=None, help="auto: comma-separated levels beside AUTO")
     b.add_argument("--policies", default=None, help="pressure, scale: comma-separated policies (default: all)")
     b.add_argument("--budget", type=arg.size(zero_ok=False), default=None,
@@ -438,7 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("event_log", nargs="?", default=None, help="a run's JSON-lines event log (run --event-log)")
     sm.add_argument("--synthetic", choices=KINDS, default=None, help="a synthetic trace instead of a log")
     sm.add_argument("--pressure", type=arg.positive(float), default=4.0, help="with --synthetic: cached data / memory")
-    sm.add_argument("--memory", type=arg.size(zero_ok=False), default=None, help="memory budget for a log replay, shared evenly among the run's "
+    sm.add_argument("--memory", type=arg.size(zero_ok=False), default=None,
+                    help="memory budget for a log replay, shared evenly among the run's "
                     "executors as Context(memory=...) shares it; each executor's reads are replayed against its "
                     "own share and the counts summed (default: the log's)")
     sm.add_argument("--policies", default=None, help="comma-separated policies (default: all)")

@@ -4,10 +4,10 @@ Context's errors by the flag that set them.
 Why a module of its own: argparse turns a ``ValueError`` from a type function into
 ``invalid <function name> value: 'x'``, which leaked internal names (``invalid _size
 value: '12XB'``). Each function here raises :class:`argparse.ArgumentTypeError` with the
-value and the forms accepted; argparse puts the option in front (``argument --memory:
-'12XB' is not a size (use e.g. 512MB, 2GB or auto)``). The functions return the text they
-checked where the command reads it again later (a size stays ``"512MB"``), so checking a
-flag at parse time changes nothing downstream.
+value and the forms accepted, and argparse puts the option in front (``argument --memory:
+'12XB' is not a size (use e.g. 512MB, 2GB or auto; units ...)``). The functions return
+the text they checked where the command reads it again later (a size stays ``"512MB"``),
+so checking a flag at parse time changes nothing downstream.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The documentation holds together: the README stays a page a newcomer reads in ten
 minutes, every page under docs/ is reachable from it, every relative link (and its
 #anchor) lands on something that exists, and every ``strataflow ...`` command line the
-pages show is one the command line's own parser accepts.
+pages show is one the command line's own parser accepts; the output a page quotes under
+an example is what the example prints (run here); docs/benchmarks.md's headline table holds
+every figure the README's results quote.
 
-The Python examples are run by tests/test_readme_examples.py.
+Every Python example also runs, alone, in tests/test_readme_examples.py.
 """
 
 from __future__ import annotations

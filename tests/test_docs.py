@@ -383,9 +383,6 @@ def test_an_output_mark_is_read_with_its_options(tmp_path):
 BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 #: a figure as the README's results quote it: a number or range with its unit (5x, 1.6-2.7x, 2.8 GB, 1.6 s)
 _FIGURE = re.compile(r"(?<![\w.,-])\d[\d,.]*(?:-\d[\d,.]*)?(?:x| ?s| ?GB| ?MB(?:/s)?| ?KB|%)(?![\w/])")
-#: figures the README's results paragraph still quotes that were re-measured (issue 51), and
-#: what the headline table has instead; the README is to say the new figure, then this empties
-README_FIGURES_NOT_YET_UPDATED = {"20x": "14.2x", "17x": "9.0-9.5x", "10x": "9.6-13.5x"}
 
 
 def _results_paragraph() -> str:
@@ -406,12 +403,8 @@ def test_every_figure_the_readmes_results_quote_is_in_the_benchmarks_headline_ta
     quoted = _FIGURE.findall(_results_paragraph())
     table = _headline_table()
     assert len(quoted) >= 6 and table.count("\n") >= 8
-    missing = [f for f in quoted if f not in README_FIGURES_NOT_YET_UPDATED and f not in table]
+    missing = [f for f in quoted if f not in table]
     assert not missing, f"README's results quote figures docs/benchmarks.md's headline table lacks: {missing}"
-    for old, new in README_FIGURES_NOT_YET_UPDATED.items():
-        assert new in table, f"the headline table lacks the re-measured {new}"
-        assert old in quoted, (f"README no longer quotes {old}: take it out of README_FIGURES_NOT_YET_UPDATED "
-                               f"(tests/test_docs.py)")
 
 
 def test_the_headline_table_gives_each_claim_its_command_machine_peer_and_date():

@@ -30,9 +30,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from strataflow.config import flag_types as arg
+from strataflow.config.flag_types import tier as parse_tier  # the --tier type (tests use this name)
 from strataflow.config import ConfigError, parse_size
 from strataflow.config.backends import BACKENDS, local_backends
-from strataflow.storage.disk.tier_text import parse_tier_text
 
 __all__ = ["main"]
 
@@ -178,14 +178,6 @@ def _cache_summary(report: dict) -> Table:
     return t
 
 
-def parse_tier(text: str) -> dict:
-    """One ``--tier`` -> a ``Context(tiers=[...])`` entry (the forms: ``storage/disk/tier_text.py``)."""
-    try:
-        return parse_tier_text(text)
-    except ConfigError as exc:  # argparse names the option itself: "argument --tier: ..."
-        raise argparse.ArgumentTypeError(arg.unprefixed(str(exc), "--tier")) from None
-
-
 def _context_options(args: argparse.Namespace) -> dict:
     """The Context options ``run``'s flags set: every option the table
     (``config/options.py``) gives a flag, when the flag was given (``--mmap-memory``
@@ -315,18 +307,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Help that shows each option's default where it has one (argparse's
-    ``ArgumentDefaultsHelpFormatter`` would also print "(default: None)" and repeat the
-    defaults some help texts already explain) and keeps the workload list's lines."""
+def _peers(text: str) -> list[str]:
+    """``bench --peer``: a comma list of the peer engines, checked as it is parsed (before
+    ``bench`` makes its output folders)."""
+    from strataflow.bench.command import PEERS
 
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        default = action.default
-        if (default is not None and default is not False and default is not argparse.SUPPRESS and action.option_strings
-                and "default" not in text and "%(default)" not in text):
-            text += " (default: %(default)s)"
-        return text
+    asked = [p for p in text.split(",") if p]
+    unknown = [p for p in asked if p not in PEERS]
+    if unknown or not asked:
+        raise argparse.ArgumentTypeError(f"unknown peer(s) {', '.join(map(repr, unknown)) or repr(text)}; "
+                                         f"choose from {', '.join(PEERS)} (or both, as a comma list)")
+    return asked
 
 
 def _workload_list() -> str:
@@ -356,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="a workload-specific generator option")
 
     g = sub.add_parser("gen", help="generate a data set", description="Generate a workload's data set.",
-                       epilog=_workload_list(), formatter_class=_HelpFormatter)
+                       epilog=_workload_list(), formatter_class=arg.HelpFormatter)
     g.add_argument("workload", choices=sorted(WORKLOADS), help="which workload's data (see the list below)")
     g.add_argument("--out", required=True)
     data_options(g, "256MB")
@@ -366,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run a workload in a fresh Context, check its result against an independent\n"
                                    "run, and summarize the cache's behaviour. Every option is checked before any\n"
                                    "data is generated or read.",
-                       epilog=_workload_list(), formatter_class=_HelpFormatter)
+                       epilog=_workload_list(), formatter_class=arg.HelpFormatter)
     r.add_argument("workload", choices=sorted(WORKLOADS), help="which workload (see the list below)")
     r.add_argument("--data", help="a directory written by `strataflow gen`; generated into it when absent or empty "
                                   "(default: generated under data/ from --size/--points, --format and --seed, and kept)")
@@ -405,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pool", action="append", default=None, metavar="RESULTS",
                    help="add the runs of an earlier bench of the same experiment, scale and backend "
                         "(its results.json or directory; repeat for more): the repeats accumulate")
-    b.add_argument("--peer", action="extend", type=lambda s: [p for p in s.split(",") if p], default=None,
+    b.add_argument("--peer", action="extend", type=_peers, default=None,
                    metavar="pyspark,dask", help="other engines to run beside ours: pyspark, dask, or both as a "
                                                 "comma list (the flag may also be repeated)")
     b.add_argument("--out", required=True)

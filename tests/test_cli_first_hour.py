@@ -183,6 +183,8 @@ def test_balance_says_what_moved_then_that_nothing_had_to(tmp_path):
     (["bench", "auto", "--out", "o", "--levels", "MEMORY,DISK_MMAP"], "argument --levels: unknown level 'MEMORY'"),
     (["bench", "scale", "--out", "o", "--budget", "4XB"], "argument --budget: '4XB' is not a size"),
     (["bench", "levels", "--out", "o", "--repeat", "-1"], "argument --repeat: must be >= 0, got '-1'"),
+    (["bench", "levels", "--out", "o", "--peer", "dask,spork"],
+     "argument --peer: unknown peer(s) 'spork'; choose from pyspark, dask"),
     (["simulate", "--synthetic", "hotset", "--memory", "12XB"], "argument --memory: '12XB' is not a size"),
     (["probe", ".", "--size", "1XB"], "argument --size: '1XB' is not a size"),
     (["store", "start", "--interval", "0"], "argument --interval: must be > 0 and finite, got '0'"),

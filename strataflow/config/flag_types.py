@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterator
 
 from strataflow.config import ConfigError, parse_size
 
-__all__ = ["positive", "integer", "size", "number_list", "levels", "unprefixed", "flag_errors"]
+__all__ = ["positive", "integer", "size", "number_list", "levels", "tier", "unprefixed", "flag_errors",
+           "HelpFormatter"]
 
 _KIND_NAMES = {int: "an integer", float: "a number"}
 _SIZE_UNITS = "units B, KB, MB, GB, TB, powers of 1024"
@@ -116,6 +117,16 @@ def levels(text: str) -> str:
     return text
 
 
+def tier(text: str) -> dict:
+    """One ``--tier`` -> a ``Context(tiers=[...])`` entry (the forms: ``storage/disk/tier_text.py``)."""
+    from strataflow.storage.disk.tier_text import parse_tier_text
+
+    try:
+        return parse_tier_text(text)
+    except ConfigError as exc:  # argparse names the option itself: "argument --tier: ..."
+        raise argparse.ArgumentTypeError(unprefixed(str(exc), "--tier")) from None
+
+
 @contextlib.contextmanager
 def flag_errors(flags: dict[str, str]) -> Iterator[None]:
     """Re-raises a :class:`ConfigError` whose message starts with a Context option's name
@@ -129,3 +140,17 @@ def flag_errors(flags: dict[str, str]) -> Iterator[None]:
             if message.startswith(name + ":"):
                 raise ConfigError(flag + message[len(name):]) from exc
         raise
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default where it has one (argparse's
+    ``ArgumentDefaultsHelpFormatter`` would also print "(default: None)" and repeat the
+    defaults some help texts already explain) and keeps the workload list's lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (default is not None and default is not False and default is not argparse.SUPPRESS and action.option_strings
+                and "default" not in text and "%(default)" not in text):
+            text += " (default: %(default)s)"
+        return text

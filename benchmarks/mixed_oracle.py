@@ -6,7 +6,7 @@ on this machine.
 
 Each dataset's candidates: ``signals`` (cheap) dropped or mapped; ``features`` (dear) mapped
 (dropping it costs the network every K-means iteration: 3-5x slower runs, see
-docs/benchmarks.md); ``records`` dropped, serialized to the tiers or serialized once to the
+docs/lab-notes/benchmarks-history.md); ``records`` dropped, serialized to the tiers or serialized once to the
 region store; ``events`` dropped, mapped, or serialized to the tiers. 18 combinations, plus
 AUTO, MEMORY_AND_DISK and MEMORY_AND_DISK_MMAP, at each pressure, and a bound no level can
 beat at any pressure: MEMORY_ONLY with memory for everything (``ample``: nothing leaves

@@ -3,7 +3,7 @@
 A pickled record takes several times fewer bytes than its objects; checked by the bytes on
 disk, the writer's thread read and decoded a records block (holding the GIL, beside the
 tasks) only to find that it did not fit, again at every scan: on the mixed pipeline at 8x
-that was a tenth of a second of the query rounds (docs/benchmarks.md)."""
+that was a tenth of a second of the query rounds (docs/lab-notes/benchmarks-history.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ the columns are floats (and never where polars would not give exactly what pyarr
 
 Why polars: text -> numbers is the load of most first jobs, and on our K-means text
 polars' reader parses a partition's range (75 MB, one core) about 1.2x faster than
-pyarrow's (``benchmarks/csv_parsers.py``; ``docs/benchmarks.md``). Both parse floats
+pyarrow's (``benchmarks/csv_parsers.py``; ``docs/lab-notes/benchmarks-history.md``). Both parse floats
 exactly (correctly rounded, as Python's ``float()``). It is an extra (``pip install
 strataflow[fast-csv]``); without it nothing changes.
 

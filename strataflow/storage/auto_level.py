@@ -62,7 +62,7 @@ this executor measured. The exploration costs one block's write per form per tas
 running at once on an executor (victims evicted while the first write is under way spill
 too), and nothing when nothing is evicted. (Measured on ALS at 2x pressure: AUTO
 dropped "ratings by user" on the prior, discarded 8 blocks and recomputed them; see
-docs/benchmarks.md.)
+docs/lab-notes/benchmarks-history.md.)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ whole extent at its first read of the file (``blockfile.py``). A later applicati
 fresh set of processes: its first pass over a dataset hashes every byte before its kernel
 touches one, a pass over the data that the engine's own ``DISK_MMAP`` level pays only once
 per application (profiled: the digest is most of the gap between a store's first pass and
-``DISK_MMAP``'s next one, ``docs/benchmarks.md``). With ``verify="store"`` a block file is
+``DISK_MMAP``'s next one, ``docs/lab-notes/benchmarks-history.md``). With ``verify="store"`` a block file is
 hashed once per *version of the file*: by its writer, which reads the file it wrote back
 through a mapping, and again by the first reader after any change; the process that hashed
 it leaves a record, and later readers that find the file as recorded map it and serve it

@@ -235,6 +235,21 @@ def test_memory_urls_still_read_on_the_threads_backend(mem):
     fs, root = mem
     with Context(memory="64MB", parallelism=2, backend="threads", progress=False) as ctx:
         assert ctx.text_file(f"memory://{root}/in.txt").collect() == ["a", "b", "c"]
+        ctx.parallelize(["x", "y"], 2).save_as_text_file(f"memory://{root}/out")
+        assert ctx.text_file(f"memory://{root}/out").collect() == ["x", "y"]
+
+
+def test_memory_urls_are_refused_at_the_write_call_on_the_processes_backend(mem):
+    """The parts would go into each executor's own memory filesystem and the driver's
+    would hold only ``_SUCCESS``: data lost without a word, before ``io/reach.py``."""
+    fs, root = mem
+    with Context(memory="64MB", parallelism=2, backend="processes", progress=False) as ctx:
+        ds = ctx.parallelize([1.0, 2.0], 2)
+        for op, write in [("save_as_text_file", ds.save_as_text_file), ("save_as_parquet", ds.save_as_parquet),
+                          ("save_as_npy", ds.save_as_npy), ("save_as_pickle_file", ds.save_as_pickle_file)]:
+            with pytest.raises(ConfigError, match=rf"^{op}: .* memory:// filesystem.*writes there would be lost"):
+                write(f"memory://{root}/{op}")
+            assert not fs.exists(f"{root}/{op}")  # nothing made, not even the directory
 
 
 # -- what the docs show parses ------------------------------------------------------------------------------------------

@@ -10,49 +10,21 @@ driver's wiring (:mod:`strataflow.context.core`).
 from __future__ import annotations
 
 import os
-import re
 import weakref
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from strataflow.common.checks import ConfigError
-from strataflow.config.backends import backend_class
 from strataflow.dataset import Dataset
 from strataflow.io.delimited import CsvSource, CsvTypesSource, PerSplitCounts, widen_types
 from strataflow.io.npy import NpySource
 from strataflow.io.parquet import ParquetSource
-from strataflow.io.paths import PathSpec, split_paths
+from strataflow.io.paths import PathSpec
+from strataflow.io.reach import check_reachable
 from strataflow.io.text import TextSource
 from strataflow.io.whole_files import WholeFilesSource
 
-__all__ = ["FileReaders", "check_reachable"]
-
-#: a URL on fsspec's in-memory filesystem, alone or in a chain (``simplecache::memory://``)
-_MEMORY_URL = re.compile(r"(?:^|::)memory://", re.I)
-
-
-def check_reachable(path: PathSpec, backend: str, reader: str) -> None:
-    """ConfigError, at the read call, when ``path`` names a ``memory://`` URL and the
-    backend's tasks do not run in the driver's process. fsspec's memory filesystem is a
-    dict inside one process: executors of the ``processes`` or ``ray`` backend each see an
-    empty one of their own, so the job used to fail in a task, with the path and no reason
-    (``cannot read input file 'memory:///sf/in.txt': /sf/in.txt``). A path the readers
-    refuse for another reason is left to them."""
-    if backend_class(backend).in_driver_process:
-        return
-    try:
-        paths = split_paths(path)
-    except (TypeError, ConfigError):
-        return
-    for p in paths:
-        if _MEMORY_URL.search(p):
-            raise ConfigError(
-                f"{reader}: {p!r} is on fsspec's memory:// filesystem, which lives inside one process, and the "
-                f"{backend} backend runs tasks in executor processes of their own, which cannot see it; use "
-                f"backend='threads' (tasks in this process), or write the data to a file path or a filesystem "
-                f"every process reaches (s3://, gs://, ...)")
-
+__all__ = ["FileReaders"]
 
 class FileReaders:
     """``Context``'s readers of files (needs ``_num``, from :class:`.sources.DataSources`)."""

@@ -35,6 +35,7 @@ from strataflow.common.batch import RowsTypeError, is_dataframe, iter_rows, num_
 from strataflow.io.frames import combine_arrow, combine_pandas, require_pandas, value_to_arrow
 from strataflow.io.manifest import SUCCESS, new_output_dir
 from strataflow.io.paths import OutputDir
+from strataflow.io.reach import check_reachable
 from strataflow.io.compression import codec_name
 from strataflow.io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
 from strataflow.scheduler.dag import TaskFailedError
@@ -337,6 +338,12 @@ class ActionOps:
         return combine_pandas(frames, keep_index=all(is_dataframe(p) for p in parts))
 
     # -- output ---------------------------------------------------------------------------------
+    def _output_dir(self, path: str | os.PathLike, op: str) -> OutputDir:
+        """The new output directory of a ``save_as_*``, refused first where the executors
+        that write its parts cannot reach it (``io/reach.py``)."""
+        check_reachable(path, self.ctx.config.backend, op, writing=True)
+        return new_output_dir(path, op)
+
     def _write_parts(self, out: OutputDir, write: Callable[[OutputDir, int, Any], dict], op: str) -> list[dict]:
         return self.map_partitions_with_index(lambda i, v: [write(out, i, v)])._run(
             lambda v: v[0], description=f"{op} {self.label}")
@@ -355,7 +362,7 @@ class ActionOps:
         ['one', 'two']
         """
         codec = codec_name(compression) if compression is not None else None
-        out = new_output_dir(path, "save_as_text_file")
+        out = self._output_dir(path, "save_as_text_file")
         self._write_parts(out, lambda o, i, v: text_part(o, i, v, codec), "save_as_text_file")
         out.touch(SUCCESS)
 
@@ -369,7 +376,7 @@ class ActionOps:
         >>> ctx.parquet_file(tmp_dir + "/table").collect()
         [(1, 'a'), (2, 'b')]
         """
-        out = new_output_dir(path, "save_as_parquet")
+        out = self._output_dir(path, "save_as_parquet")
         finish_parquet(out, self._write_parts(out, parquet_part, "save_as_parquet"), self.label)
 
     def save_as_npy(self, path: str | os.PathLike) -> None:
@@ -383,5 +390,5 @@ class ActionOps:
         >>> ctx.npy_file(tmp_dir + "/points").count()
         3
         """
-        out = new_output_dir(path, "save_as_npy")
+        out = self._output_dir(path, "save_as_npy")
         finish_npy(out, self._write_parts(out, npy_part, "save_as_npy"), self.label)

@@ -7,7 +7,6 @@ import os
 import pickle
 
 from strataflow.common.batch import iter_rows
-from strataflow.io.paths import OutputDir
 
 __all__ = ["PickleFileOps"]
 
@@ -26,7 +25,7 @@ class PickleFileOps:
         >>> ctx.pickle_file(tmp_dir + "/records").collect()
         [{'a': 1}, None]
         """
-        out = OutputDir.create(path, "save_as_pickle_file")
+        out = self._output_dir(path, "save_as_pickle_file")
 
         def write(i, v):
             def dump(f):

@@ -40,6 +40,7 @@ from strataflow.metrics import EventBus, gc_timer
 from strataflow.metrics.events import open_event_log
 from strataflow.scheduler import DAGScheduler
 from strataflow.scheduler.block_master import BlockMaster
+from strataflow.scheduler.errors import fold_job_error
 from strataflow.shipping.accumulators import Accumulators
 from strataflow.shipping.files import FileRegistry
 from strataflow.shipping.files import forget as forget_files
@@ -186,6 +187,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        fold_job_error(exc[1] if len(exc) > 1 else None)  # the error starts with the user's line (issue 51)
         self.stop()
 
     def stop(self) -> None:

@@ -36,7 +36,8 @@ from strataflow.storage.cache_metrics import METRIC_KEYS, CacheMetrics
 from strataflow.storage.task_reads import HeldBlock
 from strataflow.common.retries import is_user_error
 from strataflow.config.backends import backend_class
-from strataflow.scheduler.errors import ContextStopped, JobError, TaskFailedError, add_note, task_failed_error
+from strataflow.scheduler.errors import (ContextStopped, JobError, TaskFailedError, add_note, dataset_title,
+                                         fold_job_error, task_failed_error)
 from strataflow.executor.task import TaskContext
 from strataflow.scheduler.task_set import TaskFailure, TaskSetRunner
 
@@ -286,6 +287,9 @@ class DAGScheduler:
                 except FetchFailed as ff:
                     self._handle_fetch_failed(ff, failures)
             ok = True
+        except TaskFailedError as err:
+            fold_job_error(err)  # the scheduler's frames out of what the user reads (errors.py)
+            raise  # as folded (3.11+: a bare raise takes err.__traceback__, and adds no frame)
         finally:
             ctx._accumulators.forget_stage(final.id)  # a result stage runs in its job only
             cache1, gc1, gcn1 = self._figures()
@@ -432,6 +436,7 @@ class DAGScheduler:
         ds_id, label, split = getattr(error, "_strataflow_origin", (stage.dataset.id, stage.dataset.label,
                                                                      failure.partition))
         origin = next((d for d in narrow_ancestors(stage.dataset)[0] if d.id == ds_id), stage.dataset)
+        title = dataset_title(origin) if origin.id == ds_id else label  # as the report names its stage
         remote = getattr(error, "remote_traceback", None)
         kind = "shuffle-map" if stage.is_shuffle_map else "result"
         where = (f"stage {stage.id}, {kind} task {failure.partition}, "
@@ -443,11 +448,11 @@ class DAGScheduler:
             what = f"{type(error).__name__}: {error}"
         except Exception:  # noqa: BLE001 - an exception whose __str__ fails
             what = type(error).__name__
-        add_note(error, f"strataflow: raised by the task for partition {split} of dataset {label} ({where}, "
+        add_note(error, f"strataflow: raised by the task for partition {split} of dataset {title} ({where}, "
                         f"attempt {failure.attempts})" + ("" if remote is None else
                                                           "; the traceback above is the executor's"))
         err = task_failed_error(
-            f"task for partition {split} of dataset {label} failed {failure.attempts} time(s) ({where}"
+            f"task for partition {split} of dataset {title} failed {failure.attempts} time(s) ({where}"
             f"{not_retried}); last error: {what}",
             origin, split, failure.attempts, error, failure.executor,
         )

@@ -16,6 +16,14 @@ the two types cannot be combined (the cause's type is not an ``Exception``, or i
 ``__new__`` needs other arguments) the error is a plain ``TaskFailedError``: catch that,
 and read ``__cause__``. On Python 3.11 and later, the cause also gets a note (PEP 678)
 saying which task, stage, partition and executor raised it.
+
+What is printed starts with the user's line (issue 51): the engine's frames are folded out
+of the cause's traceback when the error is made, out of the job's own traceback as it
+leaves the scheduler (``run_job``) and, when it leaves a ``with Context(...)`` block, down
+to the user's call (:func:`fold_job_error`); a last note says how many frames were hidden
+and that ``STRATAFLOW_TRACEBACK=full`` shows them (``common/frames.py``). The dataset is
+named as the event log and the report name its stages: ``'map at job.py:4'``
+(:func:`dataset_title`).
 """
 
 from __future__ import annotations
@@ -24,10 +32,13 @@ import functools
 import types
 from typing import TYPE_CHECKING, Any
 
+from strataflow.common.frames import ENV, fold_traceback, folding, hint
+
 if TYPE_CHECKING:
     from strataflow.dataset import Dataset
 
-__all__ = ["JobError", "ContextStopped", "TaskFailedError", "task_failed_error", "add_note"]
+__all__ = ["JobError", "ContextStopped", "TaskFailedError", "task_failed_error", "add_note", "dataset_title",
+           "fold_job_error"]
 
 
 class JobError(RuntimeError):
@@ -116,7 +127,69 @@ def task_failed_error(message: str, dataset: "Dataset", partition: int, attempts
     if cls is not TaskFailedError and isinstance(err, cls):
         _copy_fields(cause, err)
     err.__cause__ = cause
+    if folding():
+        _hide(err, sum(_fold_chain(cause, set())))
     return err
+
+
+def dataset_title(dataset: "Dataset") -> str:
+    """How a job's error names a dataset: as the event log and the report name its stage,
+    by its operation and the user's line that made it (``'map at job.py:4'``), after its
+    name where ``set_name`` gave one (``'points' (map at job.py:4)``)."""
+    op = getattr(dataset, "op", None) or getattr(dataset, "label", "?")
+    name = getattr(dataset, "name", None)
+    return f"'{op}'" if not name else f"'{name}' ({op})"
+
+
+_HIDDEN = "_strataflow_hidden"
+
+
+def _fold_chain(exc: BaseException | None, seen: set[int]) -> list[int]:
+    """Folds the traceback of ``exc`` and of the exceptions it was raised from or during
+    (a traceback without a frame of the user's stays whole); the frames each lost."""
+    if exc is None or id(exc) in seen:
+        return []
+    seen.add(id(exc))
+    tb, hidden = fold_traceback(exc.__traceback__)
+    if hidden:
+        exc.__traceback__ = tb
+    return [hidden] + _fold_chain(exc.__cause__, seen) + _fold_chain(exc.__context__, seen)
+
+
+def _hide(exc: BaseException, more: int) -> None:
+    """Counts ``more`` folded frames on ``exc`` and keeps one note saying how many (its
+    last: the line under the error's message)."""
+    if not more:
+        return
+    hidden = getattr(exc, _HIDDEN, 0) + more
+    try:
+        setattr(exc, _HIDDEN, hidden)
+    except AttributeError:  # an exception without a __dict__
+        return
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        notes[:] = [n for n in notes if not (isinstance(n, str) and n.startswith("[") and f"{ENV}=full" in n)]
+    add_note(exc, hint(hidden))
+
+
+def fold_job_error(exc: BaseException | None) -> None:
+    """Folds the engine's frames out of the traceback of an error strataflow raised on
+    the driver, so that it starts with (and ends at) the user's own call: a job's
+    :class:`TaskFailedError`, whose frames are all the engine's below the user's, or
+    another error of strataflow's own type (a path that does not exist, a bad option).
+    Other exceptions, and every one under ``STRATAFLOW_TRACEBACK=full``, are left whole.
+    Called where the error leaves the scheduler and a ``with Context(...)`` block."""
+    if exc is None or not folding():
+        return
+    ours = isinstance(exc, TaskFailedError)
+    if not ours and not type(exc).__module__.startswith("strataflow"):
+        return
+    tb, hidden = fold_traceback(exc.__traceback__, engine_raised=True)
+    if hidden:
+        exc.__traceback__ = tb
+    if not ours:  # a job's error had its chain folded when it was made
+        hidden += sum(_fold_chain(exc.__cause__, {id(exc)}) + _fold_chain(exc.__context__, {id(exc)}))
+    _hide(exc, hidden)
 
 
 def _copy_fields(cause: BaseException, err: BaseException) -> None:

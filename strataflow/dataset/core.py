@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Dataset", "StorageLevelLocked"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")  # strataflow/ (issue 51)
+_JOBS_DIR = os.path.join(_PACKAGE_DIR, "workloads", "")  # the bundled jobs are programs: their own lines name them
 
 
 class StorageLevelLocked(ValueError):
@@ -54,7 +55,8 @@ class StorageLevelLocked(ValueError):
 def _call_site() -> str:
     """``file:line`` of the first caller outside strataflow (names stages like Spark)."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
+                             and not f.f_code.co_filename.startswith(_JOBS_DIR)):
         f = f.f_back
     if f is None:
         return "<strataflow>"

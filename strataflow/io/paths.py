@@ -323,7 +323,7 @@ def matches(spec: Any, op: str) -> list[Match]:
             except OSError as exc:
                 raise ConfigError(f"{op}: cannot list the matches of {one!r}: {exc}") from None
             if not found:
-                raise NoMatchError(f"{op}: the pattern {one!r} matches no files")
+                raise NoMatchError(f"{op}: the pattern {one!r} matches no files{_absolute(fs, path)}")
             out.extend(found)
             continue
         if fs is not None:
@@ -337,8 +337,14 @@ def matches(spec: Any, op: str) -> list[Match]:
                 is_dir = info.get("type") == "directory"
                 out.append(Match(fs, path, is_dir, 0 if is_dir else int(info.get("size") or 0)))
                 continue
-        raise PathNotFoundError(f"{op}: path {one!r} does not exist")
+        raise PathNotFoundError(f"{op}: path {one!r} does not exist{_absolute(fs, path)}")
     return out
+
+
+def _absolute(fs: Any, path: str) -> str:
+    """`` (absolute path: /where/it/was/looked/for)`` for a relative local path, which the
+    working directory completes (the driver's may not be the one the user thinks of)."""
+    return "" if fs is not None or os.path.isabs(path) else f" (absolute path: {os.path.abspath(path)})"
 
 
 def list_directory(match: Match, recursive: bool = False, suffix: str = "", op: str = "read") -> list[FileRef]:

@@ -29,6 +29,7 @@ from types import TracebackType
 import pytest
 
 import strataflow
+from strataflow.common.checks import ConfigError
 from strataflow import Context, TaskFailedError
 from strataflow.common import frames
 from strataflow.io.paths import NoMatchError, PathNotFoundError
@@ -146,17 +147,54 @@ def test_an_error_in_a_reduce_function_or_a_foreach_starts_with_the_users_line(t
     assert len(err.rstrip("\n").splitlines()) <= 15, err
 
 
+PYSPARK_STYLE = """\
+import sys
+from strataflow.pyspark import SparkConf, SparkContext
+
+sc = SparkContext("local[2]", conf=SparkConf().set("strataflow.backend", sys.argv[1]).set("strataflow.progress", "false"))
+events = sc.parallelize([{"user": "a"}, {"user": "b"}], 2)
+print(events.map(lambda e: (e["usr"], 1)).reduceByKey(lambda a, b: a + b).collect())
+"""
+
+
 @needs_notes
-def test_without_a_with_block_the_tasks_traceback_is_folded_and_the_driver_starts_with_the_users_call(tmp_path):
-    # only a ``with Context`` block sees the error after it has left the engine's frames
-    # of the driver (no sys.excepthook is installed): the task's part is folded, and the
-    # driver's starts with the user's call and keeps no frame of the scheduler
-    script, err = _run(tmp_path, NO_WITH, "threads")
+@pytest.mark.parametrize("code, dataset", [(NO_WITH, "map at job.py:6"), (PYSPARK_STYLE, "map at job.py:6")],
+                         ids=["Context", "SparkContext"])
+@pytest.mark.parametrize("backend", ["processes", "threads"])
+def test_without_a_with_block_an_uncaught_error_is_as_short(tmp_path, code, dataset, backend):
+    """No ``with`` block sees the error leave the engine's frames: the excepthook the first
+    Context chains (``context/excepthook.py``) folds the action's frames, so the script
+    prints its own two lines as with a ``with`` block."""
+    script, err = _run(tmp_path, code, backend)
     shown = _frames(err)
-    assert shown[0] == (script, 6, "<lambda>") and shown[1] == (script, 6, "<module>"), err
-    assert not any(f.startswith(ENGINE_DIR + "executor" + os.sep) for f, _, _ in shown)
-    assert not any(f.startswith(ENGINE_DIR + "scheduler" + os.sep) for f, _, _ in shown)
-    assert _hidden(err) > 0 and "of dataset 'map at job.py:6'" in err
+    assert shown == [(script, 6, "<lambda>"), (script, 6, "<module>")], err
+    assert ENGINE_DIR not in err and _hidden(err) > 0 and f"of dataset '{dataset}'" in err
+    assert len(err.rstrip("\n").splitlines()) <= 15, err
+
+
+def test_the_excepthook_hands_every_error_to_the_hook_before_it_and_folds_only_strataflows(monkeypatch):
+    from strataflow.context import excepthook
+
+    seen = []
+    monkeypatch.setattr(sys, "excepthook", lambda t, v, tb: seen.append((t, v, _files(tb))))
+    excepthook.install()
+    excepthook.install()  # once: a second Context does not chain it again
+    assert sys.excepthook.strataflow_folds and sys.excepthook.__closure__ is not None
+
+    def engine_raises(exc):  # a frame of strataflow's between the user's and the raise
+        ns: dict = {}
+        exec(compile("def f(e):\n    raise e\n", ENGINE_DIR + "dataset/actions.py", "exec"), ns)
+        try:
+            ns["f"](exc)
+        except BaseException as caught:
+            return caught
+
+    for exc in (ValueError("the user's own"), ConfigError("strataflow's own")):
+        caught = engine_raises(exc)
+        sys.excepthook(type(caught), caught, caught.__traceback__)
+    (t1, v1, files1), (t2, v2, files2) = seen
+    assert t1 is ValueError and any(f.startswith(ENGINE_DIR) for f in files1)  # not ours: untouched
+    assert t2 is ConfigError and not any(f.startswith(ENGINE_DIR) for f in files2)
 
 
 # -- in this process -----------------------------------------------------------------------------

@@ -5,8 +5,9 @@ A task's ``KeyError`` used to print some fifty lines: twenty of the executor's f
 failed, then the driver's frames down to the scheduler. Python prints an exception's
 ``__traceback__`` as it is, so the traceback itself is rebuilt without those frames
 (``types.TracebackType`` entries over the same frames); then everything that prints it
-(Python's own hook, ``traceback``, ``logging``, pytest) shows the short form,
-and no ``sys.excepthook`` is installed.
+(Python's own hook, ``traceback``, ``logging``, pytest) shows the short form; a
+``sys.excepthook`` (``context/excepthook.py``) only folds the last frames of an uncaught
+error of a script without a ``with`` block.
 
 A frame is the *engine*'s when it is strataflow's own code (not the bundled jobs), *plumbing*
 when it is the standard library's or the machinery that runs tasks (tblib, cloudpickle,

@@ -29,6 +29,7 @@ from strataflow.config.backends import SHIPS_BY_OBJECT_STORE, backend_class
 from strataflow.config import Config
 from strataflow.config.layers import with_layered_options
 from strataflow.config.options import docs as option_docs
+from strataflow.context import excepthook
 from strataflow.context.executors import ExecutorViews
 from strataflow.context.readers import FileReaders
 from strataflow.context.shared import SharedVariables
@@ -77,6 +78,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
         """Every option of the table (``strataflow/config/options.py``), by position or name;
         see the class docstring. The signature ``help()`` shows is the table's."""
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
+        excepthook.install()  # an uncaught error of a script without `with` folded too (excepthook.py)
         self.config = cfg = Config.build(**options)
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]

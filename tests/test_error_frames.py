@@ -302,12 +302,12 @@ E, P, U = frames.ENGINE, frames.PLUMBING, frames.USER
 ])
 def test_fold_traceback_keeps_the_users_frames(kinds, engine_raised, kept):
     tb = _chain(kinds)
-    assert [frames.kind(t) for t in _entries(tb)] == kinds
+    assert [frames.kind(t) for t in frames._entries(tb)] == kinds
     folded, hidden = frames.fold_traceback(tb, engine_raised=engine_raised)
-    assert [t.tb_frame.f_code.co_name for t in _entries(folded)] == [f"f{i}" for i in kept]
+    assert [t.tb_frame.f_code.co_name for t in frames._entries(folded)] == [f"f{i}" for i in kept]
     assert hidden == len(kinds) - len(kept)
     assert (folded is tb) == (hidden == 0)
-    assert [t.tb_frame.f_code.co_name for t in _entries(tb)] == [f"f{i}" for i in range(len(kinds))]  # untouched
+    assert [t.tb_frame.f_code.co_name for t in frames._entries(tb)] == [f"f{i}" for i in range(len(kinds))]  # untouched
 
 
 def test_the_bundled_jobs_are_programs():
@@ -321,14 +321,6 @@ def test_the_bundled_jobs_are_programs():
     except ValueError as exc:
         assert frames.kind(exc.__traceback__.tb_next) == frames.USER
     assert frames.kind(tb) == frames.ENGINE
-
-
-def _entries(tb: TracebackType | None) -> list[TracebackType]:
-    out = []
-    while tb is not None:
-        out.append(tb)
-        tb = tb.tb_next
-    return out
 
 
 # -- input paths ------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import re
 
 import pytest
 
-from strataflow.report import charts, render_report
+from report_capture import render_reading_charts
+from strataflow.report import charts
 from strataflow.report.events import by_time, read_events
 from strataflow.report.window import Window, time_window
 
@@ -102,29 +103,17 @@ def report(tmp_path_factory):
     is saved."""
     base = tmp_path_factory.mktemp("axes")
     log = write_log(base / "events.jsonl", small_run_events())
-    seen: dict[str, dict] = {}
-    real_save = charts._save
-
-    def keep(fig, path, **kw):
-        fig.canvas.draw()  # a time chart comes laid out (``layout=False``): its legends are where they will be
+    def read(fig, path, **kw):  # a time chart comes laid out (``layout=False``): its legends are where they will be
         legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-        seen[path.rsplit("/", 1)[-1]] = {"xlim": [ax.get_xlim() for ax in fig.axes],
-                                         "layout": kw.get("layout", True),
-                                         "legends": [(leg.get_window_extent(), [t.get_text() for t in leg.get_texts()])
-                                                     for leg in legends],
-                                         "figure": fig.bbox,
-                                         "area": [(ax.get_position().x0, ax.get_position().x1) for ax in fig.axes],
-                                         "width": fig.get_figwidth(),
-                                         "xlabel": [ax.get_xlabel() for ax in fig.axes]}
-        return real_save(fig, path, **kw)
+        return {"xlim": [ax.get_xlim() for ax in fig.axes],
+                "layout": kw.get("layout", True),
+                "legends": [(leg.get_window_extent(), [t.get_text() for t in leg.get_texts()]) for leg in legends],
+                "figure": fig.bbox,
+                "area": [(ax.get_position().x0, ax.get_position().x1) for ax in fig.axes],
+                "width": fig.get_figwidth(),
+                "xlabel": [ax.get_xlabel() for ax in fig.axes]}
 
-    mp = pytest.MonkeyPatch()
-    mp.setattr(charts, "_save", keep)
-    try:
-        result = render_report(log, base / "report")
-    finally:
-        mp.undo()
-    html = open(result["html"], encoding="utf-8").read()
+    result, seen, html = render_reading_charts(log, base / "report", read)
     return {"result": result, "seen": seen, "html": html, "log": log}
 
 

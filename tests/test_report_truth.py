@@ -19,7 +19,8 @@ import pytest
 
 from strataflow import Context, StorageLevel
 from strataflow.cli import main as cli_main
-from strataflow.report import charts, render_report
+from report_capture import render_reading_charts
+from strataflow.report import charts
 from strataflow.simulate import executor_traces, from_event_log, measured_byte_hit_ratio, simulate
 from strataflow.storage.policies import POLICIES
 
@@ -47,27 +48,14 @@ def run(tmp_path_factory):
     base = tmp_path_factory.mktemp("truth")
     log = str(base / "events.jsonl")
     out = run_info = _two_executor_run(log, str(base))
-    figures: dict[str, object] = {}
-    real_save = charts._save
-
-    def keep(fig, path, **kw):  # every chart's texts, legends and x range, read before it is saved
+    def read(fig, path, **kw):  # every chart's texts, legends and x range, read before it is saved
         from matplotlib.text import Text
 
-        fig.canvas.draw()
-        figures[path.rsplit("/", 1)[-1]] = {
-            "texts": [t.get_text() for t in fig.findobj(Text) if t.get_text()],
-            "axes": [(ax.get_xlim(), ax.get_window_extent(), [leg.get_window_extent() for leg in [ax.get_legend()]
-                      if leg is not None], [p.get_window_extent() for p in ax.patches]) for ax in fig.axes],
-        }
-        return real_save(fig, path, **kw)
+        return {"texts": [t.get_text() for t in fig.findobj(Text) if t.get_text()],
+                "axes": [(ax.get_xlim(), ax.get_window_extent(), [leg.get_window_extent() for leg in [ax.get_legend()]
+                          if leg is not None], [p.get_window_extent() for p in ax.patches]) for ax in fig.axes]}
 
-    mp = pytest.MonkeyPatch()
-    mp.setattr(charts, "_save", keep)
-    try:
-        result = render_report(log, base / "report")
-    finally:
-        mp.undo()
-    html = open(result["html"], encoding="utf-8").read()
+    result, figures, html = render_reading_charts(log, base / "report", read)
     return {**out, "log": log, "result": result, "html": html, "figures": figures, "info": run_info}
 
 

@@ -436,8 +436,8 @@ def test_run_command_takes_tiers_and_async_eviction(tmp_path, capsys):
 
     assert parse_tier("shm:/a,/b:1GB:2GB/s") == {"name": "shm", "dirs": ["/a", "/b"], "capacity": "1GB",
                                                  "bandwidth": "2GB/s"}
-    for bad in ("shm", ":/a", "shm:", "a:/b:1GB:1GB/s:x"):
-        with pytest.raises(Exception, match="--tier"):
+    for bad in ("shm", ":/a", "shm:", "a:/b:1GB:1GB/s:x"):  # argparse puts "argument --tier: " in front
+        with pytest.raises(Exception, match=rf"^(expected NAME:DIR.* or .*, got|too many ':' fields in) {bad!r}$"):
             parse_tier(bad)
     # the keyed form carries a kind (and its own keys); ``dir`` repeats; ':' is fine in a value
     assert parse_tier("name=ssd,kind=disk,dir=/a,dir=/b:c,capacity=10GB,bandwidth=1GB/s,write_parallelism=3") == {

@@ -211,7 +211,10 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
               dirs=_split(args.dirs), threads=_split(args.threads, int), workloads=_split(args.workloads),
               pressures=_split(args.pressures, float), policies=_split(args.policies),
               levels=_split(getattr(args, "levels", None)), backend=getattr(args, "backend", None),
-              budget=getattr(args, "budget", None), sizes=_split(getattr(args, "sizes", None), float))
+              budget=getattr(args, "budget", None), sizes=_split(getattr(args, "sizes", None), float),
+              machine_memory=getattr(args, "machine_memory", None), time_limit=getattr(args, "time_limit", None))
+    if kw["machine_memory"] and args.experiment != "scale":
+        raise ValueError(f"bench {args.experiment}: --machine-memory applies to bench scale only")
     console.print(f"planning bench {args.experiment} at scale {scale} (data in {data_root})")
     runs = plan(args.experiment, **kw) if args.repeat else []
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

@@ -25,6 +25,14 @@ same memory behind whatever ran before. Results are checked up to :data:`CHECK_M
 of input (the checks read the whole input again in one process: word count's in Python);
 larger runs have ``checked`` 0.
 
+A machine smaller than its data (``machine_memory``, ``--machine-memory``): every run is a
+fresh Python in a fresh memory cgroup of that size (:mod:`strataflow.bench.machine`),
+driver, executors and their page cache together; the input is generated outside it and
+its pages dropped from the page cache first (they would be hits charged elsewhere). The
+device's own sequential bandwidth (direct I/O, :mod:`strataflow.bench.device_bandwidth`)
+is measured once, at planning, before any run; each row carries it, the machine's size,
+the group's peak usage and its OOM kills. A run killed for memory is a row saying so.
+
 The runs are :class:`ScaleRun` objects shaped like ``experiments.Run`` (key, call, extra,
 warm): this module is imported by experiments.py to register the plan, so it cannot
 import that module back (no import circles). The PySpark peer's runs are in
@@ -42,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from strataflow.bench.data import data_path, data_path_size, ensure_data
+from strataflow.bench.device_bandwidth import direct_bandwidth
+from strataflow.bench.machine import MachineUnavailable, available, call_in_machine, drop_page_cache
 from strataflow.config import parse_size
 from strataflow.report.events import read_events
 from strataflow.storage.policies import POLICIES
@@ -49,7 +59,8 @@ from strataflow.workloads.api import read_manifest
 from strataflow.workloads.runner import run_workload
 
 __all__ = ["ScaleRun", "plan_scale", "plan_sizes", "scale_row", "scale_notes", "stage_flows", "disk_free",
-           "partitions_for", "DEFAULT_BUDGET", "DEFAULT_SIZES", "WORKLOADS", "GB"]
+           "partitions_for", "run_spec", "machine_plan", "in_machine", "DEFAULT_BUDGET", "DEFAULT_SIZES",
+           "WORKLOADS", "GB"]
 
 MB = 1 << 20
 GB = 1 << 30  # "GB" in this experiment's figures: 2**30 bytes
@@ -72,6 +83,8 @@ CHECK_MAX_BYTES = 1 * GB
 PARTITIONS_PER_BUDGET = 8
 #: time per GB within this factor of the smallest size's counts as flat
 FLAT = 1.25
+#: bytes written and read back to measure the device's bandwidth (with --machine-memory)
+BANDWIDTH_BYTES = 1 * GB
 
 
 def disk_free(path: str) -> int:
@@ -228,6 +241,53 @@ def _execute(workload: str, x: float, policy: str, key: dict, inputs: _Inputs, p
     return row
 
 
+def run_spec(workload: str, x: float, policy: str, key: dict, root: str, budget: int, parallelism: int,
+             backend: str | None, work_dir: str, check_max: int) -> dict:
+    """One run from plain values (JSON): what a run inside a machine calls in its own Python."""
+    return _execute(workload, x, policy, key, _Inputs(root, budget), parallelism, backend, work_dir, check_max)
+
+
+def machine_plan(machine_memory: int | str, work_dir: str, root: str, time_limit: float | None = None) -> dict:
+    """The machine every run gets: its size, a run's time limit, and the device's bandwidth
+    where the runs' working files go (and where the inputs are, if another device),
+    measured now, before any run. Refuses (MachineUnavailable) where no cgroup can be made."""
+    limit = parse_size(machine_memory, "--machine-memory")
+    if limit <= 0:
+        raise ValueError("bench scale: --machine-memory must be > 0")
+    ok, why = available()
+    if not ok:
+        raise MachineUnavailable(why)
+    os.makedirs(work_dir, exist_ok=True)
+    device = direct_bandwidth(work_dir, BANDWIDTH_BYTES)
+    note = f"{device['write_mb_per_s']:,.0f} MB/s write, {device['read_mb_per_s']:,.0f} MB/s read at {work_dir} " \
+           f"({device['fs']}; {device['note']})"
+    if not _same_disk(root, work_dir):
+        other = direct_bandwidth(root, BANDWIDTH_BYTES)
+        note += f"; inputs at {root}: {other['write_mb_per_s']:,.0f} MB/s write, {other['read_mb_per_s']:,.0f} MB/s " \
+                f"read ({other['fs']}, {other['mode']})"
+    return {"limit": limit, "time_limit": time_limit, "why": why, "columns": {
+        "device_write_mb_s": device["write_mb_per_s"], "device_read_mb_s": device["read_mb_per_s"]},
+        "note": f"machine: every run in a fresh {limit / MB:,.0f} MB memory cgroup ({why}): driver, executors and "
+                f"their page cache; inputs' pages dropped before each run; device, measured in this invocation: {note}"}
+
+
+def in_machine(machine: dict, target: str, spec: dict, lost: dict, data: str, work_dir: str,
+               timeout_s: float | None = None) -> dict:
+    """``target(**spec)`` (a function returning a row) run inside a fresh machine after
+    ``data``'s pages are dropped; the row gains the machine's columns. No row back: ``lost``
+    (the key and what is known before the run) saying why (OOM and time limits are
+    findings, ``finished`` 0; another failure is an error, ``result_check``)."""
+    drop_page_cache(data)
+    result, info = call_in_machine(machine["limit"], target, spec, work_dir, timeout_s or machine.get("time_limit"))
+    row = dict(result) if result is not None else {**lost, "finished": 0}
+    row.update({k: v for k, v in info.items() if k != "outcome"}, **machine["columns"], machine_note=machine["note"])
+    if "outcome" in info:
+        row["outcome"] = info["outcome"]
+        if result is None and not info["oom_kills"] and not info["outcome"].startswith("time limit"):
+            row["result_check"] = f"error: {info['outcome']}"
+    return row
+
+
 def _choose(given: list[str] | None, known: list[str], what: str) -> list[str]:
     if not given:
         return list(known)
@@ -240,12 +300,14 @@ def _choose(given: list[str] | None, known: list[str], what: str) -> list[str]:
 def plan_scale(root: str, repeat: int, parallelism: int, workloads: list[str] | None = None,
                policies: list[str] | None = None, backend: str | None = None, budget: int | str | None = None,
                sizes: list[float] | None = None, free: Callable[[str], int] | None = None,
-               work_dir: str | None = None, check_max: int = CHECK_MAX_BYTES, **_) -> list[ScaleRun]:
+               work_dir: str | None = None, check_max: int = CHECK_MAX_BYTES, machine_memory: int | str | None = None,
+               time_limit: float | None = None, **_) -> list[ScaleRun]:
     """The plan: per repeat, workload and size, every policy (their order reversed every
     other repeat); first, one row per workload for each size that does not fit on disk.
     ``free`` (path -> free bytes) defaults to :func:`disk_free`; ``work_dir`` (the runs'
     working files) to the temporary directory. ``--scale`` does not apply: the budget
-    sets the sizes."""
+    sets the sizes. ``machine_memory``: each run in a machine of that size
+    (:func:`machine_plan`; ``time_limit`` then bounds each run, default none)."""
     budget = parse_size(budget if budget is not None else DEFAULT_BUDGET, "--budget")
     if budget <= 0:
         raise ValueError("bench scale: --budget must be > 0")
@@ -255,6 +317,7 @@ def plan_scale(root: str, repeat: int, parallelism: int, workloads: list[str] | 
     os.makedirs(root, exist_ok=True)
     fits, skipped = plan_sizes(root, work_dir, budget, workloads, sizes, free or disk_free)
     inputs = _Inputs(root, budget)
+    machine = machine_plan(machine_memory, work_dir, root, time_limit) if machine_memory else None
     runs = []
     for x, why in skipped.items():
         for w in workloads:
@@ -270,10 +333,17 @@ def plan_scale(root: str, repeat: int, parallelism: int, workloads: list[str] | 
                            "size_scale": x, "repeat": r}
 
                     def call(w=w, x=x, policy=policy, key=key):
+                        if machine:  # the input is made outside the machine: its generation is not the run
+                            spec = dict(workload=w, x=x, policy=policy, key=key, root=root, budget=budget,
+                                        parallelism=parallelism, backend=backend, work_dir=work_dir,
+                                        check_max=check_max)
+                            lost = {**key, "input_gb": x * budget / GB, "memory_mb": budget / MB}
+                            return in_machine(machine, "strataflow.bench.scale:run_spec", spec, lost, inputs(w, x),
+                                              work_dir)
                         return _execute(w, x, policy, key, inputs, parallelism, backend, work_dir, check_max)
 
                     runs.append(ScaleRun(key, call, repeat=r, extra={"data": inputs, "budget": budget,
-                                                                    "check_max": check_max}))
+                                                                    "check_max": check_max, "machine": machine}))
     return runs
 
 
@@ -329,6 +399,9 @@ def scale_notes(rows: list[dict], summary: list[dict]) -> list[str]:
     notes = [f"bench scale: memory budget {', '.join(f'{b:g}' for b in budgets)} MB; level {LEVEL}, api {API}, "
              f"partitions of ~1/{PARTITIONS_PER_BUDGET} of the budget; GB = 2^30 bytes; no warm-up runs (whatever --warmup says); "
              f"bytes moved = the cache's disk reads + writes, shuffle written + read, spills"]
+    machine = next((r["machine_note"] for r in mine if r.get("machine_note")), None)
+    if machine:
+        notes.append(machine)
     seen = set()
     for r in mine:
         outcome = r.get("outcome")

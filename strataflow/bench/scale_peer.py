@@ -5,6 +5,10 @@ subprocess is killed, so a run never hangs). A run that fails or passes the limi
 saying so (``finished`` 0, ``outcome``), and the larger sizes are not tried: they would
 not finish either. The peer has no word count, so that series is ours alone.
 
+With ``--machine-memory`` each run is a fresh Python in a fresh machine of that size (the
+JVM inherits it), as ours are (:func:`strataflow.bench.scale.in_machine`); an OOM kill is
+a failure like a time limit: the larger sizes are not tried.
+
 Spark's event log reports the cache's disk writes, shuffle writes and spills, not the
 cache's disk reads: its bytes moved are a lower bound beside ours.
 """
@@ -16,10 +20,10 @@ import os
 import re
 import subprocess
 
-from strataflow.bench.scale import GB, ITERATIONS, LEVEL, MB, ScaleRun
+from strataflow.bench.scale import GB, ITERATIONS, LEVEL, MB, ScaleRun, in_machine
 from strataflow.workloads.api import read_manifest
 
-__all__ = ["peer_runs", "peer_row", "failure_cause", "PEER_TIME_LIMIT"]
+__all__ = ["peer_runs", "peer_row", "attempt_row", "failure_cause", "PEER_TIME_LIMIT"]
 
 PEER_TIME_LIMIT = 1200.0
 
@@ -64,8 +68,9 @@ def failure_cause(message: str) -> str:
 
 def peer_runs(args: argparse.Namespace, runs: list[ScaleRun]) -> tuple[list[ScaleRun], str]:
     """The peer's runs beside the K-means runs of ``runs`` (one per size and repeat)."""
-    if args.peer != "pyspark":
-        return [], f"bench scale has no {args.peer} peer (PySpark only)"
+    asked = args.peer if isinstance(args.peer, (list, tuple)) else [args.peer]  # the CLI's --peer is a list
+    if "pyspark" not in asked:
+        return [], f"bench scale has no {', '.join(map(str, asked))} peer (PySpark only)"
     from strataflow.bench.peers.pyspark_peer import available
 
     ok, why = available()
@@ -89,23 +94,38 @@ def peer_runs(args: argparse.Namespace, runs: list[ScaleRun]) -> tuple[list[Scal
                  f"writes only (Spark logs no cache disk reads)")
 
 
-def _execute(key: dict, x: float, extra: dict, args: argparse.Namespace, limit: float, stopped: dict) -> dict:
+def attempt_row(key: dict, data: str, budget: int, parallelism: int, check_max: int, limit: float,
+                work_dir: str) -> dict:
+    """One PySpark run from plain values (JSON; what a run inside a machine calls): its row,
+    or a row saying why it did not finish (``finished`` 0, ``outcome``)."""
     from strataflow.bench.peers.pyspark_peer import PeerError, run_pyspark
 
+    size = int(read_manifest(data).get("bytes") or 0)
+    checked = size <= check_max
+    try:
+        report = run_pyspark("kmeans", data, path="df", level=LEVEL, storage_memory_bytes=budget,
+                             iterations=ITERATIONS, parallelism=parallelism, check=checked, timeout_s=limit,
+                             work_dir=work_dir)
+    except PeerError as exc:
+        timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
+        why = f"time limit: over {limit:g} s" if timed_out else f"failed: {failure_cause(str(exc))}"
+        return {**key, "finished": 0, "input_gb": size / GB, "outcome": why}
+    return peer_row(report, key, parallelism, checked)
+
+
+def _execute(key: dict, x: float, extra: dict, args: argparse.Namespace, limit: float, stopped: dict) -> dict:
     if stopped and x > stopped["x"]:
         return {**key, "finished": 0, "outcome": f"not run: PySpark did not finish {stopped['x']:g}x "
                                                  f"({stopped['why']})"}
     data = extra["data"]("kmeans", x)
-    size = int(read_manifest(data).get("bytes") or 0)
-    checked = size <= extra["check_max"]
-    try:
-        report = run_pyspark("kmeans", data, path="df", level=LEVEL, storage_memory_bytes=extra["budget"],
-                             iterations=ITERATIONS, parallelism=args.parallelism, check=checked, timeout_s=limit,
-                             work_dir=os.path.join(args.out, "pyspark-work"))
-    except PeerError as exc:
-        timed_out = isinstance(exc.__cause__, subprocess.TimeoutExpired)
-        why = f"time limit: over {limit:g} s" if timed_out else f"failed: {failure_cause(str(exc))}"
-        if not stopped or x < stopped["x"]:
-            stopped.update(x=x, why=why)
-        return {**key, "finished": 0, "input_gb": size / GB, "outcome": why}
-    return peer_row(report, key, args.parallelism, checked)
+    spec = dict(key=key, data=data, budget=extra["budget"], parallelism=args.parallelism,
+                check_max=extra["check_max"], limit=limit, work_dir=os.path.join(args.out, "pyspark-work"))
+    if extra.get("machine"):  # the JVM in the machine too; the machine's own limit a minute past Spark's
+        lost = {**key, "input_gb": x * extra["budget"] / GB, "memory_mb": extra["budget"] / MB}
+        row = in_machine(extra["machine"], "strataflow.bench.scale_peer:attempt_row", spec, lost, data,
+                         os.path.join(args.out, "pyspark-work"), timeout_s=limit + 60)
+    else:
+        row = attempt_row(**spec)
+    if not row.get("finished") and (not stopped or x < stopped["x"]):
+        stopped.update(x=x, why=row.get("outcome") or row.get("result_check") or "did not finish")
+    return row

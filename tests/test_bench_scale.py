@@ -211,3 +211,31 @@ def test_a_failed_peer_run_names_the_jvm_error_from_its_log(tmp_path):
     message = f"PySpark kmeans/df failed (exit 1): \n--- log tail ({log}) ---\nConnectionRefusedError"
     assert scale_peer.failure_cause(message) == "java.lang.OutOfMemoryError: Java heap space"
     assert scale_peer.failure_cause("PySpark is not usable here: no java\nmore") == "PySpark is not usable here: no java"
+
+
+def test_the_peer_runs_in_the_machine_and_an_oom_stops_the_larger_sizes(tmp_path, monkeypatch):
+    """With --machine-memory the peer's run goes into a machine of its own (the runner
+    replaced: no cgroup or JVM needed here); the CLI's --peer is a list; an OOM row, like a
+    time limit, means the larger sizes are not tried."""
+    from strataflow.bench.peers import pyspark_peer
+
+    runs = plan("scale", root=str(tmp_path / "data"), scale=1.0, repeat=1, parallelism=2, budget="1MB",
+                sizes=[1, 4], workloads=["kmeans"], policies=registered_policies()[:1], free=_free(1 << 40))
+    machine = {"limit": 64 * MB, "columns": {}, "note": "test"}
+    for r in runs:
+        r.extra["machine"] = machine
+    calls = []
+
+    def fake(m, target, spec, lost, data, work_dir, timeout_s=None):
+        calls.append((m, target, spec["budget"], spec["limit"], timeout_s, os.path.isdir(data)))
+        return {**lost, "finished": 0, "oom_kills": 1, "outcome": "OOM: 1 process(es) killed in a 64 MB machine"}
+
+    monkeypatch.setattr(pyspark_peer, "available", lambda: (True, "test"))
+    monkeypatch.setattr(scale_peer, "in_machine", fake)
+    args = argparse.Namespace(peer=["pyspark"], parallelism=2, out=str(tmp_path), time_limit=30.0)
+    peer, note = scale_peer.peer_runs(args, runs)
+    assert [r.key["size_scale"] for r in peer] == [1, 4] and "30 s" in note
+    first, second = [r.call() for r in peer]
+    assert calls == [(machine, "strataflow.bench.scale_peer:attempt_row", MB, 30.0, 90.0, True)]
+    assert first["outcome"].startswith("OOM") and first["input_gb"] == pytest.approx(1 / 1024)
+    assert second["outcome"].startswith("not run: PySpark did not finish 1x (OOM")

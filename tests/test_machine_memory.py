@@ -233,14 +233,14 @@ def test_bench_scale_runs_in_a_machine_end_to_end(tmp_path, monkeypatch, capsys)
     rows = [r for r in res["runs"] if r.get("experiment") == "scale"]
     assert [r["size_scale"] for r in rows] == [1.0, 4.0]
     for r in rows:
-        assert r["finished"] == 1 and r["result_check"] == "ok" and r["oom_kills"] == 0
+        assert r["finished"] == 1 and r["result_check"] == "ok" and r["checked"] == 1 and r["oom_kills"] == 0
         assert r["machine_memory_mb"] == 512 and 0 < r["peak_mb"] <= 512
         assert r["device_read_mb_s"] > 0 and r["device_write_mb_s"] > 0
     table = (out / "table.md").read_text()
     for col in ("machine_memory_mb", "peak_mb", "oom_kills", "device_read_mb_s", "device_write_mb_s"):
         assert f"| {col} |" in table
     assert any(n.startswith("machine: every run in a fresh 512 MB memory cgroup") and "MB/s read" in n
-               for n in res["meta"]["notes"])
+               and "results checked up to 64 MB of input (1/8 of the machine" in n for n in res["meta"]["notes"])
 
 
 # --- the device's bandwidth, and dropping pages -----------------------------------------

@@ -188,6 +188,16 @@ def _fresh_references():
     yield
 
 
+# -- workloads x APIs x levels, every pair once --------------------------------------------------------
+def every_pair(workloads: list, apis: list, levels: list) -> list[tuple]:
+    """``(workload, api, level)`` cases that meet every pair of the three (not every
+    triple): each workload at each level once, its API alternating from level to level and
+    from workload to workload, so that with two or more workloads each API meets every
+    level too. A workload's result at a level does not depend on which API read the data
+    (``test_levels.py`` runs both APIs at every level): the full product ran each twice."""
+    return [(w, apis[(wi + li) % len(apis)], lv) for wi, w in enumerate(workloads) for li, lv in enumerate(levels)]
+
+
 # -- policies, drawn from the registry ---------------------------------------------------------------
 def registered_policies() -> list[str]:
     """The names of every registered cache policy (``strataflow.storage.policies.POLICIES``),

@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from conftest import every_pair
 from strataflow.storage.level import StorageLevel
 from strataflow.workloads import glm
 from strataflow.workloads.api import WORKLOADS, read_manifest, workload_module
@@ -166,9 +167,7 @@ def test_check_catches_a_wrong_result(data):
 
 
 # -- the workloads on every level and both APIs ---------------------------------------------------------------
-@pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("api", ["records", "batches"])
-@pytest.mark.parametrize("kind", glm.KINDS)
+@pytest.mark.parametrize("kind, api, level", every_pair(list(glm.KINDS), ["records", "batches"], LEVELS))
 def test_result_check_passes_on_every_level(kind, api, level, data):
     report = run_workload(kind, data[kind, "text"], api=api, level=level, memory=MEMORY, parallelism=2)
     assert report["result_check"] == "ok"

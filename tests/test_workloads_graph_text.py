@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from conftest import every_pair
 from strataflow.storage.level import StorageLevel
 from strataflow.workloads import pagerank_job, rddtest_job, sort_job, wordcount_job
 from strataflow.workloads.api import WORKLOADS, read_manifest, workload_module
@@ -277,10 +278,9 @@ def test_rddtest_payload_is_deterministic_and_both_forms_hold_it(kind):
 CASES = [("pagerank", "npy"), ("sort", "text"), ("wordcount", "text"), ("rddtest", "strings"), ("rddtest", "vectors")]
 
 
-@pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("api", APIS)
-@pytest.mark.parametrize("name,variant", CASES)
-def test_result_check_passes_on_every_level(name, variant, api, level, data):
+@pytest.mark.parametrize("case, api, level", every_pair(CASES, APIS, LEVELS), ids=lambda v: "-".join(v) if isinstance(v, tuple) else v)
+def test_result_check_passes_on_every_level(case, api, level, data):
+    name, variant = case
     opts = {"iterations": 3} if name == "pagerank" else {}
     if name == "pagerank" and api == "records":
         variant = "small"

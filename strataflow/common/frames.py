@@ -28,7 +28,7 @@ import sys
 import sysconfig
 from types import TracebackType
 
-__all__ = ["ENV", "ENGINE", "PLUMBING", "USER", "folding", "fold_traceback", "hint", "kind"]
+__all__ = ["ENV", "ENGINE", "PLUMBING", "USER", "engine_file", "folding", "fold_traceback", "hint", "kind"]
 
 #: the environment variable that shows every frame (``full``)
 ENV = "STRATAFLOW_TRACEBACK"
@@ -60,6 +60,11 @@ def hint(hidden: int) -> str:
     return f"[{hidden} strataflow frame{'' if hidden == 1 else 's'} hidden; {ENV}=full shows them]"
 
 
+def engine_file(filename: str) -> bool:
+    """Whether ``filename`` is strataflow's own code (the bundled jobs are programs)."""
+    return filename.startswith(_PACKAGE_DIR) and not filename.startswith(_JOBS_DIR)
+
+
 def kind(tb: TracebackType) -> str:
     """ENGINE, PLUMBING or USER: whose code the traceback entry ``tb`` runs. The module's
     name decides where the frame has one (a frame rebuilt from an executor's traceback
@@ -70,7 +75,7 @@ def kind(tb: TracebackType) -> str:
     if isinstance(module, str) and (module == "strataflow" or module.startswith("strataflow.")):
         return USER if module.startswith(_JOBS_MODULE) else ENGINE
     if filename.startswith(_PACKAGE_DIR):
-        return USER if filename.startswith(_JOBS_DIR) else ENGINE
+        return ENGINE if engine_file(filename) else USER
     if isinstance(module, str) and module.partition(".")[0] in _PLUMBING_PACKAGES:
         return PLUMBING
     if filename.startswith("<frozen "):

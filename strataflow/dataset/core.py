@@ -23,6 +23,7 @@ from strataflow.dataset.actions import ActionOps
 from strataflow.dataset.approximate import ApproxOps
 from strataflow.dataset.barrier import BarrierDataset
 from strataflow.common.batch import is_batch, iter_rows, mask_rows, num_rows, take_rows
+from strataflow.common.frames import engine_file
 from strataflow.lineage import CoalescedNode, MapPartitionsNode, Node, ShuffleDependency, UnionNode, ZippedPartitionsNode
 from strataflow.dataset.checkpoint import CheckpointOps
 from strataflow.dataset.small_results import MoreActionOps
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Dataset", "StorageLevelLocked"]
 
-_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")  # strataflow/ (issue 51)
-_JOBS_DIR = os.path.join(_PACKAGE_DIR, "workloads", "")  # the bundled jobs are programs: their own lines name them
 
 
 class StorageLevelLocked(ValueError):
@@ -55,8 +54,7 @@ class StorageLevelLocked(ValueError):
 def _call_site() -> str:
     """``file:line`` of the first caller outside strataflow (names stages like Spark)."""
     f = sys._getframe(2)
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
-                             and not f.f_code.co_filename.startswith(_JOBS_DIR)):
+    while f is not None and engine_file(f.f_code.co_filename):  # the bundled jobs' own lines name them
         f = f.f_back
     if f is None:
         return "<strataflow>"

@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+from strataflow.config.layers import ENV_PREFIX, layered_options
 from strataflow.store.cli_text import balance_text, removed_text
 from strataflow.store.daemon import request
 from strataflow.store.errors import DatasetNotFound, StoreError, StoreNotFound
@@ -35,17 +36,16 @@ __all__ = ["add_parser", "MAKES_A_STORE"]
 
 #: the only subcommand that makes a store where there is none
 MAKES_A_STORE = ("start",)
-ENV = "STRATAFLOW_STORE"
+ENV = ENV_PREFIX + "STORE"
 TIERS_EXAMPLE = '[{"name": "mem", "dir": "/dev/shm/sf", "capacity": "4GB"}, {"name": "ssd", "dir": "/mnt/ssd/sf"}]'
 
 
 def _root(args: Any) -> str | None:
-    """``--root``, else ``$STRATAFLOW_STORE`` (as ``Context(store=None)`` reads it), else
-    None: the user's default store."""
+    """``--root``, else ``$STRATAFLOW_STORE`` read as ``Context(store=None)`` reads it (the
+    option table's environment layer), else None: the user's default store."""
     if args.root:
         return args.root
-    env = os.environ.get(ENV, "").strip()
-    return env if env and env.lower() != "none" else None
+    return layered_options(["store"], {}, None, os.environ)[0].get("store")
 
 
 def _start(args: Any, root: str | None) -> int:

@@ -24,6 +24,7 @@ import pytest
 
 from conftest import registered_policies
 from strataflow.bench import device_bandwidth, machine, scale
+from strataflow.bench.device_bandwidth import device_counters
 from strataflow.cli import main as cli_main
 
 MB = 1 << 20
@@ -236,6 +237,10 @@ def test_bench_scale_runs_in_a_machine_end_to_end(tmp_path, monkeypatch, capsys)
         assert r["finished"] == 1 and r["result_check"] == "ok" and r["checked"] == 1 and r["oom_kills"] == 0
         assert r["machine_memory_mb"] == 512 and 0 < r["peak_mb"] <= 512
         assert r["device_read_mb_s"] > 0 and r["device_write_mb_s"] > 0
+        # what reached the device during the run (absent only where the work dir is on no block device)
+        dev = device_counters(str(tmp_path))
+        assert (dev is None) == ("device_read_gb" not in r)
+        assert dev is None or (r["device_read_gb"] >= 0 and r["device_written_gb"] >= 0)
     table = (out / "table.md").read_text()
     for col in ("machine_memory_mb", "peak_mb", "oom_kills", "device_read_mb_s", "device_write_mb_s"):
         assert f"| {col} |" in table
@@ -264,6 +269,36 @@ def test_where_o_direct_is_refused_the_page_cache_path_says_so(tmp_path, monkeyp
     assert bw["mode"] == "fadvise" and "O_DIRECT refused" in bw["note"] and bw["bytes"] == 4 * MB
     assert bw["read_mb_per_s"] > 0 and bw["write_mb_per_s"] > 0
     assert device_bandwidth.fs_type("/proc") == "proc"
+
+
+def test_device_counters_read_the_kernels_sectors_for_the_paths_device(tmp_path):
+    dev = os.stat(tmp_path).st_dev
+    major, minor = os.major(dev), os.minor(dev)
+    fake = tmp_path / "diskstats"
+    fake.write_text(f"   7       0 loop0 1 0 8 0 0 0 0 0 0 0 0\n"
+                    f" {major} {minor} sdz 10 0 2048 5 20 0 4096 9 0 14 14\n")
+    got = device_counters(str(tmp_path), str(fake))
+    if major == 0:  # tmp_path on no block device (tmpfs, overlay): nothing the kernel counts
+        assert got is None
+    else:
+        assert got == (2048 * 512, 4096 * 512)  # 512-byte sectors, whatever the device's own
+        fake.write_text("   7       0 loop0 1 0 8 0 0 0 0 0 0 0 0\n")
+        assert device_counters(str(tmp_path), str(fake)) is None  # its device not listed
+    assert device_counters(str(tmp_path), str(tmp_path / "missing")) is None
+    real = device_counters(str(tmp_path))
+    assert real is None or (real[0] >= 0 and real[1] >= 0)
+
+
+def test_cache_rates_and_their_shares_of_the_device():
+    m = {"disk_bytes_read": 500 * MB, "disk_bytes_written": 300 * MB, "disk_write_s": 2.0}
+    rates = scale.cache_rates(m, [2.0, 1.0, 1.0, 3.0, 1.0])  # median iteration 1 s, 5 iterations
+    assert rates == {"iteration_read_mb_s": 100.0, "cache_write_mb_s": 150.0}
+    row = {**rates, "device_read_mb_s": 200.0, "device_write_mb_s": 200.0}
+    assert scale.device_shares(row) == {"read_share": 0.5, "write_share": 0.75}
+    # nothing read, nothing timed, no iterations, no device figure: no rate, no share
+    assert scale.cache_rates({"disk_bytes_written": 5, "disk_write_s": 0}, []) == {
+        "iteration_read_mb_s": None, "cache_write_mb_s": None}
+    assert scale.device_shares({"iteration_read_mb_s": 100.0}) == {}
 
 
 def test_drop_page_cache_covers_a_file_or_a_tree(tmp_path):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("no_leaks")
 
 METRIC_KEYS = ("memory_hits", "disk_hits", "misses", "blocks_dropped", "bytes_dropped", "blocks_recached",
                "bytes_recached", "disk_bytes_written", "disk_bytes_read", "serialize_s", "deserialize_s",
-               "gc_s", "gc_collections")
+               "gc_s", "gc_collections", "disk_write_s", "disk_read_s")
 COUNTERS = [k for k in METRIC_KEYS if not k.endswith("_s")]
 
 
@@ -159,6 +159,7 @@ def test_metrics_keys_and_values_after_a_small_job(cx):
     assert m2["disk_hits"] == 0 and m2["disk_bytes_written"] == 0 and m2["disk_bytes_read"] == 0
     assert m2["blocks_dropped"] == m2["bytes_dropped"] == m2["blocks_recached"] == m2["bytes_recached"] == 0
     assert m2["serialize_s"] == 0 and m2["deserialize_s"] == 0  # MEMORY_ONLY holds values
+    assert m2["disk_write_s"] == 0 and m2["disk_read_s"] == 0  # nor is the disk timed
     for k in METRIC_KEYS:
         assert isinstance(m2[k], (int, float)) and m2[k] >= 0, k
     assert isinstance(m2["gc_collections"], int) and m2["gc_collections"] >= m1["gc_collections"]
@@ -174,7 +175,8 @@ def test_metrics_of_serialized_and_disk_levels(cx):
     assert m1["misses"] == 5 and m1["serialize_s"] > 0
     files = [os.path.join(d, f) for d in cx.local_dirs for f in os.listdir(d) if f.endswith(".blk")]
     assert m1["disk_bytes_written"] == sum(os.path.getsize(f) for f in files) > 0
-    assert m1["disk_bytes_read"] == 0
+    assert m1["disk_bytes_read"] == 0 and m1["disk_read_s"] == 0
+    assert m1["disk_write_s"] > 0  # the disk tier's writes are timed (bench scale's write rate)
     assert ser.collect()[:2] == [(0, "0"), (1, "1")]
     assert disk.sum() == 3 * sum(range(5000))
     m2 = cx.metrics()
@@ -182,7 +184,8 @@ def test_metrics_of_serialized_and_disk_levels(cx):
     assert m2["disk_hits"] - m1["disk_hits"] == 3
     assert m2["misses"] == m1["misses"]
     assert 0 < m2["disk_bytes_read"] <= m2["disk_bytes_written"]
-    assert m2["deserialize_s"] > 0
+    assert m2["deserialize_s"] > 0 and m2["disk_read_s"] > 0
+    assert m2["disk_write_s"] == m1["disk_write_s"]  # nothing written by reading
 
 
 def test_event_log_carries_cache_differences_per_stage_and_job(cx):

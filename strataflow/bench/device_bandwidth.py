@@ -23,7 +23,7 @@ import os
 import tempfile
 import time
 
-__all__ = ["direct_bandwidth", "fs_type", "BLOCK", "MEMORY_FS"]
+__all__ = ["direct_bandwidth", "fs_type", "device_counters", "BLOCK", "MEMORY_FS"]
 
 BLOCK = 1 << 20
 MB = 1 << 20
@@ -31,6 +31,27 @@ MB = 1 << 20
 
 #: file systems whose "device" is memory
 MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs")
+_SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own size
+
+
+def device_counters(path: str, diskstats: str = "/proc/diskstats") -> tuple[int, int] | None:
+    """``(bytes read, bytes written)`` so far by the block device holding ``path``, from
+    the kernel's counters: what a run's I/O did reach the device (a page-cache hit never
+    shows here). Counted for the whole device, every process's I/O included. None where
+    ``path`` is on no block device the kernel counts (tmpfs, overlay: device major 0)."""
+    dev = os.stat(path).st_dev
+    major, minor = os.major(dev), os.minor(dev)
+    if major == 0:
+        return None
+    try:
+        with open(diskstats) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 10 and int(fields[0]) == major and int(fields[1]) == minor:
+                    return int(fields[5]) * _SECTOR, int(fields[9]) * _SECTOR
+    except OSError:
+        return None
+    return None
 
 
 def fs_type(path: str) -> str:

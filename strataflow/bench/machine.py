@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from strataflow.bench.device_bandwidth import device_counters
+
 __all__ = ["Machine", "MachineUnavailable", "Usage", "cgroup_root", "detect", "available", "drop_page_cache",
            "call_in_machine"]
 
@@ -293,6 +295,7 @@ def call_in_machine(limit_bytes: int, target: str, spec: dict, work_dir: str, ti
         json.dump(spec, f)
     cmd = [sys.executable, "-m", "strataflow.bench.machine", target, base + ".spec.json", base + ".out.json"]
     timed_out = False
+    before = device_counters(work_dir)
     with Machine(limit_bytes, root=root, prefix=prefix) as m, open(base + ".log", "wb") as log:
         proc = m.popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -302,8 +305,12 @@ def call_in_machine(limit_bytes: int, target: str, spec: dict, work_dir: str, ti
             proc.kill()
             proc.wait()
         use = m.usage()
+    after = device_counters(work_dir)
     info: dict[str, Any] = {"machine_memory_mb": use.limit_bytes / (1 << 20), "peak_mb": use.peak_bytes / (1 << 20),
                             "oom_kills": use.oom_kills, "cgroup": use.version, "log": base + ".log"}
+    if before is not None and after is not None:  # what reached the device (the whole device's counters)
+        info["device_read_gb"] = (after[0] - before[0]) / (1 << 30)
+        info["device_written_gb"] = (after[1] - before[1]) / (1 << 30)
     result = None
     if proc.returncode == 0 and os.path.exists(base + ".out.json"):
         with open(base + ".out.json") as f:

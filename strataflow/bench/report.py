@@ -24,8 +24,9 @@ COLUMNS = {
                  "moved_vs_min", "disk_read_mb", "disk_written_mb", "memory_mb", "failed", "result_check"],
     "scale": ["workload", "peer", "policy", "size_scale", "input_gb", "memory_mb", "partitions", "total_s", "s_per_gb",
               "iteration_s", "moved_gb", "moved_per_gb", "cache_written_gb", "cache_read_gb", "shuffle_gb", "spill_gb",
-              "serde_share", "gc_share", "machine_memory_mb", "peak_mb", "oom_kills", "device_read_mb_s",
-              "device_write_mb_s", "finished", "skipped", "checked", "result_check"],
+              "serde_share", "gc_share", "machine_memory_mb", "peak_mb", "oom_kills", "device_read_gb", "device_written_gb",
+              "iteration_read_mb_s", "cache_write_mb_s", "device_read_mb_s", "device_write_mb_s", "read_share",
+              "write_share", "finished", "skipped", "checked", "result_check"],
 }
 
 

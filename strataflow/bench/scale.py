@@ -210,10 +210,36 @@ def scale_row(report: dict, key: dict, flows: dict[str, int], parallelism: int, 
            "cached_disk_gb": report.get("cached_disk_bytes", 0) / GB, "blocks_dropped": m.get("blocks_dropped"),
            "blocks_recached": m.get("blocks_recached"),
            "serde_share": (m.get("serialize_s", 0) + m.get("deserialize_s", 0)) / task_s if task_s else None,
-           "gc_share": m.get("gc_s", 0) / task_s if task_s else None, "checked": int(checked)}
+           "gc_share": m.get("gc_s", 0) / task_s if task_s else None, "checked": int(checked),
+           **cache_rates(m, its)}
     if checked:  # an unchecked run claims nothing ("checked" 0), so bench does not count it failed
         row["result_check"] = report["result_check"]
     return row
+
+
+def cache_rates(metrics: dict, iteration_s: list[float]) -> dict:
+    """How fast the cache met its device. ``iteration_read_mb_s``: the disk tiers' bytes
+    read per iteration over the median iteration's seconds (K-means: every iteration reads
+    the same blocks; the issue's measure). ``cache_write_mb_s``: bytes written over the
+    seconds the writes took, summed over the tasks that made them: the rate one writer saw,
+    a lower bound on the device's when several write at once. None where nothing was
+    read or written, or no time was measured."""
+    read, written = metrics.get("disk_bytes_read", 0), metrics.get("disk_bytes_written", 0)
+    write_s = metrics.get("disk_write_s", 0)
+    its = statistics.median(iteration_s) if iteration_s else 0
+    return {"iteration_read_mb_s": read / len(iteration_s) / its / MB if read and its else None,
+            "cache_write_mb_s": written / write_s / MB if written and write_s else None}
+
+
+def device_shares(row: dict) -> dict:
+    """The row's cache rates as shares of the device's own bandwidth measured in the same
+    invocation (``machine_plan``): the ≥ 70% targets of issue 52."""
+    out = {}
+    for rate, device, share in (("iteration_read_mb_s", "device_read_mb_s", "read_share"),
+                                ("cache_write_mb_s", "device_write_mb_s", "write_share")):
+        if row.get(rate) and row.get(device):
+            out[share] = row[rate] / row[device]
+    return out
 
 
 class _Inputs:
@@ -285,6 +311,7 @@ def in_machine(machine: dict, target: str, spec: dict, lost: dict, data: str, wo
     result, info = call_in_machine(machine["limit"], target, spec, work_dir, timeout_s or machine.get("time_limit"))
     row = dict(result) if result is not None else {**lost, "finished": 0}
     row.update({k: v for k, v in info.items() if k != "outcome"}, **machine["columns"], machine_note=machine["note"])
+    row.update(device_shares(row))
     if "outcome" in info:
         row["outcome"] = info["outcome"]
         if result is None and not info["oom_kills"] and not info["outcome"].startswith("time limit"):

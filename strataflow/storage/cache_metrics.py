@@ -26,6 +26,9 @@ METRIC_KEYS = (
     "memory_split_moves", "memory_split_bytes_to_heap", "memory_split_bytes_to_mapped",
     # StorageLevel.STORE: blocks read from and written to the shared store
     "store_hits", "store_bytes_read", "store_puts", "store_bytes_written",
+    # seconds in the disk tiers' writes and reads (file I/O and checksums, summed over
+    # threads): bytes over them is the rate one task saw its device give (``bench scale``)
+    "disk_write_s", "disk_read_s",
 )
 
 

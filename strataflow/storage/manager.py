@@ -305,6 +305,7 @@ class BlockManager:
         try:
             t0 = time.perf_counter()
             payload, ser_name, tier = self.disk.read(bid)
+            disk_s = time.perf_counter() - t0
             value = self.codec.decode(payload, ser_name, bid)
             read_s = self.clock.io("serialized", "read", payload.nbytes, time.perf_counter() - t0)
             self.auto.costs.observe("serialized", "read", payload.nbytes, read_s)
@@ -315,7 +316,7 @@ class BlockManager:
             self.disk.remove(bid)
             self._lost(bid, exc)
             return MISS
-        self.metrics.add(disk_bytes_read=payload.nbytes, **({"disk_hits": 1} if count_hit else {}))
+        self.metrics.add(disk_bytes_read=payload.nbytes, disk_read_s=disk_s, **({"disk_hits": 1} if count_hit else {}))
         if count_hit and self.split is not None and info.level.use_memory:
             self.split.miss("heap", bid, self.split.heap_size(bid) or payload.nbytes, read_s)
         if count_hit:
@@ -407,7 +408,9 @@ class BlockManager:
             if bid in self.memory_store or entry is None or self.room() < self.writes.in_memory(bid, entry.size):
                 return False
             try:
+                t0 = time.perf_counter()
                 payload, ser_name, tier = self.disk.read(bid)
+                disk_s = time.perf_counter() - t0
                 value = self.codec.decode(payload, ser_name, bid)
             except (BlockUnavailable, SerializationError):
                 return False
@@ -415,9 +418,10 @@ class BlockManager:
             if not self._store_in_memory(bid, mem, evict=False):
                 # read and decoded for nothing (its objects took more room than estimated, or
                 # the room went to another block meanwhile): counted, since nothing else shows it
-                self.metrics.add(prefetches_discarded=1, disk_bytes_read=payload.nbytes)
+                self.metrics.add(prefetches_discarded=1, disk_bytes_read=payload.nbytes, disk_read_s=disk_s)
                 return False
-            self.metrics.add(blocks_prefetched=1, bytes_prefetched=mem.size, disk_bytes_read=payload.nbytes)
+            self.metrics.add(blocks_prefetched=1, bytes_prefetched=mem.size, disk_bytes_read=payload.nbytes,
+                             disk_read_s=disk_s)
             self.events.post("BlockPrefetched", block=str(bid), dataset_id=bid.dataset_id, bytes=mem.size, tier=tier)
             return True
         finally:

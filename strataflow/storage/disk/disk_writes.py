@@ -76,6 +76,7 @@ class DiskWriter:
                    memory_bytes: int | None = None) -> bool:
         """The block's frames to the top tier (full tiers push their LRU blocks down).
         ``memory_bytes``: the block's size deserialized in memory, when known."""
+        t0 = time.perf_counter()
         try:
             entry = self.disk.put(bid, frames, size, ser_name)
         except OSError as exc:
@@ -83,7 +84,7 @@ class DiskWriter:
                 raise
             self.not_stored(bid, f"cannot write block to disk: {exc}")
             return False
-        self.metrics.add(disk_bytes_written=entry.size)
+        self.metrics.add(disk_bytes_written=entry.size, disk_write_s=time.perf_counter() - t0)
         self._measured(bid, memory_bytes, entry.size)
         self.on_write()
         return True

@@ -199,9 +199,40 @@ def test_the_peer_reports_a_time_limit_and_tries_no_larger_size(tmp_path, monkey
     assert "kmeans pyspark-df at 4x: time limit: over 30 s" in notes
 
 
-def test_the_peer_has_no_other_name_and_says_so(tmp_path):
-    peer, note = scale_peer.peer_runs(argparse.Namespace(peer="dask", parallelism=2, out=str(tmp_path)), [])
-    assert peer == [] and "dask" in note
+def test_the_dask_series_counts_its_spill_reads_and_a_killed_worker_stops_it(tmp_path, monkeypatch):
+    """Dask beside us in bench scale: its runner gets the budget over --parallelism
+    one-thread workers and the time limit; its spill reads count in its bytes moved; a
+    failure (KilledWorker) is a row, and the larger sizes are not tried."""
+    from strataflow.bench.peers import dask_peer
+
+    runs = plan("scale", root=str(tmp_path / "data"), scale=1.0, repeat=1, parallelism=2, budget="1MB",
+                sizes=[1, 4, 16], workloads=["kmeans"], policies=registered_policies()[:1], free=_free(1 << 40))
+    calls = []
+
+    def fake(workload, data, *, memory_bytes, workers, threads, work_dir, iterations, timeout_s, check):
+        calls.append((workload, memory_bytes, workers, threads, iterations, timeout_s, check))
+        if len(calls) == 1:
+            return {"config": {"data_bytes": MB, "memory": memory_bytes}, "total_s": 4.0, "failure": None,
+                    "iteration_s": [0.3, 0.1, 0.2], "result_check": "ok", "memory_formula": "target 0.6",
+                    "metrics": {"disk_bytes_written": MB // 4, "disk_bytes_read": MB // 2}}
+        return {"failure": "KilledWorker: the task's workers died 3 times", "failed_after_s": 12.5}
+
+    monkeypatch.setattr(dask_peer, "available", lambda: (True, "test"))
+    monkeypatch.setattr(dask_peer, "run_dask", fake)
+    args = argparse.Namespace(peer=["pyspark", "dask"], parallelism=2, out=str(tmp_path), time_limit=45.0)
+    peer, note = scale_peer.peer_runs(args, runs, "dask")
+    assert [r.key["size_scale"] for r in peer] == [1, 4, 16] and "Dask peer" in note and "45 s" in note
+    first, second, third = [r.call() for r in peer]
+    assert calls == [("kmeans", MB, 2, 1, 5, 45.0, True)] * 2  # 16x never started
+    assert first["finished"] == 1 and first["peer"] == "dask" and first["api"] == "delayed"
+    assert first["moved_per_gb"] == pytest.approx(0.75) and first["cache_read_gb"] == pytest.approx(0.5 / 1024)
+    assert first["iteration_s"] == 0.2 and first["heap_formula"] == "target 0.6"
+    assert second["finished"] == 0 and second["outcome"].startswith("failed: KilledWorker")
+    assert third["outcome"].startswith("not run: Dask did not finish 4x (failed: KilledWorker")
+    # the command's Dask maker hands bench scale to this series
+    from strataflow.bench.command import _dask_runs
+
+    assert [r.key["peer"] for r in _dask_runs(args, "scale", runs, str(tmp_path), 1.0)[0]] == ["dask"] * 3
 
 
 def test_a_failed_peer_run_names_the_jvm_error_from_its_log(tmp_path):

@@ -144,8 +144,12 @@ def _dask_runs(args: argparse.Namespace, experiment: str, runs: list[Run], data_
     storage levels; persist() keeps blocks in memory and spills them) and ``pressure``,
     on a LocalCluster of strataflow's executors and cores, spilling under the data
     directory; a run that fails or stalls is a row with ``failure`` set."""
+    if experiment == "scale":  # its sizes, time limit and rows: bench/scale_peer.py
+        from strataflow.bench.scale_peer import peer_runs
+
+        return peer_runs(args, runs, "dask")
     if experiment not in ("levels", "pressure"):
-        return [], f"Dask peer: not run beside {experiment} (it runs beside the K-means of levels and pressure)"
+        return [], f"Dask peer: not run beside {experiment} (it runs beside the K-means of levels, pressure and scale)"
     from strataflow.bench.peers.dask_peer import available, run_dask
 
     ok, why = available()

@@ -422,9 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--time-limit", type=arg.positive(float), default=None,
                    help="scale: seconds a peer's run may take before it is stopped and reported (default 1200); "
                         "with --machine-memory, each of our runs too (default: no limit)")
-    b.add_argument("--machine-memory", type=arg.size(zero_ok=False), default=None, metavar="SIZE",
-                   help="scale: run each run (driver, executors, page cache) in a fresh memory cgroup of SIZE, "
-                        "e.g. 2GB: a machine smaller than its data (root or a writable cgroup needed)")
+    b.add_argument("--machine-memory", type=arg.machine_size, default=None, metavar="SIZE",
+                   help="scale, auto: run each run (driver, executors, page cache) in a fresh memory cgroup of SIZE, "
+                        "e.g. 2GB, or budget+768MB (each run's memory budget plus 768MB): a machine smaller than "
+                        "its data (root or a writable cgroup needed)")
     b.set_defaults(func=cmd_bench)
 
     pr = sub.add_parser("probe", help="measure a directory's sequential bandwidth, cold and warm")

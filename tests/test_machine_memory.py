@@ -99,7 +99,17 @@ def test_the_command_line_refuses_without_a_cgroup(tmp_path, monkeypatch, capsys
     assert code == 2 and "no cgroup file system at" in said and "run as root" in said
     assert not os.listdir(tmp_path / "d")  # refused before any input was generated
     code = cli_main(["bench", "levels", "--machine-memory", "2GB", "--out", str(tmp_path / "out2")])
-    assert code == 2 and "applies to bench scale only" in _said(capsys)
+    assert code == 2 and "applies to bench scale and auto only" in _said(capsys)
+
+
+@pytest.mark.parametrize("value, says", [("12XB", "'12XB' is not a machine size"),
+                                         ("budget+lots", "'budget+lots' is not a machine size"),
+                                         ("budget+0", "'budget+0' is zero bytes"), ("0", "'0' is zero bytes")])
+def test_a_bad_machine_size_is_refused_naming_the_forms(tmp_path, capsys, value, says):
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["bench", "auto", "--machine-memory", value, "--out", str(tmp_path / "out")])
+    said = _said(capsys)
+    assert exc.value.code == 2 and "argument --machine-memory: " + says in said and "budget+768MB" in said
 
 
 # --- the hierarchies' files, on fake trees ---------------------------------------------
@@ -246,6 +256,30 @@ def test_bench_scale_runs_in_a_machine_end_to_end(tmp_path, monkeypatch, capsys)
         assert f"| {col} |" in table
     assert any(n.startswith("machine: every run in a fresh 512 MB memory cgroup") and "MB/s read" in n
                and "results checked up to 64 MB of input (1/8 of the machine" in n for n in res["meta"]["notes"])
+
+
+def test_bench_auto_runs_each_run_in_a_machine_of_its_budget_plus_headroom(tmp_path, monkeypatch, capsys):
+    """bench auto --machine-memory budget+SIZE: every run (AUTO and the fixed levels) in a
+    fresh machine of its own budget plus SIZE; rows keep their checks and gain the
+    machine's columns; no warm-up runs (each starts in a fresh machine)."""
+    monkeypatch.setattr(scale, "BANDWIDTH_BYTES", 16 * MB)
+    out = tmp_path / "out"
+    code = cli_main(["bench", "auto", "--machine-memory", "budget+512MB", "--scale", "0.002", "--workloads", "kmeans",
+                     "--pressures", "4", "--levels", "MEMORY_AND_DISK", "--backend", "threads", "--repeat", "1",
+                     "--out", str(out), "--data-dir", str(tmp_path / "data")])
+    if not CAN:
+        assert code == 2
+        _assert_refusal(_said(capsys))
+        return
+    assert code == 0
+    res = json.loads((out / "results.json").read_text())
+    rows = [r for r in res["runs"] if r.get("experiment") == "auto"]
+    assert sorted(r["level"] for r in rows) == ["AUTO", "MEMORY_AND_DISK"]
+    for r in rows:
+        assert r["result_check"] == "ok" and r["oom_kills"] == 0 and r["total_s"] > 0
+        assert r["machine_memory_mb"] == pytest.approx(r["memory_mb"] + 512, abs=1 / MB)
+        assert 0 < r["peak_mb"] <= r["machine_memory_mb"] and r["device_read_mb_s"] > 0
+    assert any("memory budget + 512 MB memory cgroup" in n for n in res["meta"]["notes"])
 
 
 # --- the device's bandwidth, and dropping pages -----------------------------------------

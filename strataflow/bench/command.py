@@ -217,8 +217,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
               levels=_split(getattr(args, "levels", None)), backend=getattr(args, "backend", None),
               budget=getattr(args, "budget", None), sizes=_split(getattr(args, "sizes", None), float),
               machine_memory=getattr(args, "machine_memory", None), time_limit=getattr(args, "time_limit", None))
-    if kw["machine_memory"] and args.experiment != "scale":
-        raise ValueError(f"bench {args.experiment}: --machine-memory applies to bench scale only")
+    if kw["machine_memory"] and args.experiment not in ("scale", "auto"):
+        raise ValueError(f"bench {args.experiment}: --machine-memory applies to bench scale and auto only")
     console.print(f"planning bench {args.experiment} at scale {scale} (data in {data_root})")
     runs = plan(args.experiment, **kw) if args.repeat else []
     notes = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -270,6 +270,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
         from strataflow.bench.scale import scale_notes
 
         notes += scale_notes(rows, summary)
+    elif kw["machine_memory"]:  # the machine each run had, as scale_notes says it for scale
+        notes += sorted({r["machine_note"] for r in rows if r.get("machine_note")})
     meta = {"experiment": args.experiment, "scale": scale, "repeat": args.repeat, "backend": backend, "warmup": warmup,
             "seconds": time.perf_counter() - t0, "pooled": [d["path"] for d in pooled_docs], "notes": notes}
     paths = write_report(args.out, args.experiment, rows, summary, meta)

@@ -35,7 +35,7 @@ from strataflow.storage.policies import POLICIES
 from strataflow.workloads.runner import run_workload
 from strataflow.bench.data import ensure_data
 from strataflow.bench.devices import probe_bandwidth
-from strataflow.bench.scale import plan_scale
+from strataflow.bench.scale import in_machine, machine_plan, plan_scale
 
 __all__ = ["Run", "plan", "EXPERIMENTS", "summarize", "paired_ratio", "paired_ratios", "median_ci",
            "target_verdict", "auto_verdict", "auto_target", "AUTO_WORKLOADS", "VARIANTS"]
@@ -237,16 +237,29 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
     return runs
 
 
+def auto_run(workload: str, data: str, key: dict, parallelism: int, backend: str | None, level: str, memory: int,
+             check: bool = True) -> dict:
+    """One run of ``bench auto`` from plain values (JSON): what a run inside a machine
+    calls in its own Python. Its row."""
+    return _row(_in_tmp(workload, data, parallelism, backend, check, api="batches", level=level, memory=memory), key)
+
+
 def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,
               pressures: list[float] | None = None, levels: list[str] | None = None, backend: str | None = None,
-              **_) -> list[Run]:
+              machine_memory: int | str | None = None, time_limit: float | None = None, **_) -> list[Run]:
     """AUTO beside every fixed level, per workload and pressure; the levels' order is
-    reversed every other repeat (paired runs: drift in the machine hits all alike)."""
+    reversed every other repeat (paired runs: drift in the machine hits all alike).
+    ``machine_memory``: each run in a fresh machine of that size (``budget+SIZE``: the
+    run's budget plus SIZE), where spills and mapped writes reach the device
+    (:func:`strataflow.bench.scale.machine_plan`); no warm-up runs then: every run starts
+    in a fresh machine with its input's pages dropped, the regime measured."""
     from strataflow.workloads.api import WORKLOADS
 
     workloads = [w for w in (workloads or AUTO_WORKLOADS) if VARIANTS.get(w, (w,))[0] in WORKLOADS]
     levels = [lv.upper() for lv in levels or AUTO_LEVELS]
     levels = levels if "AUTO" in levels else ["AUTO", *levels]
+    work_dir = tempfile.gettempdir()
+    machine = machine_plan(machine_memory, work_dir, root, time_limit) if machine_memory else None
     runs = []
     for w in workloads:
         name, fmt = VARIANTS.get(w, (w, "text"))
@@ -263,8 +276,17 @@ def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads:
                         return _in_tmp(name, data, parallelism, backend, check, api="batches", level=level,
                                        memory=memory_fn())
 
-                    runs.append(Run(key, lambda execute=execute, key=key: _row(execute(), key),
-                                    extra={"memory_fn": memory_fn}, warm=lambda execute=execute: execute(check=False)))
+                    def call(execute=execute, key=key, name=name, data=data, level=level, memory_fn=memory_fn):
+                        if machine is None:
+                            return _row(execute(), key)
+                        memory = memory_fn()
+                        spec = dict(workload=name, data=data, key=key, parallelism=parallelism, backend=backend,
+                                    level=level, memory=memory)
+                        return in_machine(machine, "strataflow.bench.experiments:auto_run", spec,
+                                          {**key, "memory_mb": memory / MB}, data, work_dir, budget=memory)
+
+                    runs.append(Run(key, call, extra={"memory_fn": memory_fn},
+                                    warm=None if machine else (lambda execute=execute: execute(check=False))))
     return runs
 
 

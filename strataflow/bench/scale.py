@@ -89,6 +89,7 @@ BANDWIDTH_BYTES = 1 * GB
 #: whole input in the driver (K-means at 512 MB: 1.4 GB of anonymous memory, OOM-killed in a
 #: 2 GB machine beside the run's own executors)
 MACHINE_CHECK_SHARE = 8
+BUDGET_PLUS = "budget+"  # --machine-memory budget+SIZE: each run's memory budget plus SIZE
 
 
 def disk_free(path: str) -> int:
@@ -278,12 +279,16 @@ def run_spec(workload: str, x: float, policy: str, key: dict, root: str, budget:
 
 
 def machine_plan(machine_memory: int | str, work_dir: str, root: str, time_limit: float | None = None) -> dict:
-    """The machine every run gets: its size, a run's time limit, and the device's bandwidth
-    where the runs' working files go (and where the inputs are, if another device),
-    measured now, before any run. Refuses (MachineUnavailable) where no cgroup can be made."""
-    limit = parse_size(machine_memory, "--machine-memory")
-    if limit <= 0:
-        raise ValueError("bench scale: --machine-memory must be > 0")
+    """The machine every run gets: its size (``limit``; or ``headroom``, for
+    ``budget+SIZE``: each run's budget plus SIZE, see :func:`machine_limit`), a run's time
+    limit, and the device's bandwidth where the runs' working files go (and where the
+    inputs are, if another device), measured now, before any run. Refuses
+    (MachineUnavailable) where no cgroup can be made."""
+    text = str(machine_memory)
+    headroom = parse_size(text[len(BUDGET_PLUS):], "--machine-memory") if text.startswith(BUDGET_PLUS) else None
+    limit = None if headroom is not None else parse_size(machine_memory, "--machine-memory")
+    if limit is not None and limit <= 0:
+        raise ValueError("bench: --machine-memory must be > 0")
     ok, why = available()
     if not ok:
         raise MachineUnavailable(why)
@@ -295,20 +300,27 @@ def machine_plan(machine_memory: int | str, work_dir: str, root: str, time_limit
         other = direct_bandwidth(root, BANDWIDTH_BYTES)
         note += f"; inputs at {root}: {other['write_mb_per_s']:,.0f} MB/s write, {other['read_mb_per_s']:,.0f} MB/s " \
                 f"read ({other['fs']}, {other['mode']})"
-    return {"limit": limit, "time_limit": time_limit, "why": why, "columns": {
+    size = f"{limit / MB:,.0f} MB" if limit is not None else f"its memory budget + {headroom / MB:,.0f} MB"
+    return {"limit": limit, "headroom": headroom, "time_limit": time_limit, "why": why, "columns": {
         "device_write_mb_s": device["write_mb_per_s"], "device_read_mb_s": device["read_mb_per_s"]},
-        "note": f"machine: every run in a fresh {limit / MB:,.0f} MB memory cgroup ({why}): driver, executors and "
+        "note": f"machine: every run in a fresh {size} memory cgroup ({why}): driver, executors and "
                 f"their page cache; inputs' pages dropped before each run; device, measured in this invocation: {note}"}
 
 
+def machine_limit(machine: dict, budget: int) -> int:
+    """The bytes of the machine a run of memory ``budget`` gets."""
+    return machine["limit"] if machine.get("headroom") is None else budget + machine["headroom"]
+
+
 def in_machine(machine: dict, target: str, spec: dict, lost: dict, data: str, work_dir: str,
-               timeout_s: float | None = None) -> dict:
+               timeout_s: float | None = None, budget: int | None = None) -> dict:
     """``target(**spec)`` (a function returning a row) run inside a fresh machine after
     ``data``'s pages are dropped; the row gains the machine's columns. No row back: ``lost``
     (the key and what is known before the run) saying why (OOM and time limits are
     findings, ``finished`` 0; another failure is an error, ``result_check``)."""
     drop_page_cache(data)
-    result, info = call_in_machine(machine["limit"], target, spec, work_dir, timeout_s or machine.get("time_limit"))
+    limit = machine_limit(machine, budget if budget is not None else int(spec.get("budget") or 0))
+    result, info = call_in_machine(limit, target, spec, work_dir, timeout_s or machine.get("time_limit"))
     row = dict(result) if result is not None else {**lost, "finished": 0}
     row.update({k: v for k, v in info.items() if k != "outcome"}, **machine["columns"], machine_note=machine["note"])
     row.update(device_shares(row))
@@ -350,7 +362,7 @@ def plan_scale(root: str, repeat: int, parallelism: int, workloads: list[str] | 
     inputs = _Inputs(root, budget)
     machine = machine_plan(machine_memory, work_dir, root, time_limit) if machine_memory else None
     if machine:
-        check_max = min(check_max, machine["limit"] // MACHINE_CHECK_SHARE)
+        check_max = min(check_max, machine_limit(machine, budget) // MACHINE_CHECK_SHARE)
         machine["note"] += (f"; results checked up to {_bytes(check_max)} of input (1/{MACHINE_CHECK_SHARE} of the "
                             "machine: the check holds the whole input in the driver)")
     runs = []

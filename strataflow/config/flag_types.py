@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from strataflow.config import ConfigError, parse_size
 
-__all__ = ["positive", "integer", "size", "number_list", "levels", "tier", "unprefixed", "flag_errors",
+__all__ = ["positive", "integer", "size", "machine_size", "number_list", "levels", "tier", "unprefixed", "flag_errors",
            "HelpFormatter"]
 
 _KIND_NAMES = {int: "an integer", float: "a number"}
@@ -82,6 +82,21 @@ def size(auto: bool = False, zero_ok: bool = True) -> Callable[[str], str]:
 
     parse.__name__ = "size"
     return parse
+
+
+def machine_size(text: str) -> str:
+    """``--machine-memory``: a size (``2GB``), or ``budget+SIZE``: each run's own memory
+    budget plus SIZE (``bench auto``'s budgets differ by pressure; a fixed machine would
+    leave more page cache to the higher pressures). Returned as written."""
+    rest = text[len("budget+"):] if text.startswith("budget+") else text
+    try:
+        n = parse_size(rest)
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a machine size (use e.g. 2GB, or budget+768MB: each run's "
+                                         f"memory budget plus 768MB; {_SIZE_UNITS})") from None
+    if n == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is zero bytes; give a size above zero, e.g. 2GB or budget+768MB")
+    return text
 
 
 def number_list(kind: type, example: str) -> Callable[[str], str]:

@@ -228,6 +228,30 @@ def test_a_run_over_its_machine_is_oom_killed_and_its_row_says_so(tmp_path, monk
     assert not [n for n in os.listdir(machine.detect()[1]) if n.startswith(f"strataflow-{os.getpid()}-")]
 
 
+def test_a_process_leaves_its_machine_and_what_it_does_next_is_not_charged_to_it(tmp_path, monkeypatch):
+    """The result check's escape: inside a 128 MB machine a process leaves it and then
+    holds 256 MB (twice the machine) without being killed; outside any machine leaving is
+    a no-op that says so."""
+    monkeypatch.delenv(machine.EXIT_ENV, raising=False)
+    assert machine.leave_machine() is False and machine.checks_outside() is None
+    if not CAN:
+        assert machine.can_leave() is False
+        return
+    assert machine.can_leave() is True
+    _hog_module(tmp_path, monkeypatch)
+    (tmp_path / "sf_test_leave.py").write_text(
+        "from strataflow.bench.machine import checks_outside\nfrom sf_test_hog import hog\n"
+        "def held_outside(mb):\n    with checks_outside()('a check'):\n        return hog(mb)\n")
+    plan = {"limit": 128 * MB, "headroom": None, "columns": {}, "note": "test"}
+    key = {"experiment": "scale", "workload": "kmeans", "policy": "spark", "size_scale": 1.0, "repeat": 0}
+    data = tmp_path / "input.bin"
+    data.write_bytes(b"x")
+    row = scale.in_machine(plan, "sf_test_leave:held_outside", {"mb": 256}, key, str(data), str(tmp_path / "w"))
+    assert row["held"] == 256 * MB and row["oom_kills"] == 0 and row["peak_mb"] <= 128
+    row = scale.in_machine(plan, "sf_test_hog:hog", {"mb": 256}, key, str(data), str(tmp_path / "w"))
+    assert row["oom_kills"] >= 1  # the same work without leaving: killed
+
+
 def test_bench_scale_runs_in_a_machine_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(scale, "BANDWIDTH_BYTES", 16 * MB)
     monkeypatch.setattr(scale, "disk_free", lambda path: 1 << 40)
@@ -254,8 +278,9 @@ def test_bench_scale_runs_in_a_machine_end_to_end(tmp_path, monkeypatch, capsys)
     table = (out / "table.md").read_text()
     for col in ("machine_memory_mb", "peak_mb", "oom_kills", "device_read_mb_s", "device_write_mb_s"):
         assert f"| {col} |" in table
-    assert any(n.startswith("machine: every run in a fresh 512 MB memory cgroup") and "MB/s read" in n
-               and "results checked up to 64 MB of input (1/8 of the machine" in n for n in res["meta"]["notes"])
+    assert any(n.startswith("machine: every run in a fresh memory cgroup of 512 MB") and "MB/s read" in n
+               and "results checked (up to 1.0 GB of input) after the driver leaves its machine" in n
+               for n in res["meta"]["notes"])
 
 
 def test_bench_auto_runs_each_run_in_a_machine_of_its_budget_plus_headroom(tmp_path, monkeypatch, capsys):
@@ -279,7 +304,7 @@ def test_bench_auto_runs_each_run_in_a_machine_of_its_budget_plus_headroom(tmp_p
         assert r["result_check"] == "ok" and r["oom_kills"] == 0 and r["total_s"] > 0
         assert r["machine_memory_mb"] == pytest.approx(r["memory_mb"] + 512, abs=1 / MB)
         assert 0 < r["peak_mb"] <= r["machine_memory_mb"] and r["device_read_mb_s"] > 0
-    assert any("memory budget + 512 MB memory cgroup" in n for n in res["meta"]["notes"])
+    assert any("memory cgroup of its memory budget + 512 MB" in n for n in res["meta"]["notes"])
 
 
 # --- the device's bandwidth, and dropping pages -----------------------------------------

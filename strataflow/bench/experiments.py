@@ -35,6 +35,7 @@ from strataflow.storage.policies import POLICIES
 from strataflow.workloads.runner import run_workload
 from strataflow.bench.data import ensure_data
 from strataflow.bench.devices import probe_bandwidth
+from strataflow.bench.machine import checks_outside
 from strataflow.bench.scale import in_machine, machine_plan, plan_scale
 
 __all__ = ["Run", "plan", "EXPERIMENTS", "summarize", "paired_ratio", "paired_ratios", "median_ci",
@@ -240,8 +241,10 @@ def plan_pressure(root: str, scale: float, repeat: int, parallelism: int, worklo
 def auto_run(workload: str, data: str, key: dict, parallelism: int, backend: str | None, level: str, memory: int,
              check: bool = True) -> dict:
     """One run of ``bench auto`` from plain values (JSON): what a run inside a machine
-    calls in its own Python. Its row."""
-    return _row(_in_tmp(workload, data, parallelism, backend, check, api="batches", level=level, memory=memory), key)
+    calls in its own Python. Its row; the result is checked outside the machine
+    (:func:`~strataflow.bench.machine.checks_outside`: the check is not the run)."""
+    return _row(_in_tmp(workload, data, parallelism, backend, check, api="batches", level=level, memory=memory,
+                        announce_check=checks_outside()), key)
 
 
 def plan_auto(root: str, scale: float, repeat: int, parallelism: int, workloads: list[str] | None = None,

@@ -25,6 +25,7 @@ point it at the subtree's directory).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import itertools
@@ -36,15 +37,18 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from strataflow.bench.device_bandwidth import device_counters
 
 __all__ = ["Machine", "MachineUnavailable", "Usage", "cgroup_root", "detect", "available", "drop_page_cache",
-           "call_in_machine"]
+           "call_in_machine", "leave_machine", "checks_outside", "can_leave"]
 
 DEFAULT_ROOT = "/sys/fs/cgroup"
 ROOT_ENV = "STRATAFLOW_CGROUP_ROOT"
+#: set in a machine's processes: the ``cgroup.procs`` of the group it was made under, where
+#: :func:`leave_machine` moves a process whose measured part is done
+EXIT_ENV = "STRATAFLOW_MACHINE_EXIT"
 #: what to do where a machine cannot be made, the end of every refusal
 ADVICE = ("run as root, or in a container whose cgroup file system is writable (e.g. docker --privileged or "
           "--cgroupns=private with a writable /sys/fs/cgroup), or delegate a cgroup v2 subtree to your user "
@@ -188,6 +192,7 @@ class Machine:
         and execs ``cmd``, so nothing of ``cmd`` is allocated outside. A sampler of
         ``memory.current`` starts where the hierarchy keeps no peak (v2 before 5.19)."""
         launcher = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self._file("cgroup.procs"), *cmd]
+        kw["env"] = {**(kw.get("env") or os.environ), EXIT_ENV: os.path.join(self.parent, "cgroup.procs")}
         proc = subprocess.Popen(launcher, **kw)
         if self.version == "v2" and not os.path.exists(self._file("memory.peak")) and self._sampling is None:
             self._sampling = threading.Event()
@@ -270,6 +275,48 @@ def drop_page_cache(path: str) -> int:
         finally:
             os.close(fd)
     return total
+
+
+def leave_machine() -> bool:
+    """Moves this process (all its threads) out of the machine it was started in, into the
+    group the machine was made under, so that what it does next is not charged to the
+    machine: a run's result check holds the whole input in the driver (K-means at 512 MB:
+    1.4 GB), which is no part of the run measured and would be OOM-killed in a machine
+    smaller than its data. What it already holds stays charged where it is (cgroup v1
+    moves no charges by default; v2 never does). False, and nothing moved, outside a
+    machine or where the move is refused (a v2 parent that holds controllers for its
+    children cannot hold processes: then the check stays in the machine)."""
+    target = os.environ.get(EXIT_ENV)
+    if not target:
+        return False
+    try:
+        _write(target, str(os.getpid()))
+    except OSError:
+        return False
+    return True
+
+
+def can_leave(root: str | None = None) -> bool:
+    """Whether a process can leave a machine here (:func:`leave_machine`): tried once in a
+    64 MB machine."""
+    code = "import sys; from strataflow.bench.machine import leave_machine; sys.exit(0 if leave_machine() else 3)"
+    try:
+        with Machine(64 << 20, root=root, prefix="strataflow-probe") as m:
+            return m.popen([sys.executable, "-c", code]).wait(timeout=120) == 0
+    except (MachineUnavailable, OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@contextlib.contextmanager
+def _outside(what: str) -> Iterator[None]:
+    leave_machine()
+    yield
+
+
+def checks_outside() -> Callable[[str], Any] | None:
+    """The runner's ``announce_check`` for a run inside a machine: the result check is run
+    after :func:`leave_machine` (None outside a machine: nothing to do)."""
+    return _outside if os.environ.get(EXIT_ENV) else None
 
 
 def _tail(path: str, n: int = 1500) -> str:

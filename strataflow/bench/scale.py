@@ -51,7 +51,8 @@ from typing import Any, Callable
 
 from strataflow.bench.data import data_path, data_path_size, ensure_data
 from strataflow.bench.device_bandwidth import direct_bandwidth
-from strataflow.bench.machine import MachineUnavailable, available, call_in_machine, drop_page_cache
+from strataflow.bench.machine import (MachineUnavailable, available, call_in_machine, can_leave, checks_outside,
+                                      drop_page_cache)
 from strataflow.config import parse_size
 from strataflow.report.events import read_events
 from strataflow.storage.policies import POLICIES
@@ -263,6 +264,7 @@ def _execute(workload: str, x: float, policy: str, key: dict, inputs: _Inputs, p
     with tempfile.TemporaryDirectory(prefix="sf-scale-", dir=work_dir) as tmp:
         log = os.path.join(tmp, "events.jsonl")
         report = run_workload(workload, data, api=API, level=LEVEL, policy=policy, memory=inputs.budget,
+                              announce_check=checks_outside(),
                               parallelism=parallelism, local_dirs=[os.path.join(tmp, "cache")], check=check,
                               event_log=log, context_options={"backend": backend} if backend else None,
                               num_partitions=partitions_for(size, inputs.budget, parallelism), **extra)
@@ -301,9 +303,10 @@ def machine_plan(machine_memory: int | str, work_dir: str, root: str, time_limit
         note += f"; inputs at {root}: {other['write_mb_per_s']:,.0f} MB/s write, {other['read_mb_per_s']:,.0f} MB/s " \
                 f"read ({other['fs']}, {other['mode']})"
     size = f"{limit / MB:,.0f} MB" if limit is not None else f"its memory budget + {headroom / MB:,.0f} MB"
-    return {"limit": limit, "headroom": headroom, "time_limit": time_limit, "why": why, "columns": {
+    return {"limit": limit, "headroom": headroom, "time_limit": time_limit, "why": why,
+            "checks_outside": can_leave(), "columns": {
         "device_write_mb_s": device["write_mb_per_s"], "device_read_mb_s": device["read_mb_per_s"]},
-        "note": f"machine: every run in a fresh {size} memory cgroup ({why}): driver, executors and "
+        "note": f"machine: every run in a fresh memory cgroup of {size} ({why}): driver, executors and "
                 f"their page cache; inputs' pages dropped before each run; device, measured in this invocation: {note}"}
 
 
@@ -361,10 +364,14 @@ def plan_scale(root: str, repeat: int, parallelism: int, workloads: list[str] | 
     fits, skipped = plan_sizes(root, work_dir, budget, workloads, sizes, free or disk_free)
     inputs = _Inputs(root, budget)
     machine = machine_plan(machine_memory, work_dir, root, time_limit) if machine_memory else None
-    if machine:
+    if machine and machine["checks_outside"]:
+        machine["note"] += (f"; results checked (up to {_bytes(check_max)} of input) after the driver leaves its "
+                            "machine: the check holds the whole input in the driver and is not the run")
+    elif machine:
         check_max = min(check_max, machine_limit(machine, budget) // MACHINE_CHECK_SHARE)
         machine["note"] += (f"; results checked up to {_bytes(check_max)} of input (1/{MACHINE_CHECK_SHARE} of the "
-                            "machine: the check holds the whole input in the driver)")
+                            "machine: the check holds the whole input in the driver, which cannot leave the machine "
+                            "here)")
     runs = []
     for x, why in skipped.items():
         for w in workloads:

@@ -366,3 +366,25 @@ def test_drop_page_cache_covers_a_file_or_a_tree(tmp_path):
     (tmp_path / "sub" / "b").write_bytes(b"2" * 3000)
     assert machine.drop_page_cache(str(tmp_path)) == 8000
     assert machine.drop_page_cache(str(tmp_path / "a")) == 5000
+
+
+def test_the_device_reads_profile_runs_every_variant_in_a_machine(tmp_path, capsys):
+    """benchmarks/device_reads.py (issue 52's profile): every variant reads every block
+    back, inside a machine; where none can be made it stops with the reason."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+    try:
+        import device_reads
+    finally:
+        sys.path.pop(0)
+    argv = ["--machine-memory", "256MB", "--blocks", "3", "--block-mb", "4", "--repeat", "2", "--dir", str(tmp_path),
+            "--bandwidth-mb", "8", "--out", str(tmp_path / "reads.json")]
+    if not CAN:
+        with pytest.raises(machine.MachineUnavailable):
+            device_reads.main(argv)
+        return
+    assert device_reads.main(argv) == 0
+    doc = json.loads((tmp_path / "reads.json").read_text())
+    assert set(doc["mb_per_s"]) == set(device_reads.VARIANTS)
+    assert all(len(v) == 2 and min(v) > 0 for v in doc["mb_per_s"].values())
+    assert doc["machine"]["oom_kills"] == 0 and doc["device"]["read_mb_per_s"] > 0
+    assert "the O_DIRECT read" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from strataflow.common import npy_headers
 from strataflow.config import ConfigError
 from strataflow.lineage import SourceNode
 from strataflow.io.manifest import input_files
@@ -31,7 +32,7 @@ def _open(path: str, error: type[Exception]) -> np.ndarray:
     file of plain numbers (numpy's own messages name neither the file nor the fault:
     "mmap length is greater than file size" for a truncated one)."""
     try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        arr = npy_headers.load(path, mmap_mode="r")
     except (ValueError, OSError, EOFError) as exc:
         size = os.path.getsize(path) if os.path.exists(path) else 0
         raise error(f"npy_file: {path!r} ({size} bytes) is not a readable .npy file of numbers "
@@ -61,16 +62,9 @@ class _Header:
 
 def _header(ref: FileRef, error: type[Exception]) -> _Header:
     """A remote file's header, read with one small ranged request."""
-    fmt = np.lib.format
     try:
         with io.BytesIO(ref.read_range(0, _HEADER_MAX)) as fh:  # numpy's headers are at most 10 kB
-            version = fmt.read_magic(fh)
-            if version == (1, 0):
-                shape, fortran, dtype = fmt.read_array_header_1_0(fh)
-            elif version in ((2, 0), (3, 0)):  # 3.0: 2.0's layout, a UTF-8 header (ASCII reads the same)
-                shape, fortran, dtype = fmt.read_array_header_2_0(fh)
-            else:
-                raise ValueError(f"unknown .npy format version {version}")
+            shape, fortran, dtype = npy_headers.read_header(fh)
             offset = fh.tell()
     except (ValueError, OSError, EOFError) as exc:
         raise error(f"npy_file: {ref.name!r} ({ref.size} bytes) is not a readable .npy file of numbers: {exc}") \

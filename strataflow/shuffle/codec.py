@@ -22,7 +22,7 @@ import pickle
 import numpy as np
 import pyarrow as pa
 
-from strataflow.common import value_pickle
+from strataflow.common import npy_headers, value_pickle
 from strataflow.common.batch import is_dataframe, rows_list
 
 __all__ = ["encode", "decode", "unpickled_prefix"]
@@ -68,7 +68,7 @@ def decode(data: bytes | memoryview):
     if tag in (_RECORDS, _FRAME):
         return pickle.loads(body)
     if tag in (_NUMPY, _OBJECTS):
-        return np.lib.format.read_array(io.BytesIO(body), allow_pickle=tag == _OBJECTS)
+        return npy_headers.read_array(body, allow_pickle=tag == _OBJECTS)
     if tag == _ARROW:
         return pa.ipc.open_stream(pa.py_buffer(body)).read_all()
     raise ValueError(f"unknown shuffle bucket tag {tag!r}")

@@ -25,6 +25,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from strataflow.common import npy_headers
+
 __all__ = ["gen_als", "hidden_factors", "read_ratings"]
 
 _PAIRS_PER_CHUNK = 1 << 22
@@ -101,7 +103,7 @@ def gen_als(out_dir: str, users: int, items: int, density: float = 0.05, rank: i
 def read_ratings(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(users, items, ratings)`` of a ratings file, read independently of the engine."""
     if path.endswith(".npy"):
-        a = np.load(path, mmap_mode="r")
+        a = npy_headers.load(path, mmap_mode="r")
         return a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), np.array(a[:, 2])
     import pyarrow as pa
     import pyarrow.csv as pacsv

@@ -45,6 +45,7 @@ import os
 
 import numpy as np
 
+from strataflow.common import npy_headers
 from strataflow.workloads.api import Progress, write_manifest
 from strataflow.workloads.glm_losses import model_for
 
@@ -217,7 +218,7 @@ def read_all_points(data_dir: str, manifest: dict) -> tuple[np.ndarray, np.ndarr
     ``np.load`` or pyarrow's CSV reader on the whole file."""
     path = data_path(data_dir, manifest)
     if manifest["format"] == "npy":
-        a = np.load(path)
+        a = npy_headers.load(path)
     else:
         import pyarrow.csv as pacsv
 

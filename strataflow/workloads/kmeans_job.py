@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from strataflow.common import npy_headers
 from strataflow.workloads.api import Outcome, Progress
 from strataflow.workloads.generators import gen_kmeans
 from strataflow.workloads.kmeans import kmeans, kmeans_numpy, parse_point, point_norms, sample_centres
@@ -84,7 +85,7 @@ def read_all_points(data_dir: str, manifest: dict) -> np.ndarray:
     """All points in one array, read independently of the engine (for the check)."""
     path = _data_path(data_dir, manifest)
     if manifest["format"] == "npy":
-        return np.load(path)
+        return npy_headers.load(path)
     if manifest["format"] == "parquet":
         import pyarrow.parquet as pq
 

@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from strataflow.common import npy_headers
 from strataflow.workloads.api import Outcome, Progress
 from strataflow.workloads.kmeans import kmeans_partition, new_centres, sample_centres
 from strataflow.workloads.mixed_data import (CHANNELS, FeatureExtractor, enrich_events, gen_mixed,
@@ -224,7 +225,7 @@ def mixed_numpy(data_dir: str, manifest: dict, init: np.ndarray, iterations: int
     import pyarrow.parquet as pq
 
     sig_path, rec_path, ev_path = _paths(data_dir, manifest)
-    signals = prepare(np.load(sig_path))
+    signals = prepare(npy_headers.load(sig_path))
     features = FeatureExtractor(manifest["feature_dims"], manifest["seed"])(signals)
     centres = np.asarray(init, dtype=np.float64)
     for _ in range(iterations):

@@ -54,6 +54,7 @@ import time
 
 import numpy as np
 
+from strataflow.common import npy_headers
 from strataflow.workloads.api import Outcome, Progress, write_manifest
 from strataflow.workloads.generators import mean_digits
 
@@ -180,7 +181,7 @@ def read_all_edges(data_dir: str, manifest: dict) -> np.ndarray:
     """Every edge as an ``(E, 2)`` int64 array, read without the engine (for the check)."""
     path = _data_path(data_dir, manifest)
     if manifest["format"] == "npy":
-        return np.asarray(np.load(path), dtype=np.int64)
+        return np.asarray(npy_headers.load(path), dtype=np.int64)
     import pyarrow as pa
     import pyarrow.csv as pacsv
 

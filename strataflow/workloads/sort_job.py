@@ -42,6 +42,7 @@ import time
 
 import numpy as np
 
+from strataflow.common import npy_headers
 from strataflow.workloads.api import Outcome, Progress, write_manifest
 
 __all__ = ["gen", "run", "gen_records", "record_hashes", "keys_sorted", "RECORD", "KEY"]
@@ -199,7 +200,7 @@ def _iter_file_records(path: str, text: bool):
     """``(m, 100)`` uint8 chunks of a record file (text: 101-byte lines; ``.npy``: its rows;
     other binary files: raw 100-byte records)."""
     if path.endswith(".npy"):
-        arr = np.load(path, mmap_mode="r")
+        arr = npy_headers.load(path, mmap_mode="r")
     else:
         width = RECORD + 1 if text else RECORD
         size = os.path.getsize(path)

@@ -37,18 +37,16 @@ check that ``decode`` would unpickle nothing else.
 
 from __future__ import annotations
 
-import ast
 import functools
 import mmap
 import pickle
 import struct
-import threading
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from strataflow.common import value_pickle
+from strataflow.common import npy_headers, value_pickle
 from strataflow.storage.blocks.serde import SerializationError
 
 __all__ = ["encode", "decode", "pickled_spans", "zero_copy_layout", "KINDS", "PAGE", "ALIGN"]
@@ -144,17 +142,10 @@ def _encode_ndarray(a: np.ndarray) -> tuple[str, list, dict]:
     return "ndarray", frames, {"zero_copy": True, "align": _align_for(raw.nbytes), "pickled": (0, 0)}
 
 
-#: one AST construction at a time: CPython before 3.11.8 keeps the AST validator's recursion
-#: depth in shared state, and two threads parsing at once fail with "SystemError: AST
-#: constructor recursion depth mismatch" (seen once in a task of the threads backend)
-_AST_LOCK = threading.Lock()
-
-
 @functools.lru_cache(maxsize=1024)
 def _parse_desc(desc: bytes) -> tuple[np.dtype, tuple, bool]:
     """The dtype, shape and order of a descriptor; cached: blocks of a dataset share few."""
-    with _AST_LOCK:
-        d = ast.literal_eval(desc.decode())
+    d = npy_headers.literal_eval(desc.decode())  # one parse at a time in the process (npy_headers.py)
     return np.lib.format.descr_to_dtype(d["descr"]), tuple(d["shape"]), bool(d["fortran_order"])
 
 

@@ -252,19 +252,28 @@ def test_a_process_leaves_its_machine_and_what_it_does_next_is_not_charged_to_it
     assert row["oom_kills"] >= 1  # the same work without leaving: killed
 
 
+def _bench_in_machine(tmp_path, capsys, experiment: str, *args: str) -> dict | None:
+    """``strataflow bench EXPERIMENT ARGS`` (threads backend, one repeat) into tmp_path/out:
+    its results, or None where no machine can be made here (after checking the refusal)."""
+    out = tmp_path / "out"
+    code = cli_main(["bench", experiment, *args, "--backend", "threads", "--repeat", "1", "--out", str(out),
+                     "--data-dir", str(tmp_path / "data")])
+    if not CAN:
+        assert code == 2
+        _assert_refusal(_said(capsys))
+        return None
+    assert code == 0
+    return json.loads((out / "results.json").read_text())
+
+
 def test_bench_scale_runs_in_a_machine_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(scale, "BANDWIDTH_BYTES", 16 * MB)
     monkeypatch.setattr(scale, "disk_free", lambda path: 1 << 40)
     out = tmp_path / "out"
-    code = cli_main(["bench", "scale", "--machine-memory", "512MB", "--budget", "4MB", "--sizes", "1,4",
-                     "--policies", registered_policies()[0], "--workloads", "wordcount", "--backend", "threads",
-                     "--repeat", "1", "--warmup", "0", "--out", str(out), "--data-dir", str(tmp_path / "data")])
-    if not CAN:
-        assert code == 2
-        _assert_refusal(_said(capsys))
+    res = _bench_in_machine(tmp_path, capsys, "scale", "--machine-memory", "512MB", "--budget", "4MB", "--sizes", "1,4",
+                            "--policies", registered_policies()[0], "--workloads", "wordcount", "--warmup", "0")
+    if res is None:
         return
-    assert code == 0
-    res = json.loads((out / "results.json").read_text())
     rows = [r for r in res["runs"] if r.get("experiment") == "scale"]
     assert [r["size_scale"] for r in rows] == [1.0, 4.0]
     for r in rows:
@@ -288,16 +297,10 @@ def test_bench_auto_runs_each_run_in_a_machine_of_its_budget_plus_headroom(tmp_p
     fresh machine of its own budget plus SIZE; rows keep their checks and gain the
     machine's columns; no warm-up runs (each starts in a fresh machine)."""
     monkeypatch.setattr(scale, "BANDWIDTH_BYTES", 16 * MB)
-    out = tmp_path / "out"
-    code = cli_main(["bench", "auto", "--machine-memory", "budget+512MB", "--scale", "0.002", "--workloads", "kmeans",
-                     "--pressures", "4", "--levels", "MEMORY_AND_DISK", "--backend", "threads", "--repeat", "1",
-                     "--out", str(out), "--data-dir", str(tmp_path / "data")])
-    if not CAN:
-        assert code == 2
-        _assert_refusal(_said(capsys))
+    res = _bench_in_machine(tmp_path, capsys, "auto", "--machine-memory", "budget+512MB", "--scale", "0.002",
+                            "--workloads", "kmeans", "--pressures", "4", "--levels", "MEMORY_AND_DISK")
+    if res is None:
         return
-    assert code == 0
-    res = json.loads((out / "results.json").read_text())
     rows = [r for r in res["runs"] if r.get("experiment") == "auto"]
     assert sorted(r["level"] for r in rows) == ["AUTO", "MEMORY_AND_DISK"]
     for r in rows:

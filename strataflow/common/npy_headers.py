@@ -58,7 +58,7 @@ def read_array(data: bytes | memoryview, allow_pickle: bool = False) -> np.ndarr
             return _fmt.read_array(io.BytesIO(view), allow_pickle=True)
     count = int(np.prod(shape, dtype=np.int64))
     flat = np.frombuffer(view, dtype=dtype, count=count, offset=fh.tell()).copy()
-    return flat.reshape(shape[::-1]).transpose() if fortran else flat.reshape(shape)
+    return _shaped(flat, shape, fortran)
 
 
 def load(path: str, mmap_mode: str | None = None) -> np.ndarray:
@@ -76,4 +76,9 @@ def load(path: str, mmap_mode: str | None = None) -> np.ndarray:
         flat = np.fromfile(fh, dtype=dtype, count=count)
     if flat.size != count:
         raise ValueError(f"{path}: the file holds {flat.size} of the header's {count} values (truncated)")
+    return _shaped(flat, shape, fortran)
+
+
+def _shaped(flat: np.ndarray, shape: tuple, fortran: bool) -> np.ndarray:
+    """The header's shape on the flat data, in its order (numpy's reader does the same)."""
     return flat.reshape(shape[::-1]).transpose() if fortran else flat.reshape(shape)

@@ -22,6 +22,7 @@ from strataflow.storage.cost_admission import MARGIN, CostAdmission
 from strataflow.storage.cost_clock import DeclaredCosts, spend
 from strataflow.storage.disk.disk_store import DiskStore
 from strataflow.storage.level import StorageLevel
+from strataflow.storage.mapped.region_store import RegionStore
 from strataflow.storage.manager import BlockId, BlockManager
 from strataflow.storage.memory.unified import MemoryManager
 from strataflow.storage.policies import make_policy
@@ -68,8 +69,9 @@ def test_a_loss_is_priced_per_byte_from_what_auto_measured():
     assert prices.loss_per_byte(3, on_disk=True) == pytest.approx(0.002 / MB)  # on disk already: the read
     assert prices.loss_per_byte(4) == math.inf and prices.loss_per_byte(5) == math.inf
     assert prices.loss_per_byte(99) == math.inf
-    assert prices.cheap(BlockId(1, 0)) == 3e-9  # only a dropped AUTO dataset's blocks are weighed
-    assert [prices.cheap(BlockId(d, 0)) for d in (2, 3, 4, 5)] == [None] * 4
+    assert prices.own_price(BlockId(1, 0)) == 3e-9  # a priced AUTO dataset's blocks are weighed
+    assert prices.own_price(BlockId(2, 0)) == pytest.approx(0.012 / MB)  # spilled: its write and read
+    assert [prices.own_price(BlockId(d, 0)) for d in (4, 5, 99)] == [None] * 3  # fixed, unpriced, unknown
 
 
 def test_a_cheap_block_sees_only_victims_no_dearer_than_itself():
@@ -91,7 +93,9 @@ def test_a_cheap_block_sees_only_victims_no_dearer_than_itself():
         view[BlockId(4, 0)]
     dearer = prices.victims_for(BlockId(3, 9), entries)  # dropped too, dearer: all but the fixed level
     assert sorted(dearer) == sorted(b for b in entries if b.dataset_id != 5)  # 4: 1.1e-8 s a byte
-    for other in (BlockId(4, 9), BlockId(5, 9), None):  # spilled, fixed, execution memory: not weighed
+    spilled = prices.victims_for(BlockId(4, 9), entries)  # spilled (1.1e-8 s a byte): the cheap drops
+    assert sorted(spilled) == sorted(b for b in entries if b.dataset_id in (1, 2, 4, 6))
+    for other in (BlockId(5, 9), None):  # fixed, execution memory: not weighed
         assert prices.victims_for(other, entries) is entries
 
 
@@ -263,3 +267,47 @@ def test_a_block_written_straight_to_the_tiers_is_timed_for_auto_like_an_evictio
             BlockId(7, 0)).size
     finally:
         bm.close()
+
+
+def test_a_spilled_block_goes_to_its_spill_form_rather_than_evict_dearer_records(tmp_path, policy):
+    """Issue 52, the mixed pipeline in a machine: a cheap numeric dataset that AUTO maps
+    (a write and a read back at 100 MB/s: 2 ms for 100 KB) is recomputed while memory
+    holds Python records that AUTO spills serialized (at 1 MB/s: their loss costs about a
+    hundred times more per byte). The numeric block does not evict them: it is written in
+    its mapped form and read back from there, and the records stay. The control: at a
+    fixed level the same put evicts a record, by the policy's rules."""
+    for level in (AUTO, StorageLevel.MEMORY_AND_DISK):
+        bm = BlockManager(MemoryManager(MB, 0.5), DiskStore([str(tmp_path / level.name)]), make_policy(policy),
+                          regions=RegionStore([str(tmp_path / level.name / "regions")]))
+        bm.clock = DeclaredCosts({"serialized": (1, 1), "mapped": (100, 100)})
+        for form, mb_s in (("serialized", 1), ("mapped", 100)):
+            bm.auto.costs.observe(form, "write", 8 * MB, 8 / mb_s)
+            bm.auto.costs.observe(form, "read", 8 * MB, 8 / mb_s)
+        bm.register(7, lambda: "records", level, None, 64)
+        bm.register(1, lambda: "signals", level, None, 64)
+        try:
+            def records(split: int) -> list:
+                spend(1.0)
+                return [(i, {"id": i, "tier": "gold"}) for i in range(split * 300, (split + 1) * 300)]
+
+            split = 0
+            while bm.memory.free >= 100 * KB:  # memory filled with records, as the query rounds left it
+                bm.get_or_compute(BlockId(7, split), level, lambda s=split: records(s))
+                split += 1
+            resident = {b for b, _ in bm.memory_store.items()}
+            assert resident and all(b.dataset_id == 7 for b in resident)
+            if level is AUTO:
+                assert bm.auto.facts(7).level is SERIALIZED
+            got = bm.get_or_compute(BlockId(1, 0), level, lambda: (spend(1.0), value(1, 0))[1])
+            assert np.array_equal(got, value(1, 0))
+            after = {b for b, _ in bm.memory_store.items()}
+            if level is AUTO:
+                assert bm.auto.facts(1).level is MAPPED
+                assert after == resident  # no record evicted for it
+                assert bm.metrics.snapshot()["auto_cost_bypasses"] >= 1
+                again = bm.get_or_compute(BlockId(1, 0), level, lambda: pytest.fail("recomputed: it was lost"))
+                assert np.array_equal(again, value(1, 0))  # read back from its mapped form
+            else:
+                assert BlockId(1, 0) in after and after != resident | {BlockId(1, 0)}  # a record went
+        finally:
+            bm.close()

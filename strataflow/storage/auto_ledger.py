@@ -109,7 +109,10 @@ class Ledger:
     forecast_prices: tuple = (0.0, 0.0, 0.0)  # the block's (recompute, write, read) the forecast was made on
     forecast_writes: list = field(default_factory=list)  # writes measured since a forecast switch (in force)
     _amortize: int = 1  # returns over which each block's write is charged (``reads`` after a forecast)
+    _on_forecast: bool = False  # the choice in force was made by a forecast
     _seen: set = field(default_factory=set)  # splits computed once
+    _returns: dict = field(default_factory=dict)  # split -> times it was needed again (recomputed or read back)
+    last_returns: int = 0  # the returns of the block priced last (what a forecast may count on)
     _written: dict = field(default_factory=dict)  # split -> measured write seconds, not yet all charged
     _charged: dict = field(default_factory=dict)  # split -> returns that charged its write (real or not)
 
@@ -129,6 +132,7 @@ class Ledger:
         if split not in self._seen:
             self._seen.add(split)
             return False
+        self._returned(split)
         self._price(spill=read_s + self._write_of(split, write_s), drop=seconds)
         return True
 
@@ -136,7 +140,7 @@ class Ledger:
         """A block of the dataset was written to disk (it left memory) in ``seconds``:
         paid now, charged to the spill side when the block is needed again."""
         self.paid_s += max(0.0, seconds)
-        if self.spill and self._amortize > 1:  # a forecast switch is in force: its premise's evidence
+        if self.spill and self._on_forecast:  # a forecast switch is in force: its premise's evidence
             self.forecast_writes.append(max(0.0, seconds))
         if split is not None and self._charged.get(split, 0) < self._amortize:
             self._written[split] = max(0.0, seconds)  # its shares still to charge: at the measured cost
@@ -152,6 +156,7 @@ class Ledger:
                 (1 - _EWMA) * self.read_s_per_byte + _EWMA * per_byte
         if split is None:
             return
+        self._returned(split)
         self._price(spill=seconds + self._write_of(split, 0.0), drop=compute_s)
 
     # -- the choice ----------------------------------------------------------------------------
@@ -186,22 +191,29 @@ class Ledger:
         when the forecast priced again with it in place of the write it assumed says drop
         by more than ``margin`` (its recompute and reads as it priced them: the reads are
         the auditor's to check, as they come); None otherwise."""
-        if not (self.spill and self._amortize > 1) or len(self.forecast_writes) < 2:
+        if not (self.spill and self._on_forecast) or len(self.forecast_writes) < 2:
             return None
         reads, (recompute, _, read) = self._amortize, self.forecast_prices
         write = sum(self.forecast_writes) / len(self.forecast_writes)
         return write if write + reads * read > reads * recompute * (1 + margin) else None
 
-    def switched(self, spill: bool, amortize: int = 1) -> None:
+    def switched(self, spill: bool, amortize: int = 1, forecast: bool = False) -> None:
         """The choice is now ``spill`` (or drop): its excess starts from zero, and each
         block's write is charged again from its next return (the other choice, had it been
         made now, would have written the blocks that leave memory from now on): all of it
         on that return, or ``1/amortize`` of it on each of its next ``amortize`` returns
-        (after a forecast switch: the reads the forecast counted on)."""
+        (after a forecast switch: the reads the forecast counted on). ``forecast``: the
+        switch is a forecast's, whose premise the writes that follow check."""
         self.spill, self.regret_s = spill, 0.0
         self._amortize = max(1, int(amortize))
+        self._on_forecast = forecast
         self._charged.clear()
         self.forecast_writes = []
+
+    @property
+    def forecast_reads(self) -> int:
+        """The reads ahead the forecast switch in force counted on (1 when none is)."""
+        return self._amortize
 
     def uncharged_write_s(self) -> float:
         """The measured writes not yet charged to the spill side (blocks not needed again
@@ -222,6 +234,15 @@ class Ledger:
         if k + 1 >= self._amortize:
             self._written.pop(split, None)
         return write / self._amortize
+
+    def _returned(self, split: int) -> None:
+        self.last_returns = self._returns[split] = self._returns.get(split, 0) + 1
+
+    def expected_reads(self, cap: int) -> int:
+        """The reads ahead a forecast may count on for the block priced last: as many as it
+        came back so far, at most ``cap`` (see the module's docstring: the evidence for a
+        loop is its returns)."""
+        return max(0, min(cap, self.last_returns))
 
     def _price(self, spill: float, drop: float) -> None:
         self.events += 1

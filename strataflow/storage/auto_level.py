@@ -353,8 +353,8 @@ class AutoLevels:
             level, reason, compute_s, trip_s = premise
             f.on_priors = False
         elif forecast is not None:
-            level, reason, compute_s, trip_s = forecast
-            amortize, f.on_priors = LOOP_READS, False
+            level, reason, compute_s, trip_s, amortize = forecast
+            f.on_priors = False
         elif ledger.events and f.level is not None:
             block = f.block_bytes or 0.0
             block_s = block * max(f.compute_s_per_byte or 0.0, self.costs.per_byte(f.form)[0] * f.disk_per_byte)
@@ -373,28 +373,32 @@ class AutoLevels:
             f.on_priors = not self.costs.timed(f.form)
         if level is f.level:
             return None
-        ledger.switched(spill=level is not DROP, amortize=amortize)
+        ledger.switched(spill=level is not DROP, amortize=amortize, forecast=forecast is not None and premise is None)
         before, f.level, f.reason = f.level, level, reason
         f.changes += 1
         f.info.level = level
         return level, before, reason, compute_s, trip_s
 
     def _forecast(self, f: DatasetFacts) -> tuple | None:
-        """(level, reason, compute_s, trip_s) when the ledger's forecast switches a looped,
-        dropped dataset to spill now: ``LOOP_READS`` more returns of a block priced on both
+        """(level, reason, compute_s, trip_s, reads) when the ledger's forecast switches a
+        looped, dropped dataset to spill now: as many more returns of a block as the block
+        came back so far, up to ``LOOP_READS`` (``Ledger.expected_reads``), priced on both
         sides at what was measured (``Ledger.forecast``); None otherwise (lock held)."""
+        reads = f.ledger.expected_reads(LOOP_READS)
         block = f.block_bytes or 0.0
         recompute_s = (f.compute_s_per_byte or 0.0) * block
         on_disk = block * f.disk_per_byte
         write_s, read_s = self.costs.per_byte(f.form)[0] * on_disk, self._read_per_byte(f) * on_disk
-        if not f.ledger.forecast(LOOP_READS, recompute_s, write_s, read_s):
+        if not f.ledger.forecast(reads, recompute_s, write_s, read_s):
             return None
-        drop_s, spill_s = LOOP_READS * recompute_s, write_s + LOOP_READS * read_s
+        drop_s, spill_s = reads * recompute_s, write_s + reads * read_s
         form = "mapped" if f.zero_copy else "serialized to the tiers"
+        ahead = f"{reads} more read{'s' if reads > 1 else ''}, as its block came back so far, at most {LOOP_READS}"
         return (MAPPED if f.zero_copy else SERIALIZED,
-                f"forecast for a loop ({LOOP_READS} more reads, measured costs): recomputing costs "
-                f"{drop_s * 1e3:.2f} ms, one write and the reads {spill_s * 1e3:.2f} ms, over {MARGIN:.0%} "
-                f"less; {form}, audited by the ledger", drop_s, spill_s)
+                f"forecast for a loop ({ahead}; measured costs): recomputing costs {drop_s * 1e3:.2f} ms, "
+                f"one write and the reads "
+                f"{spill_s * 1e3:.2f} ms, over {MARGIN:.0%} less; {form}, audited by the ledger",
+                drop_s, spill_s, reads)
 
     def _premise(self, f: DatasetFacts) -> tuple | None:
         """(DROP, reason, compute_s, trip_s) when the forecast switch in force failed its
@@ -405,10 +409,11 @@ class AutoLevels:
         if write_s is None:
             return None
         recompute_s, assumed_s, read_s = ledger.forecast_prices
-        drop_s, spill_s = LOOP_READS * recompute_s, write_s + LOOP_READS * read_s
+        reads = ledger.forecast_reads
+        drop_s, spill_s = reads * recompute_s, write_s + reads * read_s
         return (DROP, f"the forecast's premise failed: the {len(ledger.forecast_writes)} writes since it cost "
                       f"{write_s * 1e3:.2f} ms a block, not the {assumed_s * 1e3:.2f} ms it was made on; "
-                      f"recomputing for {LOOP_READS} reads costs {drop_s * 1e3:.2f} ms, one write and the reads "
+                      f"recomputing for {reads} reads costs {drop_s * 1e3:.2f} ms, one write and the reads "
                       f"{spill_s * 1e3:.2f} ms: dropped again (no second forecast)", drop_s, spill_s)
 
     def _announce(self, f: DatasetFacts, level: Any, before: Any, reason: str, compute_s: float,

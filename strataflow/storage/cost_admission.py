@@ -26,15 +26,25 @@ The price of a loss, per byte (from what ``AutoLevels`` measured on this executo
 - any other block (a fixed level; an AUTO dataset with nothing measured yet): unknown,
   counted as dearer than anything.
 
-The rule, for a block of an AUTO dataset whose current choice is **drop** being put into
-memory (computed, or read back from disk where it was spilled before a switch): it takes
-free memory as any block does, and it may evict only its own dataset's blocks and blocks
-of other datasets whose loss costs less per byte than its own by ``MARGIN`` (the policy's
-own rules still choose among them, all or nothing). When those cannot free enough it is
-not cached: the task uses the value and it is dropped. That costs exactly what its loss
-would have, one recomputation when it is read again, whereas the eviction would have cost
-the dearer block's price. Per byte, because memory is what the blocks compete for: the
-bytes a victim frees are the bytes the new block needs.
+The rule, for a block of an AUTO dataset being put into memory (computed, or read back
+from disk where it was spilled before a switch): it takes free memory as any block does,
+and it may evict only its own dataset's blocks and blocks of other datasets whose loss
+costs less per byte than its own by ``MARGIN`` (the policy's own rules still choose among
+them, all or nothing). When those cannot free enough it is not cached: a dropped
+dataset's block is used and dropped (one recomputation when it is read again), a spilled
+dataset's goes to its spill form at once (its write and one read back). Either way that
+costs exactly what its loss would have, whereas the eviction would have cost the dearer
+block's price. Per byte, because memory is what the blocks compete for: the bytes a victim
+frees are the bytes the new block needs.
+
+Spilled datasets came under the rule in issue 52. Inside a machine whose page cache is
+full (a mapped write waits for write-back: 50-150 ms for a 48 MB block), the mixed
+pipeline's cheap ``signals`` went mapped on measured costs; its blocks, recomputed for
+the assignment pass, took memory from the Python ``records`` (serialized: 1.16 s to
+pickle 195 MB, and every query round then read them back at about 1.1 s), where writing
+the 48 MB blocks in their mapped form would have cost about 0.05 s each. A bypass of a
+spilled block is not free (its write), but it is priced, and the rule takes it only where
+the victims' loss is dearer by the margin.
 
 Why a margin (1.5x, as ``auto_level.SWITCH_MARGIN``, for the same reason): a dataset's
 price rests on timings of a few blocks, and one block's parse was measured at 3.3 and at
@@ -47,17 +57,15 @@ the blocks in memory stay and serve their reads.
 
 What it leaves alone, and why:
 
-- Blocks of a spilled AUTO dataset and of fixed levels are put by the policy's rules,
-  unchanged; they may evict a cheap block (which then costs one recomputation). For a
-  spilled block a bypass means writing it now, the very cost of evicting it at once, so
-  there is nothing to weigh at its admission; and a fixed level keeps Spark's semantics
-  exactly (the ``spark`` policy is the faithful baseline).
-- A fixed-level block is never evicted *for* a cheap AUTO block (its cost is not
-  measured, so it counts as dear): an AUTO dataset that drops cannot push out a dataset
+- Blocks of fixed levels are put by the policy's rules, unchanged; they may evict a cheap
+  AUTO block (which then costs its price). A fixed level keeps Spark's semantics exactly
+  (the ``spark`` policy is the faithful baseline).
+- A fixed-level block is never evicted *for* an AUTO block (its cost is not measured, so
+  it counts as dear): a dataset whose level the engine chooses cannot push out a dataset
   whose level the user chose.
 - When execution memory asks (no block), nothing is restricted: it is not a block's
   admission. The background writer (``async_eviction``) picks its victims "as for the
-  block put last", so while that is a cheap block it too sees only cheaper ones (its
+  block put last", so while that is an AUTO block it too sees only cheaper ones (its
   candidates are blocks with a disk copy to write; a dropped dataset's never are).
 - The next use is the policy's business (``lineage``'s Belady order): this rule narrows
   the victims it may name by cost, never widens them.
@@ -88,7 +96,7 @@ _EWMA = 0.3  # weight of a new ratio
 
 
 class CostAdmission:
-    """Prices a block's loss per byte and narrows the victims a cheap AUTO block may
+    """Prices a block's loss per byte and narrows the victims an AUTO block may
     evict (see the module's docstring). ``disk``: anything answering ``block in disk``
     (the tiers), to tell a serialized block that is on disk already (no write to pay)."""
 
@@ -120,22 +128,29 @@ class CostAdmission:
         r = disk_bytes / memory_bytes
         f.disk_ratio = r if f.disk_ratio is None else (1 - _EWMA) * f.disk_ratio + _EWMA * r
 
-    def cheap(self, block_id: Any) -> float | None:
-        """The block's loss per byte if its dataset is AUTO and currently dropped (the
-        blocks this rule weighs), else None."""
+    def own_price(self, block_id: Any) -> float | None:
+        """The block's loss per byte if its dataset is AUTO and priced (the blocks this rule
+        weighs: dropped, its recompute; spilled, its write unless on disk already, and a
+        read back), else None."""
         dataset_id = getattr(block_id, "dataset_id", None)
         info = self._datasets.get(dataset_id) if dataset_id is not None else None
         f = None if info is None else info.auto
-        if f is None or f.level is not DROP or f.compute_s_per_byte is None:
+        if f is None or f.level is None:
             return None
-        return f.compute_s_per_byte
+        price = self.loss_per_byte(dataset_id, self._serialized_on_disk(info, block_id))
+        return None if price == INF else price
+
+    def _serialized_on_disk(self, info: "DatasetInfo | None", block_id: Any) -> bool:
+        """A serialized spill of an AUTO dataset already in the tiers (its loss is a read)."""
+        f = None if info is None else info.auto
+        return (f is not None and f.level is not DROP and not f.zero_copy and block_id in self._disk)
 
     def victims_for(self, for_block: Any, entries: Mapping[Any, int]) -> Mapping[Any, int]:
         """``entries`` (evictable block -> size) as the policy may see them for a put of
-        ``for_block``: all of them, unless ``for_block`` is a cheap AUTO block, for which
+        ``for_block``: all of them, unless ``for_block`` is a priced AUTO block, for which
         only its own dataset's and those cheaper per byte to get back by ``MARGIN`` (a live
         view)."""
-        own = None if for_block is None else self.cheap(for_block)
+        own = None if for_block is None else self.own_price(for_block)
         if own is None:
             return entries
         return _NoDearer(entries, self, own, for_block.dataset_id)
@@ -155,9 +170,7 @@ class _NoDearer(Mapping):
         dataset_id = getattr(block_id, "dataset_id", None)
         if dataset_id == self._own_dataset:
             return True
-        info = self._prices._datasets.get(dataset_id)
-        serialized_on_disk = (info is not None and info.auto is not None and info.auto.level is not DROP
-                              and not info.auto.zero_copy and block_id in self._prices._disk)
+        serialized_on_disk = self._prices._serialized_on_disk(self._prices._datasets.get(dataset_id), block_id)
         key = (dataset_id, serialized_on_disk)
         price = self._price.get(key)
         if price is None:

@@ -209,6 +209,95 @@ def test_concurrent_puts_never_overshoot_capacity(dirs):
     assert len(files) == len(store.items()) == 80 - len(full)
 
 
+# -- reading cold blocks ahead ---------------------------------------------------------------------
+class Ahead:
+    """Stands in for the read-ahead thread: records the files asked for, in order, each
+    once until read; a file read ahead is then cached (as ``ReadAhead`` answers None for a
+    resident extent)."""
+
+    enabled = True
+
+    def __init__(self, cached: set) -> None:
+        self.asked: list[str] = []
+        self.cached = cached
+
+    def request(self, key, path, buf, offset, length):
+        if path in self.cached:
+            return None
+        self.asked.append(os.path.basename(path))
+        self.cached.add(path)
+        return None
+
+
+def cold_store(dirs, monkeypatch, splits: int = 6, size: int = 2 << 20):
+    from strataflow.storage.manager import BlockId
+
+    store = DiskStore(dirs[:1])
+    data = {BlockId(1, s): payload(size, s) for s in range(splits)}
+    data[BlockId(2, 0)] = payload(size, 99)  # another dataset's
+    data[BlockId(1, 90)] = payload(1000, 90)  # small: the kernel's own readahead serves it
+    for bid, d in data.items():
+        store.put(bid, [d], len(d), "pickle5")
+    cached: set = set()
+    monkeypatch.setattr(DiskStore, "_cached", staticmethod(lambda path, buf: path in cached))
+    store.ahead = Ahead(cached)
+    return store, data, cached
+
+
+def test_a_cold_block_is_read_with_the_next_splits_of_its_dataset_ahead(dirs, monkeypatch):
+    from strataflow.storage.manager import BlockId
+
+    store, data, cached = cold_store(dirs, monkeypatch)
+    for split in range(6):  # a loop's pass over a dataset on disk, in split order
+        got, _ = store.get(BlockId(1, split))
+        assert bytes(got) == data[BlockId(1, split)]
+    # the first read asks for its own file and the next two; each later one the one after
+    assert store.ahead.asked == [f"{BlockId(1, s)}.blk" for s in range(6)]
+    store.ahead.asked.clear()
+    for split in range(6):  # the next pass: every file cached, none read ahead by the store
+        store.get(BlockId(1, split))
+    store.get(BlockId(1, 90))
+    assert store.ahead.asked == []
+
+
+def test_a_warm_block_reads_nothing_ahead_and_a_cold_one_not_another_datasets(dirs, monkeypatch):
+    from strataflow.storage.manager import BlockId
+
+    store, data, cached = cold_store(dirs, monkeypatch)
+    cached.add(store.entry(BlockId(1, 2)).path)  # warm, and not read ahead by the store
+    store.get(BlockId(1, 2))
+    assert store.ahead.asked == []
+    store.get(BlockId(1, 4))  # cold: itself and split 5 (there is no split 6); not dataset 2's
+    assert store.ahead.asked == [f"{BlockId(1, 4)}.blk", f"{BlockId(1, 5)}.blk"]
+    store.remove(BlockId(1, 5))  # removed after it was read ahead: forgotten
+    assert store.entry(BlockId(1, 5)) is None and not store._ahead_paths
+
+
+def test_blocks_read_ahead_on_the_real_thread_are_read_right(dirs):
+    """The process's read-ahead thread over real files (whatever the page cache holds):
+    every block read back is the one written, also when the next file went away before its
+    turn; and ``STRATAFLOW_READAHEAD=off`` reads nothing ahead."""
+    from strataflow.storage.manager import BlockId
+    from strataflow.storage.mapped import page_cache
+
+    store = DiskStore(dirs)
+    data = {s: payload(3 << 20, s) for s in range(5)}
+    for s, d in data.items():
+        store.put(BlockId(3, s), [d], len(d), "pickle5")
+    os.sync()
+    for s in data:  # out of the page cache where the file system allows (not on tmpfs)
+        page_cache.release(None, store.entry(BlockId(3, s)).path, 0, 3 << 20)
+    store.remove(BlockId(3, 2))
+    for s in (0, 1, 3, 4):
+        got, name = store.get(BlockId(3, s))
+        assert bytes(got) == data[s] and name == "pickle5"
+    with pytest.raises(BlockUnavailable):
+        store.get(BlockId(3, 2))
+    off = page_cache.ReadAhead(mode="off")
+    store.ahead = off
+    assert bytes(store.get(BlockId(3, 4))[0]) == data[4] and off.queued == 0
+
+
 # -- through a Context ---------------------------------------------------------------------------
 @pytest.fixture
 def make_ctx(tmp_path):

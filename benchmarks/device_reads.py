@@ -12,11 +12,8 @@ cache cannot hold them, reads them all back cold, one variant at a time, interle
 file's pages are dropped (``posix_fadvise(DONTNEED)``). Each read decodes the block and sums
 the array (a compute step that touches every byte, as an iteration does). Variants:
 
-- ``mapped``: the engine's path before issue 52 (``DiskStore.get`` with its read-ahead
-  off: the file mapped, its checksum verified over the map, the arrays views of it): the
-  kernel's readahead fills the map;
-- ``engine``: ``DiskStore.get`` as it is now: a cold block's file populated on the
-  read-ahead thread with the next two splits' files, the task waiting for its own only;
+- ``mapped``: the engine's path today (``DiskStore.get``: the file mapped, its checksum
+  verified over the map, the arrays views of it): the kernel's readahead fills the map;
 - ``populate``: the map populated first in 32 MiB ``madvise(MADV_POPULATE_READ)`` requests
   (what the region store's readahead does), then read as ``mapped``;
 - ``readahead-2``: ``populate`` on a background thread for the block read and the next two
@@ -49,11 +46,10 @@ from strataflow.bench.machine import call_in_machine
 from strataflow.config import parse_size
 from strataflow.storage.blocks.serde import get_serializer
 from strataflow.storage.disk.disk_store import DiskStore
-from strataflow.storage.manager import BlockId
 from strataflow.storage.mapped import page_cache
 
 MB = 1 << 20
-VARIANTS = ("mapped", "engine", "populate", "readahead-2", "pread")
+VARIANTS = ("mapped", "populate", "readahead-2", "pread")
 
 
 def _readahead_kb(path: str) -> int | None:
@@ -85,24 +81,21 @@ def passes(directory: str, blocks: int, block_mb: int, repeat: int) -> dict:
     rng = np.random.default_rng(0)
     for i in range(blocks):
         frames = ser.dumps(rng.random(block_mb * MB // 8))
-        store.put(BlockId(0, i), frames, sum(memoryview(f).nbytes for f in frames), "pickle5")
+        store.put(i, frames, sum(memoryview(f).nbytes for f in frames), "pickle5")
     os.sync()
     ahead = page_cache.ReadAhead()
     maps: dict[int, pa.Buffer] = {}
 
     def mapped_buffer(i: int) -> tuple[str, pa.Buffer]:
-        entry = store.entry(BlockId(0, i))
+        entry = store.entry(i)
         f = pa.memory_map(entry.path, "r")
         try:
             return entry.path, f.read_buffer()
         finally:
             f.close()
 
-    off = page_cache.ReadAhead(mode="off")
-
-    def compute(i: int, ahead: page_cache.ReadAhead | None = off) -> float:
-        store.ahead = ahead
-        payload, _ = store.get(BlockId(0, i))
+    def compute(i: int) -> float:
+        payload, _ = store.get(i)
         return float(ser.loads(payload).sum())
 
     def populate(i: int) -> float:
@@ -122,7 +115,7 @@ def passes(directory: str, blocks: int, block_mb: int, repeat: int) -> dict:
         return value
 
     def pread(i: int) -> float:
-        entry = store.entry(BlockId(0, i))
+        entry = store.entry(i)
         fd = os.open(entry.path, os.O_RDONLY)
         try:
             buf = bytearray(entry.size)
@@ -132,8 +125,7 @@ def passes(directory: str, blocks: int, block_mb: int, repeat: int) -> dict:
             os.close(fd)
         return float(np.frombuffer(buf, dtype=np.uint8, count=entry.size - entry.size % 8).view(np.float64).sum())
 
-    readers = {"mapped": compute, "engine": lambda i: compute(i, None), "populate": populate,
-               "readahead-2": readahead, "pread": pread}
+    readers = {"mapped": compute, "populate": populate, "readahead-2": readahead, "pread": pread}
     rates: dict[str, list[float]] = {v: [] for v in VARIANTS}
     device_gb: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for r in range(repeat):

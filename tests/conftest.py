@@ -91,9 +91,8 @@ def _segment_maps() -> int | None:
 
 def _pool_threads() -> set:
     """A Context's long-lived threads: its executors' task threads (threads backend) and
-    receivers (processes backend); the process's one read-ahead thread for block files."""
-    return {t for t in threading.enumerate()
-            if t.name.startswith(("strataflow-task", "strataflow-executor-", "strataflow-disk-readahead"))}
+    receivers (processes backend)."""
+    return {t for t in threading.enumerate() if t.name.startswith(("strataflow-task", "strataflow-executor-"))}
 
 
 @pytest.fixture

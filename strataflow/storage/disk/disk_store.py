@@ -52,7 +52,6 @@ from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks.frame_auth import TAG_BYTES, FrameAuth, same
 from strataflow.common.private_file import atomic_write
 from strataflow.storage.blocks.serde import unpickled_prefix
-from strataflow.storage.mapped import page_cache
 from strataflow.storage.tier_store import BlockUnavailable, Decode, DiskFull
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,39 +105,6 @@ def _tag(auth: FrameAuth, fields: bytes, path: str, name: bytes, prefix: Sequenc
     return h.digest()
 
 
-_AHEAD: page_cache.ReadAhead | None = None
-_AHEAD_LOCK = threading.Lock()
-
-
-def _shared_read_ahead() -> page_cache.ReadAhead:
-    """The process's read-ahead thread for block files (``STRATAFLOW_READAHEAD`` as the
-    region store's: ``off`` turns it off), made at its first use in each process (a
-    forked child makes its own: the parent's thread is not in it)."""
-    global _AHEAD
-    with _AHEAD_LOCK:
-        if _AHEAD is None:
-            _AHEAD = page_cache.ReadAhead(name="strataflow-disk-readahead")
-        return _AHEAD
-
-
-def _forget_read_ahead() -> None:
-    global _AHEAD, _AHEAD_LOCK
-    _AHEAD, _AHEAD_LOCK = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_read_ahead)
-
-
-def _map(path: str) -> pa.Buffer:
-    """The whole file, mapped read-only (pyarrow's map: its descriptor closed at once)."""
-    f = pa.memory_map(path, "r")
-    try:
-        return f.read_buffer()
-    finally:
-        f.close()
-
-
 def file_size(payload_size: int, serializer: str) -> int:
     """Bytes a block file takes (header and serializer name included): what capacity counts."""
     return _HEAD.size + len(serializer.encode()) + payload_size
@@ -174,9 +140,6 @@ class DiskStore:
         self._writing: set = set()  # blocks being written now
         self._next = itertools.count()
         self.used = 0
-        #: reads cold block files ahead (None: the process's one thread, shared by the stores)
-        self.ahead: page_cache.ReadAhead | None = None
-        self._ahead_paths: set[str] = set()  # files queued ahead of their own read
 
     @classmethod
     def from_spec(cls, spec: "TierSpec", dirs: Sequence[str], capacity: int | None,
@@ -252,58 +215,11 @@ class DiskStore:
         return entry
 
     def get(self, block_id: Any) -> tuple[memoryview, str]:
-        """The verified payload of a block and its serializer's name. A cold large block is
-        read ahead with the next splits of its dataset (:meth:`_read_ahead`)."""
+        """The verified payload of a block and its serializer's name."""
         entry = self.entry(block_id)
         if entry is None:
             raise BlockUnavailable(f"block {block_id} is not on disk")
-        if entry.size >= _MAP_ABOVE:
-            self._read_ahead(block_id, entry, self.ahead or _shared_read_ahead())
         return self.read_entry(entry, self._auth)
-
-    def _read_ahead(self, block_id: Any, entry: DiskEntry, ahead: page_cache.ReadAhead) -> None:
-        """Where the block's pages are not in the page cache (``mincore``), or it was read
-        ahead itself: its file and the next ``READAHEAD_BLOCKS`` splits' files of its
-        dataset are queued on the read-ahead thread (whole-file ``MADV_POPULATE_READ``
-        requests, as the region store reads mapped blocks ahead), and the task waits for its
-        own file only; it computes on it while the next ones are read.
-
-        Why (issue 52, ``benchmarks/device_reads.py``): a cold block file mapped and read by
-        the task faults its pages in the kernel's readahead windows, so the task alternates
-        I/O and compute: 699 MB/s in a 2 GB machine, against 856 MB/s with the next two
-        blocks read ahead on a thread. A warm block (its pages cached, not read ahead by us)
-        costs one map and one ``mincore`` here and reads nothing ahead."""
-        if not ahead.enabled:
-            return
-        try:
-            own = _map(entry.path)
-        except OSError:
-            return  # read_entry reports it
-        with self._lock:
-            ours = entry.path in self._ahead_paths
-            self._ahead_paths.discard(entry.path)
-        if not ours and self._cached(entry.path, own):
-            return
-        wait = ahead.request(entry.path, entry.path, own, 0, own.size)
-        split = getattr(block_id, "split", None)
-        for i in range(1, page_cache.READAHEAD_BLOCKS + 1) if isinstance(split, int) else ():
-            nxt = self.entry(type(block_id)(block_id.dataset_id, split + i))
-            if nxt is None or nxt.size < _MAP_ABOVE:
-                continue
-            try:
-                buf = _map(nxt.path)
-            except OSError:
-                continue
-            if ahead.request(nxt.path, nxt.path, buf, 0, buf.size) is not None:
-                with self._lock:
-                    self._ahead_paths.add(nxt.path)
-        if wait is not None:
-            wait.result()
-
-    @staticmethod
-    def _cached(path: str, buf: pa.Buffer) -> bool:
-        """Whether the file's pages are in the page cache (a seam for tests)."""
-        return page_cache.resident(buf, 0, buf.size)
 
     @classmethod
     def read_entry(cls, entry: DiskEntry, auth: FrameAuth | None = None) -> tuple[memoryview, str]:
@@ -369,7 +285,12 @@ class DiskStore:
         actual = os.path.getsize(entry.path)  # checked first: touching a page past EOF is SIGBUS
         if actual != entry.size:
             raise BlockUnavailable(f"block file {entry.path} has {actual} bytes, {entry.size} were written")
-        view = memoryview(_map(entry.path))
+        f = pa.memory_map(entry.path, "r")
+        try:
+            buf = f.read_buffer()
+        finally:
+            f.close()
+        view = memoryview(buf)
         head = bytes(view[: _HEAD.size])
         _check_sizes(entry, head)
         name_len = _HEAD.unpack(head)[4]
@@ -401,7 +322,6 @@ class DiskStore:
             entry = self._entries.pop(block_id, None)
             if entry is not None:
                 self.used -= entry.size
-                self._ahead_paths.discard(entry.path)
         if entry is not None:
             try:
                 os.remove(entry.path)

@@ -151,8 +151,8 @@ class ReadAhead:
     running (what a test or a benchmark waits on instead of sleeping). ``close`` cancels the
     queued reads and joins the thread; thread-safe."""
 
-    def __init__(self, enabled: bool = True, mode: str = READAHEAD_MODE, name: str = "strataflow-readahead") -> None:
-        self.mode, self.name = mode, name
+    def __init__(self, enabled: bool = True, mode: str = READAHEAD_MODE) -> None:
+        self.mode = mode
         self.enabled = enabled and mode != "off"
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -184,7 +184,7 @@ class ReadAhead:
             if fut is not None or self._closed or resident(buf, offset, length):
                 return fut
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix=self.name)
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="strataflow-readahead")
             fut = self._pool.submit(self._read, key, path, buf, offset, length)
             self._pending[key] = fut  # before _read can pop it: it needs the lock held here
             self._queued += 1

@@ -29,9 +29,8 @@ The price of a loss, per byte (from what ``AutoLevels`` measured on this executo
 The rule, for a block of an AUTO dataset being put into memory (computed, or read back
 from disk where it was spilled before a switch): it takes free memory as any block does,
 and it may evict only its own dataset's blocks and blocks of other datasets whose loss
-costs less per byte than its own: by ``MARGIN`` for a dropped dataset's block, or not more
-than ``MARGIN`` times its own for a spilled dataset's (the policy's own rules still choose
-among them, all or nothing). When those cannot free enough it is not cached: a dropped
+costs less per byte than its own by ``MARGIN`` (the policy's own rules still choose among
+them, all or nothing). When those cannot free enough it is not cached: a dropped
 dataset's block is used and dropped (one recomputation when it is read again), a spilled
 dataset's goes to its spill form at once (its write and one read back). Either way that
 costs exactly what its loss would have, whereas the eviction would have cost the dearer
@@ -45,9 +44,7 @@ the assignment pass, took memory from the Python ``records`` (serialized: 1.16 s
 pickle 195 MB, and every query round then read them back at about 1.1 s), where writing
 the 48 MB blocks in their mapped form would have cost about 0.05 s each. A bypass of a
 spilled block is not free (its write), but it is priced, and the rule takes it only where
-the victims' loss is dearer by the margin. Between spilled blocks of about the same price
-(a write and a read each way) the policy still chooses, by next use: there a bypass and an
-eviction cost the same, and only the policy knows which block is needed sooner.
+the victims' loss is dearer by the margin.
 
 Why a margin (1.5x, as ``auto_level.SWITCH_MARGIN``, for the same reason): a dataset's
 price rests on timings of a few blocks, and one block's parse was measured at 3.3 and at
@@ -156,22 +153,16 @@ class CostAdmission:
         own = None if for_block is None else self.own_price(for_block)
         if own is None:
             return entries
-        info = self._datasets.get(for_block.dataset_id)
-        dropped = info is not None and info.auto is not None and info.auto.level is DROP
-        return _NoDearer(entries, self, own, for_block.dataset_id, strict=dropped)
+        return _NoDearer(entries, self, own, for_block.dataset_id)
 
 
 class _NoDearer(Mapping):
     """A view of ``entries`` without other datasets' blocks that are not cheaper to get back
-    than ``own`` seconds a byte by ``MARGIN`` (``strict``: a dropped block's put) or that
-    are dearer by more than ``MARGIN`` (a spilled block's put); each dataset is priced once
-    per view (one eviction's question). ``excluded``:
+    than ``own`` seconds a byte by ``MARGIN``; each dataset is priced once per view (one eviction's question). ``excluded``:
     whether it left out any block (the put was kept out by cost, if no victims follow)."""
 
-    def __init__(self, entries: Mapping[Any, int], prices: CostAdmission, own: float, own_dataset: Any,
-                 strict: bool = True) -> None:
+    def __init__(self, entries: Mapping[Any, int], prices: CostAdmission, own: float, own_dataset: Any) -> None:
         self._entries, self._prices, self._own, self._own_dataset = entries, prices, own, own_dataset
-        self._strict = strict
         self._price: dict[tuple, float] = {}
         self.excluded = False
 
@@ -184,7 +175,7 @@ class _NoDearer(Mapping):
         price = self._price.get(key)
         if price is None:
             price = self._price[key] = self._prices.loss_per_byte(dataset_id, serialized_on_disk)
-        if (price * MARGIN <= self._own) if self._strict else (price <= self._own * MARGIN):
+        if price * MARGIN <= self._own:
             return True
         self.excluded = True
         return False

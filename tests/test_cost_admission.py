@@ -95,6 +95,10 @@ def test_a_cheap_block_sees_only_victims_no_dearer_than_itself():
     assert sorted(dearer) == sorted(b for b in entries if b.dataset_id != 5)  # 4: 1.1e-8 s a byte
     spilled = prices.victims_for(BlockId(4, 9), entries)  # spilled (1.1e-8 s a byte): the cheap drops
     assert sorted(spilled) == sorted(b for b in entries if b.dataset_id in (1, 2, 4, 6))
+    add(auto, datasets, 7, MAPPED, 1e-6)  # a spilled peer: the same write and read
+    entries.update({BlockId(7, s): 100 * KB for s in (0, 1)})
+    peers = CostAdmission(datasets, auto).victims_for(BlockId(4, 9), entries)
+    assert {b.dataset_id for b in peers} == {1, 2, 4, 6}  # a peer within the margin stays (no churn)
     for other in (BlockId(5, 9), None):  # fixed, execution memory: not weighed
         assert prices.victims_for(other, entries) is entries
 

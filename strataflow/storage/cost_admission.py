@@ -44,7 +44,12 @@ the assignment pass, took memory from the Python ``records`` (serialized: 1.16 s
 pickle 195 MB, and every query round then read them back at about 1.1 s), where writing
 the 48 MB blocks in their mapped form would have cost about 0.05 s each. A bypass of a
 spilled block is not free (its write), but it is priced, and the rule takes it only where
-the victims' loss is dearer by the margin.
+the victims' loss is dearer by the margin. Between spilled peers of about the same price
+too: a bypass and an eviction then cost the same, and the eviction churns. Letting the
+policy choose among such peers by next use was measured and taken back (the mixed
+pipeline at 8x in a machine: 2.5x the bytes dropped, the features pushed out of memory,
+K-means iterations 0.63-0.70 s against 0.35-0.43 s; AUTO / MEMORY_AND_DISK 1.01 against
+0.80).
 
 Why a margin (1.5x, as ``auto_level.SWITCH_MARGIN``, for the same reason): a dataset's
 price rests on timings of a few blocks, and one block's parse was measured at 3.3 and at

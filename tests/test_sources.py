@@ -230,6 +230,29 @@ def test_text_file_lines_longer_than_a_split_and_the_read_ahead(ctx, tmp_path):
         assert sum(1 for p in ds.glom().collect() if p) <= 6
 
 
+def test_a_split_is_never_larger_than_hadoops_block_size(ctx, tmp_path, monkeypatch):
+    """``min_partitions`` is a minimum: a file larger than ``MAX_SPLIT`` (Hadoop's 32 MiB
+    block size, here 64 KB) is cut into ranges of at most that, as Spark's ``textFile``
+    cuts it, so a file larger than memory never becomes one partition larger than memory.
+    The lines are those of the file, in order, whatever the cut; a CSV's header is read
+    once."""
+    from strataflow.io import text
+
+    monkeypatch.setattr(text, "MAX_SPLIT", 64 << 10)
+    lines = [f"{i},{'x' * (i % 37)}" for i in range(20_000)]  # ~0.5 MB
+    _write(tmp_path / "big.csv", "a,b\n" + "\n".join(lines) + "\n")
+    size = os.path.getsize(tmp_path / "big.csv")
+    for m in (1, 2, 100):
+        ds = ctx.text_file(tmp_path / "big.csv", m)
+        assert all(end - start <= (64 << 10) * 1.1 for _, start, end in ds.node.splits), m
+        assert ds.num_partitions >= max(m, size // (64 << 10)), m
+        assert ds.collect() == ["a,b", *lines], m
+    t = ctx.csv_file(tmp_path / "big.csv", 2, header=True).to_arrow()
+    assert t.num_rows == len(lines) and t.column("a").to_pylist() == list(range(20_000))
+    monkeypatch.setattr(text, "MAX_SPLIT", 32 << 20)  # the real one: a small file is cut as asked
+    assert ctx.text_file(tmp_path / "big.csv", 3).num_partitions == 3
+
+
 def test_text_file_of_a_directory_reads_visible_files_in_name_order(ctx, tmp_path):
     d = tmp_path / "dir"
     d.mkdir()

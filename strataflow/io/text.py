@@ -103,6 +103,13 @@ def _remote_lines(ref: FileRef, start: int, end: int) -> tuple[memoryview, int]:
     return _line_span(memoryview(buf), base, start, end, ref.size)
 
 
+#: the largest byte range one partition reads: Hadoop's block size for local files and S3A
+#: (``fs.local.block.size``, ``fs.s3a.block.size``: 32 MiB), which caps the splits of
+#: Spark's ``textFile`` as it caps these (a 512 MB file: 16 partitions, whatever
+#: ``min_partitions`` asks below that)
+MAX_SPLIT = 32 << 20
+
+
 class TextSource(SourceNode):
     """Lines of the files a path names (``paths.py``: globs, lists, directories, URLs),
     cut into line-aligned byte ranges."""
@@ -116,8 +123,10 @@ class TextSource(SourceNode):
         self.files = files
         total = sum(f.size for f in files)
         # Floor, as Hadoop's goal size: a ceiling would give fewer than min_partitions
-        # ranges (10 bytes, 9 wanted: 2-byte ranges, only 5 of them).
-        goal = max(1, total // max(1, min_partitions))
+        # ranges (10 bytes, 9 wanted: 2-byte ranges, only 5 of them). At most MAX_SPLIT
+        # bytes, as Hadoop's block size caps a split: min_partitions is a minimum, and a
+        # file larger than memory must not become a partition larger than memory.
+        goal = max(1, min(MAX_SPLIT, total // max(1, min_partitions)))
         self.splits: list[tuple[FileRef, int, int]] = []
         for f in files:
             if codec_of_path(f.path) is not None:  # compressed: not splittable, read whole

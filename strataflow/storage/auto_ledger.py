@@ -50,9 +50,14 @@ of a loop, and the spill side's writes are charged at those returns before the r
 would pay for them, so the evidence passes the bound only after most of a pass (issue 43:
 K-means on an ``.npy`` source mapped its points from the third iteration). Where the future
 is known, it is priced: when a block of a dataset the lineage policy sees read in a loop
-returns while the choice is drop, the caller prices the ``reads`` expected from now
-(``LOOP_READS``) on both sides with what was measured: drop, ``reads`` recomputes; spill,
-one write and ``reads`` reads. When spill is cheaper by more than ``MARGIN``
+returns while the choice is drop, the caller prices the ``reads`` expected from now on both
+sides with what was measured: drop, ``reads`` recomputes; spill, one write and ``reads``
+reads. The reads expected are as many as the returning block came back so far, at most
+``LOOP_READS`` (:meth:`Ledger.expected_reads`): the policy calls a dataset looped once it
+knows one reuse distance, which a dataset read by two passes only has too, so one return
+is evidence of one more read, not of four (issue 52: the mixed pipeline's ``signals``,
+read once more by its last pass, was forecast four reads, mapped, and its recomputed
+blocks pushed the Python records out of memory). When spill is cheaper by more than ``MARGIN``
 (:meth:`Ledger.forecast`), the choice switches at once (a *forecast switch*), and the ledger
 audits it: each block's write is then charged over the block's first ``reads`` returns
 (``1/reads`` of it a return: the terms the forecast was made on) instead of all at its first

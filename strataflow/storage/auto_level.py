@@ -38,8 +38,8 @@ both sides from what was measured (the recompute's time including the copy out o
 source; the reads as they came, warm mapped reads nearly free), and the choice switches when
 its accumulated excess passes ``MARGIN`` (5%) of the dataset's cost so far plus one block:
 a bound on the loss it can lock in. Where the loop is known (``looped``), a dropped
-dataset's first returns also price the ``LOOP_READS`` reads ahead on both sides at the
-measured costs, and switch to spill at once when that is cheaper by more than ``MARGIN``
+dataset's returns also price the reads ahead on both sides at the measured costs (as many
+as the block came back so far, at most ``LOOP_READS``), and switch to spill at once when that is cheaper by more than ``MARGIN``
 (the ledger's forecast, audited by it: see ``auto_ledger.py`` for the bound with it); the
 forecast is priced again as its writes are timed, and undone when they cost more than it
 assumed by enough to reverse it.

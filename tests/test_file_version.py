@@ -5,12 +5,12 @@ outcome rests on the wall clock."""
 
 from __future__ import annotations
 
-import logging
 import os
 
 import fsspec
 import pytest
 
+from moto_s3 import moto_s3
 from strataflow.io.file_version import RACY_S, version_of
 from strataflow.io.paths import FileRef
 
@@ -139,22 +139,9 @@ def test_a_modification_time_alone_is_not_a_version():
 
 @pytest.fixture(scope="module")
 def s3():
-    """A bucket on an S3 API served in this process on 127.0.0.1 (as tests/test_paths.py)."""
-    pytest.importorskip("s3fs")
-    server_mod = pytest.importorskip("moto.server")
-    import boto3
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                 region_name="us-east-1").create_bucket(Bucket="fversion")
-    fs = fsspec.filesystem("s3", key="testing", secret="testing", skip_instance_cache=True,
-                           client_kwargs={"endpoint_url": endpoint, "region_name": "us-east-1"})
-    yield fs
-    server.stop()
+    """A bucket on an S3 API served in this process on 127.0.0.1."""
+    with moto_s3("fversion") as options:
+        yield fsspec.filesystem("s3", skip_instance_cache=True, **options)
 
 
 def s3_version(fs, path):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
 import os
 import pickle
 
@@ -24,6 +23,7 @@ import pytest
 import fsspec
 from fsspec.implementations.memory import MemoryFileSystem
 
+from moto_s3 import moto_s3
 from strataflow.config import ConfigError
 from strataflow.io.paths import NoMatchError, PathNotFoundError, expand_braces, split_paths
 
@@ -288,26 +288,15 @@ def test_a_url_without_a_filesystem_is_named(local_ctx):
 def s3():
     """A bucket on an S3 API served in this process on 127.0.0.1, and fsspec configured
     to reach it (the configuration travels with the pickled s3fs filesystem)."""
-    pytest.importorskip("s3fs")
-    server_mod = pytest.importorskip("moto.server")
-    import boto3
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                 region_name="us-east-1").create_bucket(Bucket="bkt")
-    old = fsspec.config.conf.get("s3")
-    fsspec.config.conf["s3"] = {"key": "testing", "secret": "testing",
-                                "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-    fs = fsspec.filesystem("s3")
-    yield fs
-    fsspec.config.conf.pop("s3")
-    if old is not None:
-        fsspec.config.conf["s3"] = old
-    server.stop()
+    with moto_s3("bkt") as options:
+        old = fsspec.config.conf.get("s3")
+        fsspec.config.conf["s3"] = options
+        try:
+            yield fsspec.filesystem("s3")
+        finally:
+            fsspec.config.conf.pop("s3")
+            if old is not None:
+                fsspec.config.conf["s3"] = old
 
 
 def test_s3_readers(ctx, s3):

@@ -373,7 +373,7 @@ class AutoLevels:
             f.on_priors = not self.costs.timed(f.form)
         if level is f.level:
             return None
-        ledger.switched(spill=level is not DROP, amortize=amortize, forecast=forecast is not None and premise is None)
+        ledger.switched(spill=level is not DROP, amortize=amortize, forecast=forecast is not None)
         before, f.level, f.reason = f.level, level, reason
         f.changes += 1
         f.info.level = level

@@ -60,6 +60,7 @@ SAMPLES: dict[str, tuple] = {
     "max_partitions": ("50", {}, 50),
     "default_parallelism": ("5", {}, 5),
     "store": ("{tmp}/store", {}, "{tmp}/store"),
+    "input_cache": ("OFF", {}, "off"),
 }
 
 

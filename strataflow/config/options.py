@@ -74,6 +74,18 @@ def _store_root(value: Any) -> str | None:
     return os.path.abspath(os.path.expanduser(os.fspath(value)))
 
 
+#: ``input_cache``'s values (``io/cached_input.py``: which readers' partitions it keeps)
+INPUT_CACHE_MODES = ("auto", "on", "off")
+
+
+def _input_cache(value: Any) -> str:
+    mode = str(value).strip().lower() if isinstance(value, (str, bool)) else None
+    mode = {"true": "on", "false": "off"}.get(mode or "", mode)
+    if mode not in INPUT_CACHE_MODES:
+        raise ConfigError(f"input_cache: expected one of {', '.join(INPUT_CACHE_MODES)}, got {value!r}")
+    return mode
+
+
 @dataclass(frozen=True)
 class Flag:
     """How ``strataflow run`` sets an option: ``--name-with-dashes VALUE`` (``value``:
@@ -271,6 +283,12 @@ OPTIONS: tuple[Option, ...] = (
            "across applications (``docs/store.md``). Default: the user's own, ``/dev/shm/strataflow-store-<uid>`` "
            "(or under the temp directory), made at the first use of ``ctx.store``; nothing to start.",
            from_text=_none_or(str)),
+    Option("input_cache", "str", "auto", "str", lambda value, seen: _input_cache(value),
+           "what the store's input cache keeps of the files readers read, for later reads by this and later "
+           "applications (``docs/store.md``): ``auto`` (the default: remote files of every reader, and local "
+           "files a reader parses: text and CSV), ``on`` (every reader's files but local ``.npy``, read "
+           "zero-copy already) or ``off``. A file changed in any way is never served from it.",
+           from_text=str, flag=Flag("the input cache: auto, on or off", metavar="MODE")),
 )
 
 #: the options' names, in the order of Context's positional arguments

@@ -38,6 +38,7 @@ from strataflow.storage.manager import BlockManager
 from strataflow.storage.policies import make_policy
 from strataflow.storage.status import StorageStatus, storage_status, tier_bytes, tier_hits
 from strataflow.storage.stores import build_stores, share
+from strataflow.store.input_reader import InputCache
 from strataflow.store.level_blocks import StoreLevelBlocks, app_of
 
 __all__ = ["ExecutorSpec", "ExecutorRuntime", "executor_dirs", "app_dirs"]
@@ -124,6 +125,10 @@ class ExecutorRuntime:
         # StorageLevel.STORE's blocks: in the shared store, under the application's id
         self.block_manager.shared = StoreLevelBlocks(cfg.store, app_of(self.spec.cache_dirs[0]) if spec.cache_dirs
                                                      else f"driver{spec.driver_pid}")
+        #: the store's input cache, as this executor reads files (``store/input_reader.py``)
+        self.inputs: InputCache | None = InputCache(cfg.store, cfg.input_cache, self.block_manager.metrics,
+                                                    self.events, app_of(spec.cache_dirs[0]) if spec.cache_dirs
+                                                    else "") if cfg.input_cache != "off" else None
         self.shuffle = ShuffleWriter(self.shuffle_dirs, cfg.shuffle_sync, key=key, executor_id=spec.executor_id)
         #: how this executor's reduce tasks read a bucket (the ray backend's actor reads an
         #: output of another node through the executor that wrote it)
@@ -164,6 +169,7 @@ class ExecutorRuntime:
                    execution_memory_used=self.memory.execution_used,
                    peak_execution_memory=self.memory.peak_execution,
                    tier_bytes=tier_bytes(bm), tier_hits=tier_hits(bm),
+                   inputs=self.inputs.figures() if self.inputs is not None else {},
                    eviction_wait_s=self.memory.reclaim_waited_s,
                    shuffle_remote_fetches=self._remote_shuffle[0], shuffle_remote_bytes_read=self._remote_shuffle[1])
         return out
@@ -215,6 +221,8 @@ class ExecutorRuntime:
         if self._closed:
             return
         self._closed = True
+        if self.inputs is not None:
+            self.inputs.close()
         self.block_manager.close()
         self.regions.close()
         app_keys.unregister(self._app_dirs, self._auth)

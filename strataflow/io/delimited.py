@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from strataflow.config import ConfigError
 from strataflow.lineage import SourceNode
+from strataflow.io.cached_input import CachedInput
 from strataflow.io.compression import open_read
 from strataflow.io.csv_lines import (BadLine, newline_in_values, open_quote_at_end, permissive_rows, sort_lines,
                                       string_array)
@@ -263,9 +264,26 @@ class CsvSource(TextSource):
                      "left out (DROPMALFORMED)" if self.mode == "DROPMALFORMED" else "read as rows with nulls "
                      "(PERMISSIVE)", where, bad[0].reason, bad[0].shown())
 
-    def compute(self, split: int, tc: Any) -> pa.Table:
+    def input_options(self) -> dict:
+        return {"delimiter": self.delimiter, "header": self.header, "mode": self.mode,
+                "corrupt": self.corrupt_column, "schema": [(f.name, str(f.type)) for f in self.schema]}
+
+    def replay(self, split: int, meta: dict) -> None:
+        """A partition served from the input cache counts its malformed lines again."""
+        n = int(meta.get("malformed", 0))
+        if n and self.malformed is not None:
+            self.malformed.add({split: n})
+        if n:
+            _log.warning("csv_file: %d malformed line(s) of %r %s (partition %d, served from the input cache)", n,
+                         self.splits[split][0].name, "left out (DROPMALFORMED)" if self.mode == "DROPMALFORMED"
+                         else "read as rows with nulls (PERMISSIVE)", split)
+
+    def decode(self, split: int, tc: Any) -> tuple[pa.Table, dict]:
         pieces = self._parse(split, self.data_schema, whole=False) if self.column_names else []
         bad = [p for p in pieces if isinstance(p, BadLine)]
+        return self._table(pieces, bad), {"malformed": len(bad)} if bad else {}
+
+    def _table(self, pieces: list, bad: list[BadLine]) -> pa.Table:
         rows = texts = None
         if bad and self.mode == "PERMISSIVE":
             rows = permissive_rows(bad, self.data_schema, self.delimiter)
@@ -298,15 +316,32 @@ class CsvSource(TextSource):
         return out
 
 
-class CsvTypesSource(SourceNode):
-    """The inference pass: partition i is ``[types of split i]`` of a CsvSource."""
+class CsvTypesSource(CachedInput, SourceNode):
+    """The inference pass: partition i is ``[types of split i]`` of a CsvSource. Through
+    the input cache too: a second application reading the same files infers from the cache
+    instead of parsing them all once more before its first job."""
+
+    op = "csv_file infer_schema"
+    parses = True
 
     def __init__(self, source: CsvSource) -> None:
         self.source = source
         self.num_partitions = source.num_partitions
+        self.files = source.files
 
-    def compute(self, split: int, tc: Any) -> list:
-        return [self.source.infer_types(split)]
+    def input_files(self, split: int) -> list[FileRef]:
+        return self.source.input_files(split)
+
+    def input_part(self, split: int) -> str:
+        return self.source.input_part(split)
+
+    def input_options(self) -> dict:
+        s = self.source
+        return {"delimiter": s.delimiter, "header": s.header, "mode": s.mode, "names": s.column_names,
+                "given": sorted((n, str(t)) for n, t in s.column_types.items()), "untyped": s.untyped}
+
+    def decode(self, split: int, tc: Any) -> tuple[list, dict]:
+        return [self.source.infer_types(split)], {}
 
     def describe(self) -> str:
         return f"types of {self.source.path}"

@@ -42,6 +42,17 @@ __all__ = ["RACY_S", "Version", "version_of"]
 
 #: a file stamped within this many seconds of being versioned may still change unseen
 RACY_S = 2.0
+
+
+def racy_s() -> float:
+    """:data:`RACY_S`, or ``STRATAFLOW_RACY_S`` from the environment (which executor
+    processes inherit): the tests set 0 to cache files they have just written, where a
+    change within the file system's tick cannot happen because nothing changes them."""
+    got = os.environ.get("STRATAFLOW_RACY_S")
+    try:
+        return RACY_S if got is None else max(0.0, float(got))
+    except ValueError:
+        return RACY_S
 #: fields of an fsspec ``info`` that name a remote file's content or version, in the order
 #: the key lists them (S3: ETag, VersionId, LastModified; GCS: generation, updated;
 #: Azure: etag, last_modified; HTTP: ETag, Last-Modified)
@@ -80,9 +91,10 @@ def _local(path: str, now: Callable[[], float]) -> Version:
         return Version(None, f"{path} cannot be read: {exc.strerror or exc}")
     latest = max(st.st_mtime_ns, st.st_ctime_ns) / 1e9
     age = now() - latest
-    if age < RACY_S:
+    racy = racy_s()
+    if age < racy:
         return Version(None, f"{path} changed {max(age, 0.0):.2f} s ago: a change within the file system's "
-                             f"timestamp granularity could go unseen (versioned once {RACY_S:g} s old)")
+                             f"timestamp granularity could go unseen (versioned once {racy:g} s old)")
     return Version(("local", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from strataflow.common import npy_headers
 from strataflow.config import ConfigError
 from strataflow.lineage import SourceNode
+from strataflow.io.cached_input import CachedInput
 from strataflow.io.manifest import input_files
 from strataflow.io.paths import FileRef, split_paths
 from strataflow.io.sources import InputError, slice_bounds
@@ -78,9 +79,14 @@ def _header(ref: FileRef, error: type[Exception]) -> _Header:
     return head
 
 
-class NpySource(SourceNode):
+class NpySource(CachedInput, SourceNode):
     """Each partition is a read-only view of rows of the mapped file(s): no copy is made
-    until a transformation makes one; the page cache serves repeated reads."""
+    until a transformation makes one; the page cache serves repeated reads. A remote file's
+    rows go through the input cache (``cached_input.py``); a local file's never do (they
+    are mapped already)."""
+
+    op = "npy_file"
+    zero_copy_local = True
 
     def __init__(self, path: Any, num_partitions: int, recursive: bool = False) -> None:
         self.path = ",".join(split_paths(path))
@@ -142,7 +148,24 @@ class NpySource(SourceNode):
         except (OSError, EOFError, ValueError) as exc:
             raise InputError(f"npy_file: cannot read rows {lo}..{hi} of {ref.name!r}: {exc}") from exc
 
-    def compute(self, split: int, tc: Any) -> np.ndarray:
+    def _overlapping(self, split: int) -> list[int]:
+        a, b = self.bounds[split]
+        return [i for i, (lo, hi) in enumerate(zip(self.starts, self.starts[1:])) if lo < b and a < hi]
+
+    def input_files(self, split: int) -> list[FileRef]:
+        return [self.files[i] for i in self._overlapping(split)]
+
+    def input_part(self, split: int) -> str:
+        a, b = self.bounds[split]
+        return f"rows {a}-{b}"
+
+    def input_options(self) -> dict:
+        return {"dtype": self.dtype.str, "shape": list(self.shape), "starts": list(self.starts)}
+
+    def decode(self, split: int, tc: Any) -> tuple[np.ndarray, dict]:
+        return self._read(split), {}
+
+    def _read(self, split: int) -> np.ndarray:
         a, b = self.bounds[split]
         pieces = []
         for i, (lo, hi) in enumerate(zip(self.starts, self.starts[1:])):

@@ -15,6 +15,7 @@ import zlib
 from typing import Any, Iterator
 
 from strataflow.lineage import SourceNode
+from strataflow.io.cached_input import CachedInput
 from strataflow.io.compression import codec_of_path, decompress
 from strataflow.io.paths import FileRef, resolve_files, split_paths
 from strataflow.io.sources import InputError, MalformedInputError
@@ -110,11 +111,13 @@ def _remote_lines(ref: FileRef, start: int, end: int) -> tuple[memoryview, int]:
 MAX_SPLIT = 32 << 20
 
 
-class TextSource(SourceNode):
+class TextSource(CachedInput, SourceNode):
     """Lines of the files a path names (``paths.py``: globs, lists, directories, URLs),
-    cut into line-aligned byte ranges."""
+    cut into line-aligned byte ranges. Its partitions go through the input cache
+    (``cached_input.py``), keyed by their file's version and byte range."""
 
     op = "text_file"
+    parses = True
 
     def __init__(self, path: Any, min_partitions: int, encoding: str = "utf-8", recursive: bool = False) -> None:
         self.path = ",".join(split_paths(path))
@@ -208,7 +211,21 @@ class TextSource(SourceNode):
                     pos += len(chunk)
         return 1 + before + _count_newlines(memoryview(data), 0, at)
 
-    def compute(self, split: int, tc: Any) -> list[str]:
+    def input_files(self, split: int) -> list[FileRef]:
+        ref = self.splits[split][0]
+        return [ref] if ref.size or self.files else []
+
+    def input_part(self, split: int) -> str:
+        _, start, end = self.splits[split]
+        return "whole file" if end == WHOLE else f"bytes {start}-{end}"
+
+    def input_options(self) -> dict:
+        return {"encoding": self.encoding}
+
+    def decode(self, split: int, tc: Any) -> tuple[list[str], dict]:
+        return self.lines_of(split), {}
+
+    def lines_of(self, split: int) -> list[str]:
         """The split's lines, decoded a chunk (about 1 MB, cut at a newline) at a time, so
         that the whole split is never held as one string beside its list of lines (that
         cost a task the size of its text again). An encoding in which a newline byte may

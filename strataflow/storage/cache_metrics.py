@@ -29,6 +29,13 @@ METRIC_KEYS = (
     # seconds in the disk tiers' writes and reads (file I/O and checksums, summed over
     # threads): bytes over them is the rate one task saw its device give (``bench scale``)
     "disk_write_s", "disk_read_s",
+    # the store's input cache (``store/input_reader.py``): partitions of files served from
+    # it or decoded, bytes, and decode seconds spent and saved
+    "input_hits", "input_misses", "input_uncacheable", "input_writes", "input_write_failures", "input_corrupt",
+    "input_not_stored",
+    "input_bytes_read", "input_bytes_written", "input_parse_s", "input_parse_s_saved",
+    # persisted blocks mapped from the input cache, dropped or not stored rather than copied to disk
+    "blocks_backed_by_store",
 )
 
 

@@ -59,6 +59,7 @@ from strataflow.storage.memory.split import MemorySplit
 from strataflow.storage.memory.store import MemoryEntry, MemoryStore, join_frames, memory_form, off_heap_buffer, owned, readonly
 from strataflow.storage.mapped.page_cache import MappedPageBound
 from strataflow.storage.peer_blocks import Fetch, PeerBlock, read_peer, serve_peer
+from strataflow.storage.backed import take as take_backed
 from strataflow.storage.shared_blocks import SharedBlocks, read_shared, write_shared
 from strataflow.storage.policies import Policy, Promotion
 from strataflow.storage.blocks.serde import SerializationError, Serializer, get_serializer
@@ -450,15 +451,16 @@ class BlockManager:
         ``nbytes``: its estimated size, when the caller has it already."""
         level = info.level
         frames = None
+        backed = take_backed(value)  # mapped from the store's input cache: never copied to disk
         if level.use_memory:
             try:
                 if level.deserialized:
                     value = owned(value)
-                    entry = MemoryEntry(value, estimate_size(value) if nbytes is None else nbytes, True)
+                    entry = MemoryEntry(value, estimate_size(value) if nbytes is None else nbytes, True, backed=backed)
                 else:
                     frames, size, ser = self.codec.encode(value, info, bid)
                     blob = off_heap_buffer(frames, size) if level.off_heap else join_frames(frames, size)
-                    entry = MemoryEntry(blob, size, False, ser.name, level.off_heap)
+                    entry = MemoryEntry(blob, size, False, ser.name, level.off_heap, backed=backed)
             except SerializationError as exc:
                 raise BlockStoreError(self.codec.failure(bid, info, exc)) from exc
             if self.policy.admit(bid, entry.size) and self._store_in_memory(bid, entry):
@@ -473,6 +475,11 @@ class BlockManager:
             if not level.use_disk:
                 self.writes.not_stored(bid, "no room in memory", warn=False, bytes=entry.size)
                 return "none"
+        if backed and (level.use_disk or level.mmap):
+            self.metrics.add(blocks_backed_by_store=1)
+            self.writes.not_stored(bid, "its value is mapped from the store's input cache, which serves it again "
+                                        "(no second copy on disk)", warn=False)
+            return "none"
         if level.mmap:
             return "disk" if self.writes.write_mapped(bid, value, info) else "none"
         if level.shared and self.shared is not None:

@@ -149,10 +149,17 @@ def storage_status(bm: "BlockManager") -> StorageStatus:
 
 
 def _sum_dicts(dicts: list[dict]) -> dict:
+    """Numbers summed by key; dicts within summed the same way (per input path); text
+    (a reason) kept from the last that has it."""
     out: dict = {}
     for d in dicts:
         for k, v in d.items():
-            out[k] = out.get(k, 0) + v
+            if isinstance(v, dict):
+                out[k] = _sum_dicts([out.get(k, {}), v])
+            elif isinstance(v, str):
+                out[k] = v
+            else:
+                out[k] = out.get(k, 0) + v
     return out
 
 

@@ -11,7 +11,8 @@ published:
 - a dataset directory of any tier that no catalog entry names, no live writer is writing and
   no live reader holds is removed (``rmtree``: unlinks, never truncates; a map a reader
   still has stays valid);
-- temporary catalog files (a publish killed before its rename) go;
+- temporary catalog files (a publish killed before its rename) go, and those of the input
+  cache's entries (``inputs.py``, whose blocks it keeps as it keeps the catalog's);
 - verification records (``verified.py``) of datasets no entry names and no live writer or
   reader holds go;
 - lineage files (``rebuild.py``) of datasets no entry names and no live writer is saving go,
@@ -36,6 +37,7 @@ import shutil
 from typing import Iterable
 
 from strataflow.store.catalog import referenced_ids
+from strataflow.store.inputs import input_ids, sweep_inputs
 from strataflow.store.locks import gc_lock, is_held
 from strataflow.store.rebuild import lineage_dir
 from strataflow.store.root import StoreRoot
@@ -80,9 +82,11 @@ def sweep(root: StoreRoot) -> dict:
             if f.startswith(".") and f.endswith(".tmp"):
                 os.unlink(os.path.join(root.catalog_dir, f))
                 out["temp_files"] += 1
+        out["temp_files"] += sweep_inputs(root.path)
         referenced = referenced_ids(root.path)
         if referenced is None:
             return out
+        referenced |= input_ids(root.path)  # the input cache's entries (inputs.py)
         keep = referenced | writing | leased
         for tier in root.tiers:
             for did in _ls(tier.data_dir()):
@@ -133,6 +137,7 @@ def free_unheld(root: StoreRoot, dataset_ids: Iterable[str]) -> list[str]:
         referenced = referenced_ids(root.path)
         if referenced is None:
             return freed  # an unreadable entry might name them
+        referenced |= input_ids(root.path)
         for did in sorted(set(dataset_ids)):
             if did in referenced or is_held(root.sub("writing", f"{did}.lock")) or _leased(root, did):
                 continue

@@ -52,7 +52,7 @@ from strataflow.store.stats import bump
 
 _OPENS = ".opens"  # beside a dataset's blocks moved down: how many opens it had then
 
-__all__ = ["balance", "victims", "touch_access", "last_access", "live_readers", "opens", "evict"]
+__all__ = ["balance", "victims", "touch_access", "last_access", "last_access_of", "live_readers", "opens", "evict"]
 
 
 def _opened(root: str, dataset_id: str) -> str:
@@ -79,10 +79,15 @@ def opens(root: str, dataset_id: str) -> int:
 
 
 def last_access(root: str, entry: Entry) -> float:
+    return last_access_of(root, entry.id, entry.created)
+
+
+def last_access_of(root: str, dataset_id: str, created: float) -> float:
+    """When ``dataset_id`` was last opened (read, for a cached input), else ``created``."""
     try:
-        return os.stat(_opened(root, entry.id)).st_mtime
+        return os.stat(_opened(root, dataset_id)).st_mtime
     except FileNotFoundError:
-        return entry.created
+        return created
 
 
 def live_readers(root: str, dataset_id: str) -> int:

@@ -120,7 +120,11 @@ class DiskWriter:
         """A memory block's disk copy at its level, unless it has one (Spark's
         dropFromMemory): ``disk`` (written, or there already) or ``discarded`` (its level
         has no disk, or the write failed and was reported). A serialized entry is written
-        as it is, without serializing again."""
+        as it is, without serializing again. A block mapped from the store's input cache
+        (``entry.backed``) is discarded: the store serves it again."""
+        if entry.backed:
+            self.metrics.add(blocks_backed_by_store=1)
+            return "discarded"
         if info.level.mmap:
             ok = (self.regions is not None and bid in self.regions) or self.write_mapped(bid, entry.value, info)
             return "disk" if ok else "discarded"

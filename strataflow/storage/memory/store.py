@@ -25,6 +25,9 @@ class MemoryEntry:
     deserialized: bool
     serializer: str | None = None  # the concrete serializer of a blob
     off_heap: bool = False
+    #: its value is mapped from the store's input cache (``storage/backed.py``): dropped,
+    #: never written to disk
+    backed: bool = False
 
     def data(self) -> memoryview:
         """The serialized bytes of a serialized entry."""

@@ -38,8 +38,7 @@ def main() -> None:
             t = time.perf_counter()
 
             def partial(b, c=centres):
-                d = (b * b).sum(1)[:, None] - 2 * b @ c.T + (c * c).sum(1)[None, :]
-                near = d.argmin(1)
+                near = ((c * c).sum(1) - 2 * (b @ c.T)).argmin(1)  # |b|^2 is the same for every centre
                 sums = np.stack([np.bincount(near, weights=b[:, j], minlength=len(c)) for j in range(b.shape[1])], 1)
                 return [(sums, np.bincount(near, minlength=len(c)))]
 

@@ -10,11 +10,15 @@ input cache (``tc.runtime.inputs``, ``store/input_reader.py``) when there is one
 as before when there is none (the driver, a bare block manager, the cache off).
 
 The key hashes the reader, the part, the options, this module's :data:`FORMAT` and the
-*version* of every file the part reads, asked of its file system when the task runs
-(``file_version.py``): a file modified, appended, truncated, replaced, deleted or rewritten
-within the same second has another key or none, so it is never served from the cache. A file
-that cannot be versioned (a ``memory://`` file, one stamped within the last two seconds) makes
-the part uncacheable, with the reason.
+*version* of every file the part reads (``file_version.py``): a local file's asked of the
+file system when the task runs (a ``stat``); a remote file's as the dataset's listing gave it
+(an ETag...: the dataset reads its remote files as listed when it was made, as Spark's file
+index does, and its executors send no request for a partition they find cached). A file
+modified, appended, truncated, replaced, deleted or rewritten within the same second has
+another key or none, so it is never served from the cache. After a miss's decode every file
+is asked again, and a partition whose file changed meanwhile is returned but not cached. A
+file that cannot be versioned (a ``memory://`` file, one stamped within the last two
+seconds) makes the part uncacheable, with the reason.
 
 This module reads nothing of the store: the io layer sits below it, and the executor hands
 the cache in.
@@ -27,6 +31,7 @@ import json
 from typing import Any
 
 from strataflow.io.file_version import version_of
+from strataflow.io.remote_version import same_version
 from strataflow.io.paths import FileRef
 
 __all__ = ["CachedInput", "FORMAT", "InputKey"]
@@ -47,10 +52,10 @@ class InputKey:
         self.versions = versions or []
 
     def still(self) -> bool:
-        """Whether every file is still the version it was when the key was made (checked
-        after a decode: a file changed meanwhile may have given a mix of versions, which is
-        returned but not cached)."""
-        return [version_of(f).key for f in self.files] == self.versions
+        """Whether every file is still the version the key was made of, asked of its file
+        system now (checked after a decode: a file changed meanwhile may have given a mix
+        of versions, which is returned but not cached)."""
+        return all(same_version(v, version_of(f).key) for f, v in zip(self.files, self.versions))
 
 
 class CachedInput:
@@ -88,7 +93,7 @@ class CachedInput:
         part = self.input_part(split)
         versions = []
         for f in files:
-            v = version_of(f) if now is None else version_of(f, now)
+            v = version_of(f, listed=True) if now is None else version_of(f, now, listed=True)
             if not v.cacheable:
                 return InputKey(None, v.reason, path, self.op, part, files)
             versions.append(v.key)

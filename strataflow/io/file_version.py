@@ -13,9 +13,10 @@ those fields:
   rewrite that puts the old ``mtime`` back (``os.utime``, ``touch -d``, ``cp -p``) still
   moves ``ctime``, which no user can set.
 - a remote file (fsspec): the object store's ETag (derived from the content on S3), version
-  id or generation, with the size and the modification time. A store that gives none of
-  the first (``memory://``: a creation time only; a web server with ``Last-Modified`` alone,
-  stamped to the second) cannot be versioned: a rewrite within a second would go unseen.
+  id or generation, with the size (``remote_version.py``, which a listing gives too). A
+  store that gives none of these (``memory://``: a creation time only; a web server with
+  ``Last-Modified`` alone, stamped to the second) cannot be versioned: a rewrite within a
+  second would go unseen.
 
 Racy timestamps (git's "racily clean" problem). A file system stamps times at a
 granularity (the kernel's coarse clock: a few milliseconds on Linux; a second or two on
@@ -33,10 +34,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from strataflow.io.paths import FileRef
+from strataflow.io.remote_version import Version, remote_version
 
 __all__ = ["RACY_S", "Version", "version_of"]
 
@@ -53,32 +54,16 @@ def racy_s() -> float:
         return RACY_S if got is None else max(0.0, float(got))
     except ValueError:
         return RACY_S
-#: fields of an fsspec ``info`` that name a remote file's content or version, in the order
-#: the key lists them (S3: ETag, VersionId, LastModified; GCS: generation, updated;
-#: Azure: etag, last_modified; HTTP: ETag, Last-Modified)
-_REMOTE_VERSION = ("ETag", "etag", "e_tag", "VersionId", "version_id", "generation", "md5Hash", "crc32c")
-_REMOTE_TIME = ("LastModified", "last_modified", "Last-Modified", "updated", "mtime")
-
-
-@dataclass(frozen=True)
-class Version:
-    """A file's version as a reader saw it: ``key`` (None when it cannot be versioned, then
-    ``reason`` says why)."""
-
-    key: tuple | None
-    reason: str = ""
-
-    @property
-    def cacheable(self) -> bool:
-        return self.key is not None
-
-
-def version_of(ref: FileRef, now: Callable[[], float] = time.time) -> Version:
-    """The version of the file ``ref`` names, asked of its file system now (never a listing
-    kept from before). ``now``: the clock a local file's times are compared with (seconds
-    since the epoch)."""
+def version_of(ref: FileRef, now: Callable[[], float] = time.time, listed: bool = False) -> Version:
+    """The version of the file ``ref`` names, asked of its file system now. ``listed``: a
+    remote file's version as its listing gave it (``FileRef.version``, taken when the
+    dataset was made: its executors then need no request, nor the file system's client),
+    where the listing gave one. ``now``: the clock a local file's times are compared with
+    (seconds since the epoch)."""
     if ref.fs is None:
         return _local(ref.path, now)
+    if listed and ref.version is not None:
+        return ref.version
     return _remote(ref.fs, ref.path)
 
 
@@ -107,11 +92,4 @@ def _remote(fs: Any, path: str) -> Version:
         return Version(None, f"{name} does not exist")
     except OSError as exc:
         return Version(None, f"{name} cannot be read: {exc}")
-    versions = tuple((k, str(info[k])) for k in _REMOTE_VERSION if info.get(k) not in (None, ""))
-    times = tuple((k, str(info[k])) for k in _REMOTE_TIME if info.get(k) not in (None, ""))
-    if not versions:
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        has = "only a modification time, which a rewrite within its granularity shares" if times else \
-            "no ETag, version or modification time"
-        return Version(None, f"{name}: the {protocol} file system gives {has}, so a change could go unseen")
-    return Version(("remote", name, int(info.get("size") or 0), versions, times))
+    return remote_version(fs, path, info)

@@ -89,7 +89,7 @@ def input_files(path: Any, fmt: str, ext: str, reader: str,
     out: list[tuple[FileRef, int | None]] = []
     for m in matches(path, reader):
         if not m.is_dir:
-            out.append((FileRef(m.path, m.size, m.fs), None))
+            out.append((m.ref(), None))
             continue
         manifest = read_manifest(m, reader)
         if manifest is not None:

@@ -34,15 +34,17 @@ from __future__ import annotations
 import glob as _glob
 import io
 import os
+import pickle
 import re
 import stat
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, Iterator, Sequence, Union
 
 from strataflow.common.checks import ConfigError
 from strataflow.io.output_files import atomic_file, make_output_dirs, touch_output
+from strataflow.io.remote_version import remote_version
 
 __all__ = ["PathSpec", "FileRef", "PathNotFoundError", "NoMatchError", "SpecialFileError", "split_paths", "expand_braces", "is_glob",
            "Match", "matches", "resolve_files", "list_directory", "listing", "OutputDir", "hidden"]
@@ -96,11 +98,26 @@ def hidden(name: str) -> bool:
 @dataclass(frozen=True)
 class FileRef:
     """One input file: ``path`` on ``fs`` (an fsspec filesystem), or a local path when
-    ``fs`` is None; ``size`` in bytes as listed."""
+    ``fs`` is None; ``size`` in bytes as listed; a remote file's ``version`` as listed
+    (``remote_version.py``; None when the listing gave no info).
+
+    It travels to executors with its filesystem pickled but not rebuilt (:class:`_LazyFS`):
+    an executor that never reads the file's bytes (a partition served from the input
+    cache) never imports the filesystem's client (s3fs and botocore: most of a second)."""
 
     path: str
     size: int
     fs: Any = None
+    version: Any = field(default=None, compare=False)
+    url: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.fs is not None and not self.url:
+            object.__setattr__(self, "url", self.fs.unstrip_protocol(self.path))
+
+    def __reduce__(self) -> tuple:
+        fs = self.fs if self.fs is None or isinstance(self.fs, _LazyFS) else _LazyFS(self.fs)
+        return (FileRef, (self.path, self.size, fs, self.version, self.url))
 
     @property
     def local(self) -> bool:
@@ -109,7 +126,7 @@ class FileRef:
     @property
     def name(self) -> str:
         """What users see: the local path, or the full URL (``s3://bucket/key``)."""
-        return self.path if self.fs is None else self.fs.unstrip_protocol(self.path)
+        return self.path if self.fs is None else self.url
 
     def open(self) -> IO[bytes]:
         """The file, opened for binary reading and seekable. A remote file's object reads
@@ -143,6 +160,24 @@ class FileRef:
 
 
 _REMOTE_BUFFER = 1 << 20
+
+
+class _LazyFS:
+    """An fsspec filesystem pickled, rebuilt at its first use (any attribute)."""
+
+    def __init__(self, fs: Any = None, state: bytes | None = None) -> None:
+        self._state = state if state is not None else pickle.dumps(fs)
+        self._fs = fs
+
+    def __reduce__(self) -> tuple:
+        return (_LazyFS, (None, self._state))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_state", "_fs"):
+            raise AttributeError(name)
+        if self._fs is None:
+            self._fs = pickle.loads(self._state)
+        return getattr(self._fs, name)
 
 
 class _RangeReader(io.RawIOBase):
@@ -274,6 +309,13 @@ class Match:
     path: str
     is_dir: bool
     size: int = 0
+    info: Any = field(default=None, compare=False)  # a remote file's listing
+
+    def ref(self) -> "FileRef":
+        """The file this match is (not a directory)."""
+        if self.fs is None or self.info is None:
+            return FileRef(self.path, self.size, self.fs)
+        return FileRef(self.path, self.size, self.fs, remote_version(self.fs, self.path, self.info))
 
     def join(self, name: str) -> str:
         return os.path.join(self.path, name) if self.fs is None else f"{self.path.rstrip('/')}/{name}"
@@ -295,7 +337,7 @@ def _local_matches(pattern: str, op: str) -> list[Match]:
 
 def _remote_matches(fs: Any, pattern: str) -> list[Match]:
     found = fs.glob(_hadoop_glob(pattern), detail=True)
-    return [Match(fs, name, info.get("type") == "directory", int(info.get("size") or 0))
+    return [Match(fs, name, info.get("type") == "directory", int(info.get("size") or 0), info)
             for name, info in sorted(found.items()) if not hidden(name.rstrip("/").rsplit("/", 1)[-1])]
 
 
@@ -335,7 +377,7 @@ def matches(spec: Any, op: str) -> list[Match]:
                 raise ConfigError(f"{op}: cannot read {one!r}: {exc}") from None
             if info is not None:
                 is_dir = info.get("type") == "directory"
-                out.append(Match(fs, path, is_dir, 0 if is_dir else int(info.get("size") or 0)))
+                out.append(Match(fs, path, is_dir, 0 if is_dir else int(info.get("size") or 0), info))
                 continue
         raise PathNotFoundError(f"{op}: path {one!r} does not exist{_absolute(fs, path)}")
     return out
@@ -380,13 +422,13 @@ def list_directory(match: Match, recursive: bool = False, suffix: str = "", op: 
             rel = name[len(base):].strip("/").split("/")
             if any(hidden(part) for part in rel) or not name.endswith(suffix):
                 continue
-            out.append(FileRef(name, int(info.get("size") or 0), fs))
+            out.append(FileRef(name, int(info.get("size") or 0), fs, remote_version(fs, name, info)))
         return out
     for info in sorted(fs.ls(root, detail=True), key=lambda i: i["name"]):
         name = info["name"]
         if info.get("type") != "file" or hidden(name.rstrip("/").rsplit("/", 1)[-1]) or not name.endswith(suffix):
             continue
-        out.append(FileRef(name, int(info.get("size") or 0), fs))
+        out.append(FileRef(name, int(info.get("size") or 0), fs, remote_version(fs, name, info)))
     return out
 
 
@@ -397,7 +439,7 @@ def resolve_files(spec: Any, op: str, recursive: bool = False) -> list[FileRef]:
         if m.is_dir:
             out.extend(listing(m, op, recursive))
         else:
-            out.append(FileRef(m.path, m.size, m.fs))
+            out.append(m.ref())
     return out
 
 

@@ -18,6 +18,7 @@ from strataflow.report.occupancy import fold_occupancy
 from strataflow.report.page import Section, auto_table, render_page, simulator_table, stage_table, summary_table
 from strataflow.report.replay import replay
 from strataflow.report.stages import run_totals, stage_rows
+from strataflow.report.input_rows import input_rows
 from strataflow.report.store_rows import store_rows
 from strataflow.report.summary import summary_rows
 from strataflow.report.timeline import fold_timeline
@@ -55,7 +56,7 @@ def render_report(log: str | os.PathLike, out_dir: str | os.PathLike | None = No
     rows = stage_rows(events)
     totals = run_totals(events)
     sim = replay(log)
-    summary = summary_rows(app, tl, totals, occ, sim, window) + store_rows(events, totals["cache"])
+    summary = summary_rows(app, tl, totals, occ, sim, window) + store_rows(events, totals["cache"]) + input_rows(events)
     missing = "" if plots else charts.HINT
 
     def draw(chart: Callable[..., str], *args: Any) -> str | None:

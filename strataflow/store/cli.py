@@ -1,4 +1,5 @@
-"""``strataflow store start|stop|status|ls|rm|balance``: the shared store from the shell.
+"""``strataflow store start|stop|status|ls|rm|balance``: the shared store from the shell
+(``ls --inputs`` and ``rm --inputs [GLOB...]``: its input cache, ``inputs.py``).
 
 ``ls``, ``rm`` and ``balance`` work on the store's files, with or without a daemon;
 ``start`` runs the daemon (``daemon.py``) in the background, ``stop`` asks it to end,
@@ -17,6 +18,7 @@ never a new empty store that lists nothing and exits 0.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -28,9 +30,11 @@ from strataflow.config.layers import ENV_PREFIX, layered_options
 from strataflow.store.cli_text import balance_text, removed_text
 from strataflow.store.daemon import request
 from strataflow.store.errors import DatasetNotFound, StoreError, StoreNotFound
+from strataflow.store.inputs import figures as input_figures
+from strataflow.store.inputs import list_inputs, remove_inputs
 from strataflow.store.root import default_root, existing_root
 from strataflow.store.store import Store
-from strataflow.store.tiers import live_readers
+from strataflow.store.tiers import live_readers, opens
 
 __all__ = ["add_parser", "MAKES_A_STORE"]
 
@@ -100,14 +104,28 @@ def _run(args: Any) -> int:
             answer = request(store.path, "status") or {"daemon": None, "root": store.path, "tiers": store.usage(),
                                                        "datasets": len(store.ls())}
             answer["figures"] = store.figures()  # bytes per tier, moves, evictions, rebuilds, hits per application
+            answer["inputs"] = input_figures(store.root)  # the input cache: entries, bytes, hits, seconds saved
             print(json.dumps(answer, indent=1))
+            return 0
+        if command == "ls" and args.inputs:
+            for i in list_inputs(store.root):
+                print(f"{i.path}\t{i.reader}\t{i.part}\t{i.nbytes} bytes\t{i.parse_s:.3f} s to decode\t"
+                      f"{opens(store.path, i.id)} hits\t{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(i.created))}")
             return 0
         if command == "ls":
             for e in store.ls():
                 print(f"{e.name}\t{e.num_partitions} partitions\t{e.nbytes} bytes\t{'/'.join(e.kinds)}\t"
                       f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e.created))}")
             return 0
+        if command == "rm" and args.inputs:
+            n, freed = remove_inputs(store.root, lambda e: not args.names or any(
+                fnmatch.fnmatch(p, pat) for pat in args.names for p in e.path.split(",")))
+            print(f"removed {n} cached input partition(s), {freed} bytes")
+            return 0
         if command == "rm":
+            if not args.names:
+                print("strataflow store rm: name the datasets to remove (or --inputs)", file=sys.stderr)
+                return 2
             return _rm(store, args.names)
         if command == "balance":
             moves = store.balance()
@@ -159,10 +177,15 @@ def add_parser(sub: Any) -> None:
     command("stop", "stop the daemon")
     command("status", "the daemon's status and the store's figures (bytes per tier, moves, evictions, "
                       "rebuilds, opens and block reads per application)")
-    command("ls", "the published datasets: name, partitions, bytes, kinds, when saved")
+    ls = command("ls", "the published datasets: name, partitions, bytes, kinds, when saved")
+    ls.add_argument("--inputs", action="store_true",
+                    help="list the input cache instead: per cached partition its file(s), reader, part, bytes, the "
+                         "seconds its decode took, its hits")
     rm = command("rm", "remove datasets (readers holding them keep them until they close); says what each held; "
                        "removes none if a name is not there")
-    rm.add_argument("names", nargs="+", metavar="NAME")
+    rm.add_argument("names", nargs="*", metavar="NAME")
+    rm.add_argument("--inputs", action="store_true",
+                    help="remove cached inputs instead: those of the files the NAMEs match (globs), all without one")
     bal = command("balance", "move blocks down the tiers over their capacity, evict from the last one, move "
                              "datasets read again up, now; says what moved")
     bal.add_argument("--json", action="store_true", help="print the moves as JSON instead")

@@ -49,10 +49,10 @@ from strataflow.store.errors import BlockCorrupt
 from strataflow.store.locks import WriterLock, gc_lock
 from strataflow.store.root import StoreRoot, Tier, tier_bytes
 from strataflow.store.source import find_block
-from strataflow.store.tiers import last_access_of, opens, touch_access
+from strataflow.store.access import last_access_of, opens, touch_access
 
 __all__ = ["InputEntry", "PREFIX", "input_id", "get_input", "put_input", "list_inputs", "remove_inputs",
-           "input_ids", "make_room", "tier_room"]
+           "input_ids", "make_room", "tier_room", "balance_inputs", "figures"]
 
 PREFIX = "in-"
 _DIR = "inputs"
@@ -306,13 +306,37 @@ def sweep_inputs(root: str) -> int:
     return n
 
 
-def make_room(root: StoreRoot, need: int, keep: str = "", now: Callable[[], float] = time.time) -> int:
-    """Evicts cached inputs, the least valuable first (least recently read, then the
-    cheapest to decode again per byte), until some tier takes ``need`` bytes; how many
-    went (0 if no input could go, or none needed to)."""
-    t = now()
-    entries = [e for e in list_inputs(root) if e.key != keep]
-    entries.sort(key=lambda e: (-(t - last_access_of(root.path, e.id, e.created)), e.parse_s / max(e.nbytes, 1)))
+def _by_value(root: StoreRoot, entries: list[InputEntry]) -> list[InputEntry]:
+    """The least valuable first: least recently read, then the cheapest to decode again per byte."""
+    return sorted(entries, key=lambda e: (last_access_of(root.path, e.id, e.created), e.parse_s / max(e.nbytes, 1)))
+
+
+def balance_inputs(root: StoreRoot) -> list[dict]:
+    """Evicts cached inputs from every tier over its capacity, the least valuable first,
+    until it is within it (``tiers.balance`` runs this first: inputs are a cache, and go
+    before any named dataset moves down); the evictions, as ``balance`` reports them."""
+    out = []
+    for tier in root.tiers:
+        if tier.capacity is None:
+            continue
+        used = tier_bytes(tier)
+        for e in _by_value(root, list_inputs(root)):
+            if used <= tier.capacity:
+                break
+            here = os.path.isdir(tier.data_dir(e.id))
+            if not here:
+                continue
+            with gc_lock(root.path, exclusive=False):
+                freed = _drop(root, e.key)
+            used -= freed
+            out.append({"dataset": f"input {e.path} ({e.part})", "evicted": True, "from": tier.name, "bytes": freed})
+    return out
+
+
+def make_room(root: StoreRoot, need: int, keep: str = "") -> int:
+    """Evicts cached inputs, the least valuable first, until some tier takes ``need``
+    bytes; how many went (0 if no input could go, or none needed to)."""
+    entries = _by_value(root, [e for e in list_inputs(root) if e.key != keep])
     n = 0
     for e in entries:
         if any(tier_room(tier, need) for tier in root.tiers):

@@ -31,6 +31,10 @@ not clocks), moves up one tier if the upper tier has room for all its blocks the
 most opened first. Moves down happen first in the same pass, so a dataset just moved
 down for being cold is not moved back.
 
+Cached inputs (``inputs.py``) in a tier over its capacity are evicted first, the least
+valuable first (least recently read, then cheapest to decode again per byte), before any
+named dataset moves down: they are a cache of files that are still there.
+
 Every move and eviction is counted in the store's figures (``stats.py``).
 """
 
@@ -44,8 +48,10 @@ from typing import Callable
 
 from strataflow.common.private_file import atomic_write, make_private_dirs
 
+from strataflow.store.access import _opened, last_access_of, opens, touch_access
 from strataflow.store.catalog import Entry, list_entries, publish, read_entry
 from strataflow.store.errors import StoreError
+from strataflow.store.inputs import balance_inputs
 from strataflow.store.locks import gc_lock, is_held
 from strataflow.store.root import StoreRoot, Tier, tier_bytes
 from strataflow.store.stats import bump
@@ -55,39 +61,8 @@ _OPENS = ".opens"  # beside a dataset's blocks moved down: how many opens it had
 __all__ = ["balance", "victims", "touch_access", "last_access", "last_access_of", "live_readers", "opens", "evict"]
 
 
-def _opened(root: str, dataset_id: str) -> str:
-    return os.path.join(root, "leases", f".{dataset_id}.opened")
-
-
-def touch_access(root: str, dataset_id: str, app: str = "") -> None:
-    """Records that ``dataset_id`` was opened now, by application ``app`` (the recency and
-    the count of opens the policy uses): one line appended (``O_APPEND``: whole lines)."""
-    fd = os.open(_opened(root, dataset_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, f"{app or '-'}\n".encode())
-    finally:
-        os.close(fd)
-
-
-def opens(root: str, dataset_id: str) -> int:
-    """How many times the dataset was opened (by any application)."""
-    try:
-        with open(_opened(root, dataset_id), "rb") as fh:
-            return fh.read().count(b"\n")
-    except FileNotFoundError:
-        return 0
-
-
 def last_access(root: str, entry: Entry) -> float:
     return last_access_of(root, entry.id, entry.created)
-
-
-def last_access_of(root: str, dataset_id: str, created: float) -> float:
-    """When ``dataset_id`` was last opened (read, for a cached input), else ``created``."""
-    try:
-        return os.stat(_opened(root, dataset_id)).st_mtime
-    except FileNotFoundError:
-        return created
 
 
 def live_readers(root: str, dataset_id: str) -> int:
@@ -213,6 +188,7 @@ def balance(root: StoreRoot, now: Callable[[], float] = time.time) -> list[dict]
     more can move), evicts from the last tier over its capacity, then moves hot datasets
     up; returns the moves made: ``{"dataset", "block", "from", "to", "bytes"}``, and for an
     eviction ``{"dataset", "evicted": True, "from", "bytes"}``."""
+    inputs = balance_inputs(root)  # cached inputs over a capacity go first (inputs.py)
     moves: list[dict] = []
     for upper, lower in zip(root.tiers, root.tiers[1:]):
         if upper.capacity is None:
@@ -237,6 +213,6 @@ def balance(root: StoreRoot, now: Callable[[], float] = time.time) -> list[dict]
     _promote(root, moves)
     up = moves[down:]
     bump(root.path, moves_down=down, bytes_moved_down=sum(m["bytes"] for m in moves[:down]), moves_up=len(up),
-         bytes_moved_up=sum(m["bytes"] for m in up), evictions=len(evictions),
-         bytes_evicted=sum(e["bytes"] for e in evictions))
-    return moves + evictions
+         bytes_moved_up=sum(m["bytes"] for m in up), evictions=len(evictions) + len(inputs),
+         bytes_evicted=sum(e["bytes"] for e in evictions + inputs))
+    return moves + evictions + inputs

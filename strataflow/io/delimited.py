@@ -46,7 +46,7 @@ import pyarrow as pa
 from strataflow.config import ConfigError
 from strataflow.lineage import SourceNode
 from strataflow.io.cached_input import CachedInput
-from strataflow.io.compression import open_read
+from strataflow.io.compression import codec_of_path, open_read
 from strataflow.io.csv_lines import (BadLine, newline_in_values, open_quote_at_end, permissive_rows, sort_lines,
                                       string_array)
 from strataflow.io.csv_parse import parse_range, parse_with_pyarrow
@@ -66,6 +66,17 @@ _MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
 
 
 def _first_line(ref: FileRef) -> bytes:
+    """The file's first line. A plain remote file's is read in ranges from 4 kB, doubling,
+    until it ends: the buffered reader's first request would be a whole MiB, the cost of
+    a header read that a second application's cached read otherwise does not pay."""
+    if not ref.local and codec_of_path(ref.path) is None:
+        end = 1 << 12
+        while True:
+            head = ref.read_range(0, end)
+            nl = head.find(b"\n")
+            if nl != -1 or len(head) < end:
+                return head[:nl + 1] if nl != -1 else head
+            end *= 2
     with open_read(ref) as fh:
         return fh.readline()
 

@@ -3,9 +3,13 @@ there, and otherwise decodes it and hands it to a writer thread, off the task's 
 (issue 53; ``inputs.py`` is the store's side, ``io/cached_input.py`` the reader's).
 
 Write-behind. The task returns the value it decoded at once; the writer thread writes the
-block and publishes its entry afterwards. At most :data:`PENDING` values wait for it (each
-holds its partition's memory until written): a task that finds the queue full waits for a
-slot, which only happens when the device writes slower than the readers decode. ``close``
+block and publishes its entry afterwards. At most :data:`PENDING` value waits for it: a
+task that finds the queue full waits for a slot, which only happens when the device writes
+slower than the readers decode (a page-cache write of a table runs at GB/s, a CSV parse at
+about 0.2 GB/s per core). The memory this costs, beyond the budget's: at most two decoded
+partitions per executor kept alive after their tasks (one waiting, one being written, a
+chunked table copied once into whole columns as it is written), each at most a split's
+decode (``MAX_SPLIT``, 32 MiB of text). ``close``
 (the executor's end) waits for the queue to drain, so that the next application finds what
 this one read; a process killed first leaves nothing visible (``inputs.put_input``).
 
@@ -35,8 +39,8 @@ __all__ = ["InputCache", "PENDING"]
 
 _log = logging.getLogger(__name__)
 
-#: decoded partitions that may wait for the writer thread
-PENDING = 2
+#: decoded partitions that may wait for the writer thread (besides the one it writes)
+PENDING = 1
 _STOP = object()
 
 

@@ -377,7 +377,7 @@ def test_a_file_ref_crosses_to_an_executor_without_building_its_filesystem():
 
     import fsspec
 
-    from strataflow.io.paths import FileRef, _LazyFS
+    from strataflow.io.file_ref import FileRef, _LazyFS
     from strataflow.io.remote_version import Version
 
     fs = fsspec.filesystem("memory")

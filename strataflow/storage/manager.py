@@ -12,29 +12,26 @@
       -> every step counts in ``metrics`` and posts a ``Block*`` event
 
 Guarantees, each tested:
-- A persisted block is never lost silently: a missing or corrupt block file posts
-  ``BlockLost`` and the partition is recomputed; a block that cannot be written (disk
-  full, value that cannot be serialized) is not cached, with ``BlockNotStored`` and a
-  warning, unless no level can hold it, in which case the task fails naming the dataset
-  and the serializer.
+- A persisted block is never lost silently: a missing or corrupt block file posts ``BlockLost``
+  and the partition is recomputed; a block that cannot be written (disk full, value that cannot
+  be serialized) is not cached, with ``BlockNotStored`` and a warning, unless no level can hold
+  it, in which case the task fails naming the dataset and the serializer.
 - Accounted storage never exceeds the memory manager's budget: every memory put reserves
   its bytes first, and a victim's bytes are released only when it has left memory.
-- No disk I/O under the memory lock, which every memory hit takes. Eviction is in two
-  phases (``select`` under the lock marks the victims, which stay in memory and
-  readable; ``drop`` serializes and writes them with the lock released, then removes
-  each one that is still the entry it chose). Synchronous and asynchronous eviction (the
-  background writer, ``eviction_writer.py``) share both phases and the marks.
+- No disk I/O under the memory lock, which every memory hit takes. Eviction is in two phases
+  (``select`` under the lock marks the victims, which stay in memory and readable; ``drop``
+  serializes and writes them with the lock released, then removes each one still the entry it
+  chose). Synchronous and asynchronous (``eviction_writer.py``) eviction share phases and marks.
 - Batches handed out from the cache are read-only; copy the array to modify it.
 
-A task still holds the value it was handed after its block is evicted: the memory is
-freed when the task drops it, so the process may exceed the budget by the blocks the
-running tasks are reading (at most ``parallelism`` partitions).
+A task holds the value it was handed after its block is evicted (freed when the task
+drops it): the process may exceed the budget by the running tasks' blocks (``parallelism``).
 
 Below memory sit the disk tiers (``tiers.py``: fastest first; one ``disk`` tier when none
-are configured). Mapped levels keep their own region store and are not part of the tiers;
-their page cache is bounded by ``page_cache.MappedPageBound``. The manager owns the
-headroom an asynchronous writer keeps (the policy's ``reserve``); the writer also runs
-prefetches the policy names, scheduled by the writer itself.
+are configured). Mapped levels keep their region store, outside the tiers, its page cache
+bounded by ``page_cache.MappedPageBound``. The manager owns the headroom an asynchronous
+writer keeps (the policy's ``reserve``); the writer also runs the prefetches the policy names.
+A value mapped from the store's input cache is never copied to disk (``backed.py``).
 """
 
 from __future__ import annotations
@@ -476,10 +473,7 @@ class BlockManager:
                 self.writes.not_stored(bid, "no room in memory", warn=False, bytes=entry.size)
                 return "none"
         if backed and (level.use_disk or level.mmap):
-            self.metrics.add(blocks_backed_by_store=1)
-            self.writes.not_stored(bid, "its value is mapped from the store's input cache, which serves it again "
-                                        "(no second copy on disk)", warn=False)
-            return "none"
+            return self.writes.not_copied(bid)
         if level.mmap:
             return "disk" if self.writes.write_mapped(bid, value, info) else "none"
         if level.shared and self.shared is not None:

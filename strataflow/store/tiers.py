@@ -48,7 +48,7 @@ from typing import Callable
 
 from strataflow.common.private_file import atomic_write, make_private_dirs
 
-from strataflow.store.access import _opened, last_access_of, opens, touch_access
+from strataflow.store.access import last_access_of, opens, touch_access
 from strataflow.store.catalog import Entry, list_entries, publish, read_entry
 from strataflow.store.errors import StoreError
 from strataflow.store.inputs import balance_inputs

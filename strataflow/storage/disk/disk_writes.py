@@ -116,6 +116,14 @@ class DiskWriter:
         if info.auto is not None and self.on_auto_spill is not None:
             self.on_auto_spill(bid.dataset_id, bid.split, seconds)
 
+    def not_copied(self, bid: BlockId) -> str:
+        """``none``: a block whose value is mapped from the store's input cache, which serves
+        it again, is not written here (``storage/backed.py``)."""
+        self.metrics.add(blocks_backed_by_store=1)
+        self.not_stored(bid, "its value is mapped from the store's input cache, which serves it again (no second "
+                             "copy on disk)", warn=False)
+        return "none"
+
     def write_entry(self, bid: BlockId, entry: MemoryEntry, info: DatasetInfo, strict: bool = False) -> str:
         """A memory block's disk copy at its level, unless it has one (Spark's
         dropFromMemory): ``disk`` (written, or there already) or ``discarded`` (its level

@@ -49,7 +49,7 @@ from strataflow.io.cached_input import CachedInput
 from strataflow.io.compression import codec_of_path, open_read
 from strataflow.io.csv_lines import (BadLine, newline_in_values, open_quote_at_end, permissive_rows, sort_lines,
                                       string_array)
-from strataflow.io.csv_parse import parse_range, parse_with_pyarrow
+from strataflow.io.csv_parse import _MAX_BLOCK, parse_range, parse_with_pyarrow
 from strataflow.io.paths import FileRef
 from strataflow.io.sources import MalformedInputError
 from strataflow.io.text import TextSource, _find_newline
@@ -62,7 +62,6 @@ _log = logging.getLogger(__name__)
 #: ``csv_file``'s modes (Spark's names; any case), the first the default
 MODES = ("FAILFAST", "DROPMALFORMED", "PERMISSIVE")
 
-_MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
 
 
 def _first_line(ref: FileRef) -> bytes:

@@ -1,7 +1,7 @@
 """Memory honesty (issue 14, point 7): the application's anonymous memory, driver and
 executor processes together, stays within the ceiling the README states:
 
-    budget + task slots x 3 x largest block + idle footprint + 32 MB per process
+    budget + (task slots x 3 + writing executors x 2) x largest block + idle footprint + 32 MB per process
 
 measured by ``benchmarks/memory_bound.py`` (each variant in a fresh interpreter) on a small
 K-means under pressure, for Python records (whose read-back from disk once cost five

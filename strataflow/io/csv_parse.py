@@ -35,8 +35,6 @@ from typing import Any
 
 import pyarrow as pa
 
-_MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
-
 __all__ = ["parse_range", "parse_with_polars", "parse_with_pyarrow", "polars_available", "PARSER_ENV"]
 
 #: the environment variable that turns the polars path on (``polars``)
@@ -123,9 +121,9 @@ def parse_range(data: memoryview | bytes, schema: pa.Schema, delimiter: str) -> 
     table = parse_with_polars(data, schema, delimiter)
     if table is not None:
         return table
-    # One block for the whole range (a split is at most 32 MiB): one chunk per column, so a
-    # column's ``to_numpy()`` is a view, not a concatenation, and the input cache stores the
-    # table as it is. Measured on a 32 MiB range of K-means text: the parse itself as fast
-    # as in 1 MB blocks (0.185 s against 0.181 s), the conversion to one array 3x faster.
-    block = min(_MAX_BLOCK, max(len(data), 1 << 20))
-    return parse_with_pyarrow(data, schema.names, schema, delimiter, block_size=block)
+    # In pyarrow's 1 MB blocks: a chunk per MB of text. One block for the whole range gave a
+    # chunk per column (``to_numpy`` a view) at the same parse speed, but held the whole
+    # range's parse state at once: a task's peak memory over the stated ceiling
+    # (tests/test_memory_bound.py). The input cache joins the chunks as it writes, off the
+    # task's path (``store/inputs.py``).
+    return parse_with_pyarrow(data, schema.names, schema, delimiter)

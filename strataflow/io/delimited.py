@@ -49,13 +49,15 @@ from strataflow.io.cached_input import CachedInput
 from strataflow.io.compression import codec_of_path, open_read
 from strataflow.io.csv_lines import (BadLine, newline_in_values, open_quote_at_end, permissive_rows, sort_lines,
                                       string_array)
-from strataflow.io.csv_parse import _MAX_BLOCK, parse_range, parse_with_pyarrow
+from strataflow.io.csv_parse import parse_range, parse_with_pyarrow
 from strataflow.io.paths import FileRef
 from strataflow.io.sources import MalformedInputError
 from strataflow.io.text import TextSource, _find_newline
 from strataflow.shipping.accumulators import AccumulatorParam
 
 __all__ = ["CsvSource", "CsvTypesSource", "widen_types", "MODES", "PerSplitCounts"]
+
+_MAX_BLOCK = (1 << 31) - 1  # pyarrow's block_size is an int32
 
 _log = logging.getLogger(__name__)
 

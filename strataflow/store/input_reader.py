@@ -3,13 +3,14 @@ there, and otherwise decodes it and hands it to a writer thread, off the task's 
 (issue 53; ``inputs.py`` is the store's side, ``io/cached_input.py`` the reader's).
 
 Write-behind. The task returns the value it decoded at once; the writer thread writes the
-block and publishes its entry afterwards. At most :data:`PENDING` value waits for it: a
-task that finds the queue full waits for a slot, which only happens when the device writes
-slower than the readers decode (a page-cache write of a table runs at GB/s, a CSV parse at
-about 0.2 GB/s per core). The memory this costs, beyond the budget's: at most two decoded
-partitions per executor kept alive after their tasks (one waiting, one being written, a
-chunked table copied once into whole columns as it is written), each at most a split's
-decode (``MAX_SPLIT``, 32 MiB of text). ``close``
+block and publishes its entry afterwards. The writer holds one partition at a time: a task
+that decodes another while it writes waits for it to finish before handing it over, which
+happens only when the device writes slower than the readers decode (a page-cache write of a
+table runs at GB/s, a CSV parse at about 0.2 GB/s per core). The memory this costs beyond
+the budget, per executor: the one partition kept alive for the writer, and while it is
+written, its copy into whole columns (a parser's table comes a chunk per MB): two decoded
+partitions, each at most a split's decode (``MAX_SPLIT``, 32 MiB of text); the stated
+ceiling counts them (``docs/caching.md``). ``close``
 (the executor's end) waits for the queue to drain, so that the next application finds what
 this one read; a process killed first leaves nothing visible (``inputs.put_input``).
 
@@ -39,7 +40,7 @@ __all__ = ["InputCache", "PENDING"]
 
 _log = logging.getLogger(__name__)
 
-#: decoded partitions that may wait for the writer thread (besides the one it writes)
+#: decoded partitions the writer thread may hold at once
 PENDING = 1
 _STOP = object()
 
@@ -55,7 +56,8 @@ class InputCache:
         self.events = events
         self.app = app
         self._root: StoreRoot | None = None
-        self._queue: "queue.Queue[Any]" = queue.Queue(PENDING)
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._slots = threading.Semaphore(PENDING)  # taken by a hand-over, given back once written
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._per: dict[str, dict] = {}
@@ -106,6 +108,7 @@ class InputCache:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._writer, name="input-cache-writer", daemon=True)
                 self._thread.start()
+        self._slots.acquire()
         self._queue.put((entry, value))
 
     def _writer(self) -> None:
@@ -116,7 +119,11 @@ class InputCache:
                     return
                 entry, value = item
                 del item
-                self._write(entry, value)
+                try:
+                    self._write(entry, value)
+                finally:
+                    del value
+                    self._slots.release()
             finally:
                 self._queue.task_done()
 

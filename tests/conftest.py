@@ -11,8 +11,11 @@ flagged for the threads those keep.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
+import tempfile
 import threading
 import time
 
@@ -24,6 +27,16 @@ from waits import HANG_S
 
 _FD_DIR = "/proc/self/fd"
 _MAPS = "/proc/self/maps"
+
+# The test run's own shared store (each worker's, removed at its end), not the user's: the
+# input cache keeps what the tests' readers decode (issue 53), and a test run must neither
+# leave hundreds of MB in the user's /dev/shm store nor evict the user's cached inputs. Set
+# before any Context, through the option's environment layer, so executors and the CLI
+# subprocesses the tests start see it too; a test of the default store unsets it.
+if "STRATAFLOW_STORE" not in os.environ:
+    _TEST_STORE = tempfile.mkdtemp(prefix="sf-test-store-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    os.environ["STRATAFLOW_STORE"] = _TEST_STORE
+    atexit.register(shutil.rmtree, _TEST_STORE, True)
 
 
 def local_backends(**capabilities: object) -> list[str]:

@@ -266,6 +266,7 @@ def test_blocks_go_to_the_next_tier_when_the_first_is_full(tmp_path):
 
 
 def test_the_default_store_needs_no_setting(monkeypatch):
+    monkeypatch.delenv("STRATAFLOW_STORE", raising=False)  # the test run's own (conftest.py)
     with Context(memory="64MB", parallelism=1, progress=False) as ctx:
         from strataflow.store import default_root
 

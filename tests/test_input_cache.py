@@ -420,3 +420,24 @@ def test_a_remote_file_changed_after_its_listing_is_read_but_not_cached(tmp_path
             fsspec.config.conf.pop("s3")
             if old is not None:
                 fsspec.config.conf["s3"] = old
+
+
+def test_every_cached_reader_says_its_files_part_and_decode():
+    """``CachedInput``'s contract: each reader that mixes it in gives its own
+    ``input_files``, ``input_part`` and ``decode`` (the mixin's raise NotImplementedError)."""
+    import strataflow.io.delimited
+    import strataflow.io.npy
+    import strataflow.io.parquet
+    import strataflow.io.text  # noqa: F401 - the readers, registered as subclasses
+    from strataflow.io.cached_input import CachedInput
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    readers = set(subclasses(CachedInput))
+    assert {r.__name__ for r in readers} >= {"TextSource", "CsvSource", "CsvTypesSource", "ParquetSource", "NpySource"}
+    for r in readers:
+        for name in ("input_files", "input_part", "decode"):
+            assert getattr(r, name) is not getattr(CachedInput, name), f"{r.__name__} does not give {name}"

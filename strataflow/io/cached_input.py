@@ -68,7 +68,8 @@ class CachedInput:
     #: the reader decodes text (a parse): worth caching for local files under ``"auto"``
     parses: bool = False
 
-    # -- what a reader says ---------------------------------------------------------------------
+    # -- what a reader says: the three a subclass must give (tests/test_input_cache.py checks
+    # -- every reader does), and the two it may ------------------------------------------------
     def input_files(self, split: int) -> list[FileRef]:
         raise NotImplementedError
 
@@ -87,13 +88,13 @@ class CachedInput:
         cache (nothing, for most readers)."""
 
     # -- the key --------------------------------------------------------------------------------
-    def input_key(self, split: int, now: Any = None) -> InputKey:
+    def input_key(self, split: int) -> InputKey:
         files = self.input_files(split)
         path = ",".join(dict.fromkeys(f.name for f in files)) or str(getattr(self, "path", ""))
         part = self.input_part(split)
         versions = []
         for f in files:
-            v = version_of(f, listed=True) if now is None else version_of(f, now, listed=True)
+            v = version_of(f, listed=True)
             if not v.cacheable:
                 return InputKey(None, v.reason, path, self.op, part, files)
             versions.append(v.key)

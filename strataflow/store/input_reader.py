@@ -32,7 +32,7 @@ from typing import Any
 
 from strataflow.storage.backed import note as note_backed
 from strataflow.store.errors import BlockCorrupt
-from strataflow.store.inputs import InputEntry, get_input, put_input
+from strataflow.store.inputs import InputEntry, get_input, put_input, taken
 from strataflow.store.root import StoreRoot, default_root
 from strataflow.store.source import root_for
 
@@ -136,20 +136,8 @@ class InputCache:
             return
         if done is not None:
             self._count(entry.path, "writes", bytes_written=done.nbytes)
-        elif done is None and not self._taken(entry):
+        elif not taken(self.root, entry.key):
             self._count(entry.path, "full", reason="no tier of the store had room for it")
-
-    def _taken(self, entry: InputEntry) -> bool:
-        """Whether another writer has (or is writing) ``entry``'s key: not a failure."""
-        import os
-
-        return os.path.exists(os.path.join(self.root.path, "inputs", f"{entry.key}.json")) or \
-            os.path.exists(os.path.join(self.root.path, "writing", f"{entry.id}.lock"))
-
-    def flush(self) -> None:
-        """Waits until every partition handed to the writer is written (or refused)."""
-        if self._thread is not None:
-            self._queue.join()
 
     def close(self) -> None:
         """Drains the writer (the next application finds what this one read), then stops it."""

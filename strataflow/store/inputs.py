@@ -52,7 +52,7 @@ from strataflow.store.source import find_block
 from strataflow.store.access import last_access_of, opens, touch_access
 
 __all__ = ["InputEntry", "PREFIX", "input_id", "get_input", "put_input", "list_inputs", "remove_inputs",
-           "input_ids", "make_room", "tier_room", "balance_inputs", "figures"]
+           "input_ids", "make_room", "tier_room", "balance_inputs", "figures", "taken"]
 
 PREFIX = "in-"
 _DIR = "inputs"
@@ -248,6 +248,11 @@ def _whole(value: Any) -> Any:
     if isinstance(value, pa.Table) and any(c.num_chunks > 1 for c in value.columns):
         return value.combine_chunks()
     return value
+
+
+def taken(root: StoreRoot, key: str) -> bool:
+    """Whether ``key`` is cached, or a writer is writing it (a refused put that is no failure)."""
+    return os.path.exists(_entry_path(root.path, key)) or os.path.exists(root.sub("writing", f"{input_id(key)}.lock"))
 
 
 def _size_hint(value: Any) -> int:

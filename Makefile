@@ -10,7 +10,8 @@ RUNSTAMP = $(VENV)/.installed-run
 .PHONY: run test bench differential clean
 
 # make run installs only what the main job needs; make test adds the test tools, the
-# plots, and the heavy extras the suite covers (PySpark for the peer, Ray for clusters)
+# plots, and the heavy extras the suite covers (PySpark for the peer, Ray for clusters,
+# sqlglot and DuckDB for DataFrames)
 $(RUNSTAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -18,7 +19,7 @@ $(RUNSTAMP): pyproject.toml
 	touch $(RUNSTAMP)
 
 $(STAMP): $(RUNSTAMP)
-	$(BIN)/pip install --quiet -e '.[dev,peers,ray,plots]'
+	$(BIN)/pip install --quiet -e '.[dev,peers,ray,plots,sql]'
 	touch $(STAMP)
 
 run: $(RUNSTAMP)

@@ -6,8 +6,8 @@ mixins give it included) and of every public class of ``strataflow.pyspark`` and
 ``>>>`` example; a class with no public member of its own has one in its class docstring.
 Each docstring of the modules that define them runs here as one test, against ``ctx`` (a
 small threads-backend Context) and ``sc`` (a SparkContext on the threads backend), both
-made once for the module and stopped after it, and ``tmp_dir``, an empty directory of the
-test's own. ``help(Dataset.join)`` then shows an example that is known to work.
+made once for the module and stopped after it, ``spark`` (a SparkSession on ``sc``), ``F``
+(``pyspark.sql.functions``), ``Row``, and ``tmp_dir``, an empty directory of the test's own. ``help(Dataset.join)`` then shows an example that is known to work.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _exported_functions() -> list[Callable[..., Any]]:
 
 def _modules() -> list[str]:
     """The modules that define ``CLASSES``, their members and the exported functions."""
-    return sorted({cls.__module__ for cls in CLASSES}
+    return sorted({cls.__module__ for cls in CLASSES} | {"strataflow.pyspark.sql.functions", "strataflow.pyspark.sql.types"}
                   | {owner.__module__ for cls in CLASSES for _, owner, _ in public_members(cls)}
                   | {f.__module__ for f in _exported_functions()})
 
@@ -94,7 +94,10 @@ def contexts():
 
 @pytest.mark.parametrize("test", DOCTESTS, ids=[t.name.removeprefix("strataflow.") for t in DOCTESTS])
 def test_docstring_example(test: doctest.DocTest, contexts, tmp_path):
-    test.globs = {**test.globs, **contexts, "tmp_dir": str(tmp_path)}
+    from strataflow.pyspark.sql import Row, SparkSession, functions as F
+
+    session = {"spark": SparkSession(contexts["sc"]), "F": F, "Row": Row}  # the DataFrame examples' names
+    test.globs = {**session, **test.globs, **contexts, "tmp_dir": str(tmp_path)}
     out: list[str] = []
     try:
         result = doctest.DocTestRunner(optionflags=FLAGS).run(test, out=out.append, clear_globs=False)

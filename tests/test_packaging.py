@@ -37,7 +37,7 @@ def test_core_dependencies_leave_the_extras_out():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = " ".join(project["dependencies"])
     assert not any(name in core for name in EXTRAS_ONLY)
-    assert {"dev", "plots", "pandas", "peers", "ray", "s3"} <= set(project["optional-dependencies"])
+    assert {"dev", "plots", "pandas", "peers", "ray", "s3", "sql"} <= set(project["optional-dependencies"])
 
 
 def test_the_package_is_typed_and_licensed():

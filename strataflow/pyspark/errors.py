@@ -8,7 +8,7 @@ that each of those imports them without importing the others.
 
 from __future__ import annotations
 
-__all__ = ["UnsupportedOperation", "Py4JJavaError", "unsupported"]
+__all__ = ["UnsupportedOperation", "Py4JJavaError", "AnalysisException", "unsupported"]
 
 
 class UnsupportedOperation(NotImplementedError):
@@ -36,3 +36,37 @@ def unsupported(what: str, why: str = "Hadoop input and output formats need the 
     """The error for a Hadoop format (or other JVM-only feature) ``what``, naming what to use instead."""
     return UnsupportedOperation(f"{what} is not supported in strataflow ({why}); "
                                 "use saveAsPickleFile/pickleFile or saveAsTextFile/textFile instead")
+
+
+class AnalysisException(Exception):
+    """A DataFrame or SQL query that cannot be resolved: a column that does not exist (the
+    message lists the ones that do), an ambiguous reference, a table that is not a view.
+    PySpark's ``pyspark.errors.AnalysisException``, with Spark's error class in brackets
+    at the start of the message.
+
+    >>> try:
+    ...     raise AnalysisException("[UNRESOLVED_COLUMN.WITH_SUGGESTION] no column `x`", "UNRESOLVED_COLUMN")
+    ... except AnalysisException as exc:
+    ...     exc.getErrorClass()
+    'UNRESOLVED_COLUMN'
+    """
+
+    def __init__(self, message: str, error_class: str | None = None) -> None:
+        super().__init__(message)
+        self._error_class = error_class
+
+    def getErrorClass(self) -> str | None:
+        """Spark's name for the kind of error (``UNRESOLVED_COLUMN``, ``AMBIGUOUS_REFERENCE``...).
+
+        >>> AnalysisException("m", "TABLE_OR_VIEW_NOT_FOUND").getErrorClass()
+        'TABLE_OR_VIEW_NOT_FOUND'
+        """
+        return self._error_class
+
+    def getCondition(self) -> str | None:
+        """PySpark 4's name for ``getErrorClass``.
+
+        >>> AnalysisException("m", "AMBIGUOUS_REFERENCE").getCondition()
+        'AMBIGUOUS_REFERENCE'
+        """
+        return self._error_class

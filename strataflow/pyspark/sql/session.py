@@ -8,10 +8,10 @@
 
 The builder's settings become the SparkConf of the session's SparkContext (the active
 one when there is one: as in PySpark, a running context keeps its settings, and a
-setting that differs is reported in a warning). Only the session's RDD side exists: the
-DataFrame API (``createDataFrame``, ``read``, ``sql``, ``table``, ``range``, ``udf``,
-``catalog``...) raises :class:`UnsupportedOperation` naming what is missing and the RDD
-call to use instead.
+setting that differs is reported in a warning). The DataFrame side (``createDataFrame``,
+``read``, ``sql``, ``table``, ``range``) is the mixin :class:`SessionFrames`; what is not
+built yet (``udf``, ``catalog``, streams...) raises :class:`UnsupportedOperation` naming
+what to use instead.
 """
 
 from __future__ import annotations
@@ -23,17 +23,13 @@ from typing import Any, ClassVar
 from strataflow.pyspark.conf import SparkConf
 from strataflow.pyspark.context import SparkContext
 from strataflow.pyspark.errors import UnsupportedOperation
+from strataflow.pyspark.sql.session_frames import SessionFrames
 
 __all__ = ["SparkSession", "RuntimeConfig"]
 
 #: the DataFrame API of a SparkSession: name -> what to use instead
 _DATAFRAME_API = {
-    "createDataFrame": "spark.sparkContext.parallelize(rows)",
-    "read": "spark.sparkContext.textFile(path) (or wholeTextFiles, binaryFiles, pickleFile)",
     "readStream": "batch RDD jobs",
-    "sql": "RDD transformations",
-    "table": "spark.sparkContext.pickleFile(path) of a saved RDD",
-    "range": "spark.sparkContext.range(start, end, step)",
     "udf": "plain Python functions in map/filter",
     "udtf": "plain Python functions in flatMap",
     "catalog": "files on disk",
@@ -45,8 +41,8 @@ _DATAFRAME_API = {
 
 
 def _dataframe_api(name: str) -> UnsupportedOperation:
-    return UnsupportedOperation(f"SparkSession.{name} is not supported in strataflow: it belongs to the DataFrame "
-                                f"and SQL API, which strataflow does not have (only RDDs); use "
+    return UnsupportedOperation(f"SparkSession.{name} is not supported in strataflow: it belongs to the part of the "
+                                f"DataFrame and SQL API that strataflow does not have yet; use "
                                 f"{_DATAFRAME_API[name]} instead")
 
 
@@ -110,7 +106,7 @@ class _BuilderProperty:
         return SparkSession.Builder()
 
 
-class SparkSession:
+class SparkSession(SessionFrames):
     """PySpark's entry point for the RDD side: ``SparkSession.builder...getOrCreate()``,
     ``.sparkContext``, ``.version``, ``.conf``, ``.stop()``."""
 
@@ -164,16 +160,17 @@ class SparkSession:
             return self.config("spark.master", master)
 
         def enableHiveSupport(self) -> "SparkSession.Builder":
-            """Raises :class:`UnsupportedOperation`: Hive tables belong to the SQL API, which
-            strataflow does not have.
+            """Raises :class:`UnsupportedOperation`: Hive tables (a metastore) are not part of
+            strataflow; temporary views are (``createOrReplaceTempView``).
 
             >>> SparkSession.builder.enableHiveSupport()
             Traceback (most recent call last):
             ...
             strataflow.pyspark.errors.UnsupportedOperation: enableHiveSupport is not supported in strataflow: ...
             """
-            raise UnsupportedOperation("enableHiveSupport is not supported in strataflow: Hive tables belong to "
-                                       "the SQL API, which strataflow does not have (only RDDs)")
+            raise UnsupportedOperation("enableHiveSupport is not supported in strataflow: Hive tables need a "
+                                       "metastore, which strataflow does not have; use temporary views "
+                                       "(df.createOrReplaceTempView) and spark.sql")
 
         def remote(self, url: str) -> "SparkSession.Builder":
             """Raises :class:`UnsupportedOperation`: there is no Spark Connect; give a ``master``.
@@ -219,6 +216,7 @@ class SparkSession:
         self._sc = sparkContext  # PySpark's name, which Spark's own examples use (transitive_closure.py)
         self._options: dict[str, str] = dict(options or {})
         self._stopped = False
+        self._views: dict = {}  # temporary views: lower-case name -> DataFrame
 
     @classmethod
     def getActiveSession(cls) -> "SparkSession | None":

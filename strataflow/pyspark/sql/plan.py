@@ -1,0 +1,212 @@
+"""A DataFrame's physical side: a strataflow Dataset of Arrow Table partitions and the
+query each partition still has to run.
+
+A :class:`Plan` is an input Dataset (``source``, of tables with schema ``in_schema``) and
+a DuckDB query over it as table ``__t`` (None: the input as it is). Narrow operations
+(``select``, ``filter``, ``withColumn``...) wrap the query in another one, so a chain of
+them is one query per partition, which DuckDB optimizes as a whole. Wide operations end
+the query where a shuffle must happen (``exchange``): each row goes to the partition its
+key hashes to (DuckDB's ``hash``, the same in every process), through strataflow's
+shuffle, as Arrow; the reduce side starts a new query. Sorting exchanges by ranges of
+the first key, sampled first, so the partitions are in order and each sorts its own.
+
+The output's types come from DuckDB itself: the query runs once on the driver over an
+empty table of the input's schema, so a plan knows its schema without running a job.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from strataflow.pyspark.sql.engine import as_table, run_query
+from strataflow.pyspark.sql.resolve import Field, physical_names
+
+__all__ = ["Plan", "to_sql"]
+
+T = "__t"
+
+
+def _spark_types(node: exp.Expression) -> exp.Expression:
+    """Spark's result types where sqlglot's DuckDB spelling would change them: ``date_add``
+    and ``date_sub`` give a date (DuckDB's date + interval is a timestamp)."""
+    if isinstance(node, (exp.TsOrDsAdd, exp.DateAdd, exp.DateSub)) and not isinstance(node.parent, exp.Cast):
+        return exp.Cast(this=node, to=exp.DataType.build("DATE"))
+    return node
+
+
+def to_sql(e: exp.Expression) -> str:
+    """An expression or query in DuckDB's dialect, with Spark's meaning."""
+    return e.transform(_spark_types, copy=True).sql(dialect="duckdb")
+
+
+def _run(sql: str, in_schema: pa.Schema, value: Any) -> pa.Table:
+    return run_query(sql, {T: as_table(value, in_schema)})
+
+
+def _assign_and_tag(assign: Callable[[pa.Table], np.ndarray], in_schema: pa.Schema, value: Any) -> pa.Table:
+    """The table with a first column ``__p``, the partition each row goes to: strataflow's
+    shuffle routes a batch by an integer first column, vectorized (an int k to partition k)."""
+    t = as_table(value, in_schema)
+    return t.add_column(0, "__p", pa.array(assign(t), type=pa.int64()))
+
+
+def _untag(schema: pa.Schema, value: Any) -> pa.Table:
+    if isinstance(value, list) and not value:
+        return schema.empty_table()
+    t = as_table(value, schema)
+    return t.remove_column(0) if t.num_columns and t.column_names[0] == "__p" else t
+
+
+def _hash_assign(sql: str, value: pa.Table) -> np.ndarray:
+    return run_query(sql, {T: value}).column(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _range_assign(key_sql: str, bounds: np.ndarray, desc: bool, nulls_first: bool, n: int, t: pa.Table) -> np.ndarray:
+    key = run_query(key_sql, {T: t}).column(0)
+    null = key.is_null().to_numpy(zero_copy_only=False)
+    idx = np.zeros(len(t), dtype=np.int64)
+    idx[~null] = np.searchsorted(bounds, key.drop_null().to_numpy(zero_copy_only=False), side="right")
+    if desc:
+        idx = (n - 1) - idx
+    idx[null] = 0 if nulls_first else n - 1
+    return idx
+
+
+class Plan:
+    """An input Dataset of Table partitions and the query each partition runs over it."""
+
+    def __init__(self, session: Any, source: Any, in_schema: pa.Schema, fields: list[Field],
+                 query: exp.Select | None = None) -> None:
+        self.session, self.source, self.in_schema, self.fields, self.query = session, source, in_schema, fields, query
+
+    @classmethod
+    def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object) -> "Plan":
+        """A plan of a Dataset whose partitions are Tables of ``schema`` (logical names: made physical here)."""
+        phys = physical_names(schema.names)
+        if phys != schema.names:
+            schema = pa.schema([f.with_name(p) for f, p in zip(schema, phys)])
+            dataset = dataset.map_partitions(functools.partial(_rename, phys))
+        fields = [Field(f.name, p, f.type, frozenset([origin])) for f, p in zip(schema, phys)]
+        return cls(session, dataset, schema, fields)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The output's schema (physical names)."""
+        return pa.schema([pa.field(f.phys, f.type) for f in self.fields])
+
+    @property
+    def num_partitions(self) -> int:
+        return self.source.num_partitions
+
+    def sql(self) -> str | None:
+        return None if self.query is None else to_sql(self.query)
+
+    def dataset(self) -> Any:
+        """The Dataset of output Tables (physical names)."""
+        if self.query is None:
+            return self.source
+        return self.source.map_partitions(functools.partial(_run, self.sql(), self.in_schema))
+
+    def _from(self) -> exp.Expression:
+        if self.query is None:
+            return exp.to_table(T)
+        return exp.Subquery(this=self.query.copy(), alias=exp.TableAlias(this=exp.to_identifier(T)))
+
+    def with_origin(self, *tags: object) -> "Plan":
+        return Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query)
+
+    # -- narrow: one more query over this one ---------------------------------------------------------
+    def project(self, items: list[tuple[exp.Expression, str, frozenset]], where: exp.Expression | None = None,
+                group_by: list[exp.Expression] | None = None, distinct: bool = False,
+                order: list[exp.Expression] | None = None, limit: int | None = None) -> "Plan":
+        """``SELECT items WHERE where GROUP BY ... ORDER BY ... LIMIT`` over this plan's output;
+        ``items`` are resolved expressions with their logical names and origins."""
+        phys = physical_names([name for _, name, _ in items])
+        sel = exp.select(*[exp.alias_(e, p, quoted=True) for (e, _, _), p in zip(items, phys)]).from_(self._from())
+        if where is not None:
+            sel = sel.where(where)
+        if group_by:
+            sel = sel.group_by(*group_by)
+        if distinct:
+            sel = sel.distinct()
+        if order:
+            sel = sel.order_by(*order)
+        if limit is not None:
+            sel = sel.limit(limit)
+        types = run_query(to_sql(sel), {T: self.in_schema.empty_table()}).schema
+        fields = [Field(name, p, types.field(i).type, origins) for i, ((_, name, origins), p) in enumerate(zip(items, phys))]
+        return Plan(self.session, self.source, self.in_schema, fields, sel)
+
+    def identity_items(self) -> list[tuple[exp.Expression, str, frozenset]]:
+        return [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in self.fields]
+
+    def filter(self, cond: exp.Expression) -> "Plan":
+        return self.project(self.identity_items(), where=cond)
+
+    # -- wide: a shuffle, then a new source ----------------------------------------------------------
+    def _exchange(self, assign: Callable[[pa.Table], np.ndarray], n: int) -> "Plan":
+        schema = self.schema
+        tagged = self.dataset().map_partitions(functools.partial(_assign_and_tag, assign, schema))
+        with_p = pa.schema([pa.field("__p", pa.int64()), *schema])
+        out = tagged.partition_by(n).map_partitions(functools.partial(_untag_schema, with_p, schema))
+        return Plan(self.session, out, schema, self.fields)
+
+    def exchange_hash(self, keys: list[exp.Expression], n: int) -> "Plan":
+        """Rows with equal ``keys`` (resolved expressions, cast alike on both sides of a
+        join) in one of ``n`` partitions."""
+        if not keys:
+            return self.exchange_single()
+        h = exp.Anonymous(this="hash", expressions=keys)
+        sql = to_sql(exp.select(exp.Mod(this=h, expression=exp.Literal.number(n))).from_(T))
+        return self._exchange(functools.partial(_hash_assign, sql), n)
+
+    def exchange_single(self) -> "Plan":
+        """Every row in one partition (a global aggregate, a window over everything)."""
+        if self.num_partitions == 1:
+            return Plan(self.session, self.dataset(), self.schema, self.fields)
+        return self._exchange(_zeros, 1)
+
+    def exchange_range(self, order: list[exp.Ordered], n: int) -> "Plan":
+        """Partitions in the order of ``order``'s first key: bounds from a sample of it."""
+        first = order[0]
+        key_sql = to_sql(exp.select(first.this).from_(T))
+        per_part = max(20, 60 * n // max(1, self.num_partitions))
+        samples = self.dataset().map_partitions(functools.partial(_sample_key, key_sql, per_part)).collect_partitions()
+        arrays = [a for part in samples for a in part if len(a)]
+        if not arrays or n == 1:
+            return self.exchange_single()
+        values = np.sort(pa.concat_arrays(arrays).to_numpy(zero_copy_only=False))
+        bounds = np.unique(values[[len(values) * i // n for i in range(1, n)]]) if len(values) else values
+        m = len(bounds) + 1
+        assign = functools.partial(_range_assign, key_sql, bounds, bool(first.args.get("desc")),
+                                   bool(first.args.get("nulls_first")), m)
+        return self._exchange(assign, m)
+
+
+def _zeros(t: pa.Table) -> np.ndarray:
+    return np.zeros(t.num_rows, dtype=np.int64)
+
+
+def _sample_key(key_sql: str, per_part: int, value: Any) -> list:
+    """Up to ``per_part`` evenly spaced non-null values of the sort key (as one Arrow array in a list)."""
+    t = value if isinstance(value, pa.Table) else None
+    if t is None or t.num_rows == 0:
+        return []
+    key = run_query(key_sql, {T: t}).column(0).drop_null().combine_chunks()
+    step = max(1, len(key) // per_part)
+    return [key.take(pa.array(np.arange(0, len(key), step)))]
+
+
+def _untag_schema(with_p: pa.Schema, schema: pa.Schema, value: Any) -> pa.Table:
+    if isinstance(value, list) and not value:
+        return schema.empty_table()
+    return _untag(with_p, value)
+
+
+def _rename(names: list[str], value: Any) -> Any:
+    return value.rename_columns(names) if isinstance(value, pa.Table) else value

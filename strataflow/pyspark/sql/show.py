@@ -1,0 +1,145 @@
+"""How a DataFrame prints: ``show()``'s table and ``collect()``'s Python values, as PySpark's.
+
+``show`` casts each value to a string the way Spark's ``Dataset.showString`` does (nulls
+as ``NULL``, booleans ``true``/``false``, doubles as Java prints them: ``1.0E7``,
+``NaN``, ``Infinity``; arrays ``[1, 2]``, maps ``{a -> 1}``, structs ``{1, x}``), cuts
+strings to 20 characters (17 and ``...``) unless ``truncate=False`` and right-aligns them
+(left-aligns without truncation), as Spark does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from strataflow.pyspark.sql.row import Row
+
+__all__ = ["show_string", "to_rows", "cell"]
+
+
+def _double(x: float, single: bool = False) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1, x) < 0 else "0.0"
+    if 1e-3 <= abs(x) < 1e7:
+        r = repr(float(np.float32(x))) if single else repr(x)
+        if single:
+            r = np.format_float_positional(np.float32(x), unique=True, trim="0")
+        return r if ("." in r or "e" in r) else r + ".0"
+    text = np.format_float_scientific(np.float32(x) if single else x, unique=True, trim="0")
+    mant, _, exp_ = text.partition("e")
+    if "." not in mant or mant.endswith("."):
+        mant = mant.rstrip(".") + ".0"
+    return f"{mant}E{int(exp_)}"
+
+
+def cell(v: Any, t: pa.DataType) -> str:
+    """One value as ``show`` prints it."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return _double(v, pa.types.is_float32(t))
+    if isinstance(v, dt.datetime):
+        s = v.strftime("%Y-%m-%d %H:%M:%S")
+        return s + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return "[" + " ".join(f"{b:02X}" for b in v) + "]"
+    if pa.types.is_map(t):
+        return "{" + ", ".join(f"{cell(k, t.key_type)} -> {cell(x, t.item_type)}" for k, x in v) + "}"
+    if pa.types.is_struct(t):
+        return "{" + ", ".join(cell(v.get(f.name), f.type) for f in t) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(cell(x, t.value_type) for x in v) + "]"
+    return str(v)
+
+
+def show_string(table: pa.Table, names: list[str], n: int, truncate: "bool | int", vertical: bool,
+                more: bool) -> str:
+    """The text ``show`` prints (without its final newline)."""
+    width = 20 if truncate is True else int(truncate) if truncate else 0
+    rows = []
+    for row in zip(*[c.to_pylist() for c in table.columns]) if table.num_columns else [()] * table.num_rows:
+        cells = []
+        for v, f in zip(row, table.schema):
+            s = cell(v, f.type)
+            if width and len(s) > width:
+                s = s[:width - 3] + "..." if width >= 4 else s[:width]
+            cells.append(s)
+        rows.append(cells)
+    footer = f"only showing top {n} {'row' if n == 1 else 'rows'}" if more else ""
+    if vertical:
+        return _vertical(names, rows, footer)
+    widths = [max([3, _w(h)] + [_w(r[i]) for r in rows]) for i, h in enumerate(names)]
+    sep = "+" + "+".join("-" * w for w in widths) + "+"
+
+    def line(cells: list[str]) -> str:
+        if width:
+            return "|" + "|".join(" " * (w - _w(c)) + c for c, w in zip(cells, widths)) + "|"
+        return "|" + "|".join(c + " " * (w - _w(c)) for c, w in zip(cells, widths)) + "|"
+
+    out = [sep, line(names), sep, *(line(r) for r in rows), sep]
+    if footer:
+        out.append(footer)
+    return "\n".join(out) + "\n"
+
+
+def _vertical(names: list[str], rows: list[list[str]], footer: str) -> str:
+    if not rows:
+        return "(0 rows)\n"
+    key_w = max(len(n) for n in names) if names else 0
+    val_w = max((len(c) for r in rows for c in r), default=0)
+    out = []
+    for i, r in enumerate(rows):
+        head = f"-RECORD {i}"
+        out.append(head + "-" * max(0, key_w + val_w + 3 - len(head)))
+        out += [f" {n.ljust(key_w)} | {c.ljust(val_w)} " for n, c in zip(names, r)]
+    if footer:
+        out.append(footer)
+    return "\n".join(out) + "\n"
+
+
+def _w(s: str) -> int:
+    """Display width: East Asian wide characters take two columns, as Spark counts them."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+
+def _py(v: Any, t: pa.DataType) -> Any:
+    """A value from Arrow's ``to_pylist`` as PySpark collects it: structs as Rows, maps as dicts."""
+    if v is None:
+        return None
+    if pa.types.is_struct(t):
+        return Row._of([f.name for f in t], [_py(v.get(f.name), f.type) for f in t])
+    if pa.types.is_map(t):
+        return {_py(k, t.key_type): _py(x, t.item_type) for k, x in v}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_py(x, t.value_type) for x in v]
+    return v
+
+
+def to_rows(table: pa.Table, names: list[str]) -> list[Row]:
+    """The table's rows as PySpark's ``Row``s named ``names``."""
+    cols = []
+    for c in table.columns:
+        values = c.to_pylist()
+        if pa.types.is_struct(c.type) or pa.types.is_map(c.type) or pa.types.is_list(c.type):
+            values = [_py(v, c.type) for v in values]
+        cols.append(values)
+    if not cols:
+        return [Row._of([], ()) for _ in range(table.num_rows)]
+    return [Row._of(names, vals) for vals in zip(*cols)]

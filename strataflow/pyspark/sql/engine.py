@@ -6,8 +6,7 @@ functions, sorts) is a query that DuckDB runs over the partition's pyarrow Table
 in place (no copy in) and returned as Arrow. DuckDB rather than Polars or pyarrow's
 Acero: it runs SQL, so a DataFrame expression, a Spark SQL string (transpiled by sqlglot)
 and the planner's own partial queries are one kind of thing, with correlated subqueries,
-windows and every join kind included; Acero has no windows, Polars' SQL no correlated
-subqueries. The comparison is in docs/dataframes.md.
+windows and every join kind included; Acero has no windows (docs/dataframes.md).
 
 A connection is opened once per thread (an executor's task threads each have one) and
 tables are registered by name for one query only.

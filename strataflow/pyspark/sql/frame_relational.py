@@ -22,7 +22,7 @@ from sqlglot import exp
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import Column, to_expr
 from strataflow.pyspark.sql.engine import as_table, run_query
-from strataflow.pyspark.sql.plan import Plan, to_sql
+from strataflow.pyspark.sql.plan import Plan, aggregate, to_sql
 from strataflow.pyspark.sql.resolve import Field, field_of, physical_names, resolve
 
 if TYPE_CHECKING:
@@ -93,13 +93,12 @@ class DataFrameRelational:
     def _aggregate(self, keys: list, aggs: list) -> "DataFrame":
         plan = self._current
         key_exprs = [e for e, _, _ in keys]
-        ex = plan.exchange_hash(key_exprs, self._shuffle_partitions()) if keys else plan.exchange_single()
         for e, name, _ in aggs:
             if not has_agg(e) and not any(e == k for k in key_exprs):
                 raise AnalysisException(f"[MISSING_AGGREGATION] The non-aggregating expression `{name}` is based on "
                                         f"columns which are not participating in the GROUP BY clause.",
                                         "MISSING_AGGREGATION")
-        return self._new(ex.project(keys + aggs, group_by=key_exprs or None))  # type: ignore[attr-defined]
+        return self._new(aggregate(plan, keys, keys + aggs, self._shuffle_partitions()))  # type: ignore[attr-defined]
 
     def groupBy(self, *cols: "Column | str") -> Any:
         """Groups rows by ``cols`` for an aggregate (``agg``, ``count``, ``sum``...).

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from strataflow.pyspark.sql.engine import as_table, run_query
+from strataflow.pyspark.sql.engine import as_table, normalize, run_query
 from strataflow.pyspark.sql.resolve import Field, physical_names
 
 __all__ = ["Plan", "to_sql"]
@@ -81,18 +81,29 @@ class Plan:
     """An input Dataset of Table partitions and the query each partition runs over it."""
 
     def __init__(self, session: Any, source: Any, in_schema: pa.Schema, fields: list[Field],
-                 query: exp.Select | None = None) -> None:
+                 query: exp.Select | None = None, rescan: Callable[[list[str]], Any] | None = None) -> None:
         self.session, self.source, self.in_schema, self.fields, self.query = session, source, in_schema, fields, query
+        self.rescan = rescan  # a file source: the Dataset of only the named columns (None: any other source)
 
     @classmethod
-    def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object) -> "Plan":
-        """A plan of a Dataset whose partitions are Tables of ``schema`` (logical names: made physical here)."""
+    def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object,
+           rescan: Callable[[list[str]], Any] | None = None) -> "Plan":
+        """A plan of a Dataset whose partitions are Tables of ``schema`` (logical names: made
+        physical here). ``rescan(columns)``, for a file source, reads only those columns: the
+        first query over the plan reads no column it does not name."""
+        plain = normalize(schema.empty_table()).schema  # string views, nanoseconds: as queries give them
+        if [f.type for f in plain] != [f.type for f in schema]:
+            dataset = dataset.map_partitions(_normalized)
+            schema = plain
+            rescan = rescan and functools.partial(_normalized_scan, rescan)
         phys = physical_names(schema.names)
+        if phys != schema.names:
+            rescan = None
         if phys != schema.names:
             schema = pa.schema([f.with_name(p) for f, p in zip(schema, phys)])
             dataset = dataset.map_partitions(functools.partial(_rename, phys))
         fields = [Field(f.name, p, f.type, frozenset([origin])) for f, p in zip(schema, phys)]
-        return cls(session, dataset, schema, fields)
+        return cls(session, dataset, schema, fields, rescan=rescan)
 
     @property
     def schema(self) -> pa.Schema:
@@ -110,7 +121,13 @@ class Plan:
         """The Dataset of output Tables (physical names)."""
         if self.query is None:
             return self.source
-        return self.source.map_partitions(functools.partial(_run, self.sql(), self.in_schema))
+        source, schema = self.source, self.in_schema
+        if self.rescan is not None and self.query.find(exp.Star) is None:  # read only the columns the query names
+            named = {c.name for c in self.query.find_all(exp.Column)}
+            keep = [f for f in schema if f.name in named]
+            if keep and len(keep) < len(schema):
+                source, schema = self.rescan([f.name for f in keep]), pa.schema(keep)
+        return source.map_partitions(functools.partial(_run, self.sql(), schema))
 
     def _from(self) -> exp.Expression:
         if self.query is None:
@@ -118,7 +135,8 @@ class Plan:
         return exp.Subquery(this=self.query.copy(), alias=exp.TableAlias(this=exp.to_identifier(T)))
 
     def with_origin(self, *tags: object) -> "Plan":
-        return Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query)
+        return Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query,
+                    self.rescan)
 
     # -- narrow: one more query over this one ---------------------------------------------------------
     def project(self, items: list[tuple[exp.Expression, str, frozenset]], where: exp.Expression | None = None,
@@ -140,7 +158,7 @@ class Plan:
             sel = sel.limit(limit)
         types = run_query(to_sql(sel), {T: self.in_schema.empty_table()}).schema
         fields = [Field(name, p, types.field(i).type, origins) for i, ((_, name, origins), p) in enumerate(zip(items, phys))]
-        return Plan(self.session, self.source, self.in_schema, fields, sel)
+        return Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan)
 
     def identity_items(self) -> list[tuple[exp.Expression, str, frozenset]]:
         return [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in self.fields]
@@ -208,5 +226,77 @@ def _untag_schema(with_p: pa.Schema, schema: pa.Schema, value: Any) -> pa.Table:
     return _untag(with_p, value)
 
 
+def _normalized_scan(rescan: Callable[[list[str]], Any], columns: list[str]) -> Any:
+    return rescan(columns).map_partitions(_normalized)
+
+
+def _normalized(value: Any) -> Any:
+    return normalize(value) if isinstance(value, pa.Table) else value
+
+
 def _rename(names: list[str], value: Any) -> Any:
     return value.rename_columns(names) if isinstance(value, pa.Table) else value
+
+
+_PARTIAL = (exp.Sum, exp.Count, exp.Min, exp.Max, exp.Avg)
+
+
+def _decomposable(items: list[exp.Expression]) -> bool:
+    """True if every aggregate in ``items`` can be computed in two steps (partial sums,
+    counts, minima and maxima per map partition, combined after the shuffle)."""
+    for e in items:
+        for n in e.walk():
+            if isinstance(n, exp.Window):
+                return False
+            if isinstance(n, exp.AggFunc):
+                if not isinstance(n, _PARTIAL) or n.find(exp.Distinct) is not None:
+                    return False
+    return True
+
+
+def aggregate(plan: Plan, keys: list[tuple[exp.Expression, str, frozenset]],
+              items: list[tuple[exp.Expression, str, frozenset]], n: int) -> Plan:
+    """``SELECT items GROUP BY keys`` over ``plan``'s rows, across partitions: rows with
+    equal keys meet in one partition after a shuffle. Sums, counts, minima, maxima and
+    means are first aggregated within each map partition (Spark's partial aggregation), so
+    the shuffle moves a row per group and partition, not every row."""
+    key_exprs = [e for e, _, _ in keys]
+    if not _decomposable([e for e, _, _ in items]):
+        ex = plan.exchange_hash(key_exprs, n) if keys else plan.exchange_single()
+        return ex.project(items, group_by=key_exprs or None)
+    partial: list[tuple[exp.Expression, str, frozenset]] = [(k, f"__k{i}", frozenset()) for i, k in enumerate(key_exprs)]
+    finals: dict[str, exp.Expression] = {}
+
+    def part(e: exp.Expression) -> exp.Expression:
+        name = f"__p{len(partial)}"
+        partial.append((e, name, frozenset()))
+        return exp.column(name, quoted=True)
+
+    for e, _, _ in items:
+        for node in e.find_all(exp.AggFunc):
+            key = node.sql()
+            if key in finals:
+                continue
+            if isinstance(node, exp.Avg):
+                s = part(exp.Sum(this=node.this.copy()))
+                c = part(exp.Count(this=node.this.copy()))
+                finals[key] = exp.Div(this=exp.cast(exp.Sum(this=s), "DOUBLE"), expression=exp.Sum(this=c))
+            elif isinstance(node, exp.Count):
+                finals[key] = exp.Sum(this=part(node.copy()))
+                finals[key] = exp.Coalesce(this=finals[key], expressions=[exp.Literal.number(0)])
+            else:
+                finals[key] = type(node)(this=part(node.copy()))
+    pre = plan.project(partial, group_by=key_exprs or None)
+    pkeys = [exp.column(f"__k{i}", quoted=True) for i in range(len(keys))]
+    ex = pre.exchange_hash(pkeys, n) if keys else pre.exchange_single()
+    by_key = {k.sql(): pk for k, pk in zip(key_exprs, pkeys)}
+
+    def final(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.AggFunc) and node.sql() in finals:
+            return finals[node.sql()].copy()
+        if node.sql() in by_key and not isinstance(node, exp.Literal):
+            return by_key[node.sql()].copy()
+        return node
+
+    out = [(e.transform(final, copy=True), name, origins) for e, name, origins in items]
+    return ex.project(out, group_by=pkeys or None)

@@ -113,8 +113,8 @@ class DataFrameReader:
             raise UnsupportedOperation(f"format {self._format!r} is not supported; use parquet, csv, json or text")
         return reader(path)
 
-    def _frame(self, ds: Any, schema: pa.Schema) -> Any:
-        return self._session._frame_of(ds, schema, "read")
+    def _frame(self, ds: Any, schema: pa.Schema, rescan: Any = None) -> Any:
+        return self._session._frame_of(ds, schema, "read", rescan)
 
     def parquet(self, *paths: Any, **options: Any) -> Any:
         """Parquet files (a file, a directory, a glob).
@@ -124,8 +124,9 @@ class DataFrameReader:
         Row(x=1.5)
         """
         ctx = self._session.sparkContext.ctx
-        ds = ctx.parquet_file(list(paths) if len(paths) > 1 else paths[0])
-        return self._frame(ds, _schema_of(ds))
+        where = list(paths) if len(paths) > 1 else paths[0]
+        ds = ctx.parquet_file(where)
+        return self._frame(ds, _schema_of(ds), functools.partial(_parquet_columns, ctx, where))
 
     def csv(self, path: Any, schema: Any = None, sep: str | None = None, header: Any = None,
             inferSchema: Any = None, mode: str | None = None, **options: Any) -> Any:
@@ -203,6 +204,10 @@ def _empty_is_null(value: Any) -> Any:
     cols = [pc.if_else(pc.equal(c, ""), pa.scalar(None, c.type), c) if pa.types.is_string(c.type) else c
             for c in value.columns]
     return pa.Table.from_arrays(cols, schema=value.schema)
+
+
+def _parquet_columns(ctx: Any, where: Any, columns: list[str]) -> Any:
+    return ctx.parquet_file(where, columns=columns)
 
 
 def _renamed(names: list[str], value: Any) -> Any:

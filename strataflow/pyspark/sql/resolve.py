@@ -96,17 +96,22 @@ def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]
     but a struct column reads that struct's field."""
     e = e.copy()
     columns = [c for c in e.find_all(exp.Column) if not isinstance(c.this, exp.Star)
-               and not any(isinstance(p, (exp.Subquery, exp.Select)) for p in _parents(c))]
+               and not any(isinstance(p, (exp.Subquery, exp.Select)) for p in _parents(c, e))]
     for c in columns:
-        c.replace(_resolve_column(c, fields, sides))
+        new = _resolve_column(c, fields, sides)
+        if c is e:
+            return new
+        c.replace(new)
     return e
 
 
-def _parents(node: exp.Expression) -> Iterable[exp.Expression]:
-    p = node.parent
-    while p is not None:
-        yield p
+def _parents(node: exp.Expression, top: exp.Expression) -> Iterable[exp.Expression]:
+    """The nodes between ``node`` and ``top`` (a copy of a part of a query keeps its parents)."""
+    p = node
+    while p is not None and p is not top:
         p = p.parent
+        if p is not None and p is not top:
+            yield p
 
 
 def _resolve_column(c: exp.Column, fields: list[Field], sides: dict[str, list[Field]] | None) -> exp.Expression:

@@ -103,12 +103,13 @@ class SessionFrames:
         value = self.conf.get("spark.sql.shuffle.partitions")  # type: ignore[attr-defined]
         return int(value) if value else max(1, self.sparkContext.defaultParallelism)  # type: ignore[attr-defined]
 
-    def _frame_of(self, ds: Any, schema: pa.Schema, origin: str) -> Any:
-        """A DataFrame of a Dataset whose partitions are Tables of ``schema``."""
+    def _frame_of(self, ds: Any, schema: pa.Schema, origin: str, rescan: Any = None) -> Any:
+        """A DataFrame of a Dataset whose partitions are Tables of ``schema`` (``rescan``:
+        the Dataset of some of its columns only, for a file source)."""
         from strataflow.pyspark.sql.dataframe import DataFrame
         from strataflow.pyspark.sql.plan import Plan
 
-        return DataFrame(Plan.of(self, ds, schema, origin), self)
+        return DataFrame(Plan.of(self, ds, schema, origin, rescan), self)
 
     def _frame(self, table: pa.Table, num_partitions: int | None = None) -> Any:
         from strataflow.pyspark.sql.dataframe import DataFrame

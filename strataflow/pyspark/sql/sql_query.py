@@ -28,7 +28,57 @@ def run_sql(session: Any, text: str) -> Any:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as exc:
         raise AnalysisException(f"[PARSE_SYNTAX_ERROR] {exc}", "PARSE_SYNTAX_ERROR") from None
-    return _query(session, tree, {})
+    if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "VIEW":
+        return _create_view(session, tree)
+    if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "VIEW":
+        for t in tree.args.get("tables") or [tree.this]:
+            if not session.dropTempView(t.name) and not tree.args.get("exists"):
+                session.table(t.name)  # TABLE_OR_VIEW_NOT_FOUND, naming it
+        return session.range(0)
+    return _query(session, _optimize(session, tree), {})
+
+
+#: sqlglot's optimizer rules spark.sql applies: names qualified, projections and predicates
+#: pushed down (a comma join's WHERE equalities become its join keys), correlated
+#: subqueries rewritten as joins
+_RULES = ("qualify", "pushdown_projections", "normalize", "unnest_subqueries", "pushdown_predicates",
+          "optimize_joins")
+
+
+def _optimize(session: Any, tree: exp.Expression) -> exp.Expression:
+    from sqlglot.optimizer import optimize
+    from sqlglot.optimizer.optimizer import RULES
+
+    from strataflow.pyspark.sql.types import from_arrow
+
+    schema = {name: {f.name: from_arrow(f.type).simpleString() for f in df._current.fields}
+              for name, df in session._views.items()}
+    missing = sorted({t.name for t in tree.find_all(exp.Table)} - set(schema) - _cte_names(tree), key=str)
+    if missing:
+        session.table(missing[0])  # the TABLE_OR_VIEW_NOT_FOUND error, naming it
+    rules = [r for r in RULES if r.__name__ in _RULES]
+    try:
+        return optimize(tree, schema=schema, dialect="spark", rules=rules)
+    except sqlglot.errors.OptimizeError as exc:
+        raise AnalysisException(f"[UNRESOLVED_COLUMN] {exc}", "UNRESOLVED_COLUMN") from None
+
+
+def _cte_names(tree: exp.Expression) -> set[str]:
+    return {c.alias for c in tree.find_all(exp.CTE)}
+
+
+def _create_view(session: Any, tree: exp.Create) -> Any:
+    """``CREATE [OR REPLACE] TEMP VIEW name [(columns)] AS query``."""
+    target = tree.this
+    name = target.this.name if isinstance(target, exp.Schema) else target.name
+    df = _query(session, _optimize(session, tree.expression), {})
+    if isinstance(target, exp.Schema) and target.expressions:
+        df = df.toDF(*[c.name for c in target.expressions])
+    if name.lower() in session._views and not tree.args.get("replace"):
+        raise AnalysisException(f"[TEMP_TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create the temporary view `{name}` "
+                                f"because it already exists.", "TEMP_TABLE_OR_VIEW_ALREADY_EXISTS")
+    session._views[name.lower()] = df
+    return session.range(0)
 
 
 def _query(session: Any, q: exp.Expression, scope: dict) -> Any:
@@ -46,34 +96,50 @@ def _query(session: Any, q: exp.Expression, scope: dict) -> Any:
     if not isinstance(q, exp.Select):
         raise AnalysisException(f"[UNSUPPORTED_FEATURE] spark.sql supports queries (SELECT, WITH, UNION); got "
                                 f"{q.key.upper()}", "UNSUPPORTED_FEATURE")
-    for sub in q.find_all(exp.Select):
-        if sub is not q and not _in_from(sub, q):
-            raise AnalysisException("[UNSUPPORTED_FEATURE] subqueries inside expressions (EXISTS, IN (SELECT ...), "
-                                    "scalar subqueries) are not supported yet", "UNSUPPORTED_FEATURE")
-    df = _from(session, q, scope)
     where = q.args.get("where")
-    if where is not None:
-        df = df.filter(Column(where.this))
+    conds = _conjuncts(where.this) if where is not None else []
+    semis = [(c, _in_subquery(c)) for c in conds]
+    handled = {id(sel) for _, sel_info in semis if sel_info for sel in sel_info[2].find_all(exp.Select)}
+    for sub in q.find_all(exp.Select):
+        if sub is not q and not _in_from(sub, q) and id(sub) not in handled:
+            raise AnalysisException("[UNSUPPORTED_FEATURE] subqueries inside expressions (EXISTS, IN (SELECT ...), "
+                                    "scalar subqueries) that sqlglot's optimizer cannot rewrite as joins are not "
+                                    "supported yet", "UNSUPPORTED_FEATURE")
+    df = _from(session, q, scope)
+    rest = [c for c, info in semis if info is None]
+    for _, info in semis:
+        if info is not None:
+            df = _semi_join(session, df, *info, scope)
+    if rest:
+        df = df.filter(Column(exp.and_(*rest)))
     items = [Column(e) for e in q.expressions]
     group = q.args.get("group")
     having = q.args.get("having")
     from strataflow.pyspark.sql.frame_relational import has_agg
 
-    if group is not None or any(has_agg(e) for e in q.expressions):
+    order = q.args.get("order")
+    grouped = group is not None or any(has_agg(e) for e in q.expressions)
+    if grouped:
         keys = [Column(_position(k, q.expressions)) for k in (group.expressions if group is not None else [])]
-        df = _grouped(df, keys, items, having.this if having is not None else None)
+        hidden = _hidden_orders(df, q, items) if order is not None else []
+        df = _grouped(df, keys, items, having.this if having is not None else None, hidden)
+        if hidden:  # ORDER BY what the select leaves out (a grouping key by its input name): order, then drop
+            df = df.orderBy(*[Column(exp.Ordered(this=exp.column(f"__o{i}", quoted=True), desc=bool(o.args.get("desc")),
+                                                 nulls_first=_nulls_first(o)))
+                              for i, o in enumerate(order.expressions)])
+            df = df.drop(*[f"__o{i}" for i in range(len(hidden))])
+            order = None
     else:
         df = df.select(*items)
     if q.args.get("distinct"):
         df = df.distinct()
-    order = q.args.get("order")
     if order is not None:
         orders = [Column(exp.Ordered(this=_position(o.this, q.expressions), desc=bool(o.args.get("desc")),
                                      nulls_first=_nulls_first(o))) for o in order.expressions]
         try:
             df = df.orderBy(*orders)
         except AnalysisException:  # ORDER BY a column the select leaves out: order first, then select
-            if group is not None or q.args.get("distinct"):
+            if grouped or q.args.get("distinct"):
                 raise
             df = _from(session, q, scope)
             if where is not None:
@@ -85,6 +151,43 @@ def _query(session: Any, q: exp.Expression, scope: dict) -> Any:
     if limit is not None:
         df = df.limit(int(limit.expression.this))
     return df
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    e = e.unnest()
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    return [e]
+
+
+def _in_subquery(c: exp.Expression) -> tuple[bool, exp.Expression, exp.Expression] | None:
+    """``(negated, value, subquery)`` of a ``value [NOT] IN (SELECT ...)`` condition whose
+    subquery names nothing of the outer query, else None."""
+    negated = isinstance(c, exp.Not)
+    inner = c.this.unnest() if negated else c
+    if not isinstance(inner, exp.In) or inner.args.get("query") is None:
+        return None
+    sub = inner.args["query"]
+    sub = sub.this if isinstance(sub, exp.Subquery) else sub
+    own = {t.alias_or_name for t in sub.find_all(exp.Table)} | {s.alias for s in sub.find_all(exp.Subquery)}
+    if any(col.table and col.table not in own for col in sub.find_all(exp.Column)):
+        return None
+    return negated, inner.this, sub
+
+
+def _semi_join(session: Any, df: Any, negated: bool, value: exp.Expression, sub: exp.Expression, scope: dict) -> Any:
+    """``value IN (sub)`` as a left semi join; ``NOT IN`` as a null-aware anti join: no row
+    when the subquery holds a null, and never a row whose value is null (SQL's three values)."""
+    from strataflow.pyspark.sql import functions as F
+
+    right = _query(session, sub, scope)
+    right = right.toDF("__in", *right.columns[1:]).select("__in")
+    cond = Column(exp.EQ(this=value, expression=exp.column("__in", quoted=True)))
+    if not negated:
+        return df.join(right, cond, "left_semi")
+    if not right.filter(F.col("__in").isNull()).isEmpty():
+        return df.filter(F.lit(False))
+    return df.filter(Column(exp.Not(this=exp.Is(this=value, expression=exp.Null())))).join(right, cond, "left_anti")
 
 
 def _nulls_first(o: exp.Ordered) -> bool:
@@ -126,7 +229,7 @@ def _source(session: Any, t: exp.Expression, scope: dict) -> Any:
 def _from(session: Any, q: exp.Select, scope: dict) -> Any:
     frm = q.args.get("from") or q.args.get("from_")
     if frm is None:
-        return session.range(1).select()
+        return session.range(1)
     df = _source(session, frm.this, scope)
     for j in q.args.get("joins") or []:
         right = _source(session, j.this, scope)
@@ -146,14 +249,30 @@ def _from(session: Any, q: exp.Select, scope: dict) -> Any:
     return df
 
 
-def _grouped(df: Any, keys: list[Column], items: list[Column], having: exp.Expression | None) -> Any:
+def _hidden_orders(df: Any, q: exp.Select, items: list[Column]) -> list[Column]:
+    """The ORDER BY keys of a grouped query as extra output columns ``__o0``..., when one of
+    them is not an output name, position or alias (else none: the output is ordered as it is)."""
+    from strataflow.pyspark.sql.column import spark_name
+
+    names = {spark_name(i._expr).lower() for i in items}
+    order = q.args["order"].expressions
+    plain = all((isinstance(o.this, exp.Column) and not o.this.table and o.this.name.lower() in names)
+                or (isinstance(o.this, exp.Literal) and not o.this.is_string) for o in order)
+    if plain:
+        return []
+    return [Column(exp.alias_(_position(o.this, q.expressions), f"__o{i}", quoted=True)) for i, o in enumerate(order)]
+
+
+def _grouped(df: Any, keys: list[Column], items: list[Column], having: exp.Expression | None,
+             hidden: list[Column] | None = None) -> Any:
     """``SELECT items ... GROUP BY keys HAVING having`` over ``df``; the select list is the output."""
     from strataflow.pyspark.sql.column import spark_name
+    from strataflow.pyspark.sql.plan import Plan, aggregate
 
     plan = df._current
     key_items = df._items(tuple(keys))
     key_exprs = [e for e, _, _ in key_items]
-    out = df._items(tuple(items))
+    out = df._items(tuple(items) + tuple(hidden or ()))
     extra = []
     if having is not None:
         names = {spark_name(i._expr).lower(): i._expr.this if isinstance(i._expr, exp.Alias) else i._expr
@@ -162,11 +281,8 @@ def _grouped(df: Any, keys: list[Column], items: list[Column], having: exp.Expre
             lambda n: names[n.name.lower()].copy() if isinstance(n, exp.Column) and not n.table
             and n.name.lower() in names and not df._has_column(n.name) else n)
         extra = [(df._items((Column(having),))[0][0], "__having", frozenset())]
-    ex = plan.exchange_hash(key_exprs, df._shuffle_partitions()) if key_exprs else plan.exchange_single()
-    agg = ex.project(out + extra, group_by=key_exprs or None)
+    agg = aggregate(plan, key_items, out + extra, df._shuffle_partitions())
     if having is not None:
-        from strataflow.pyspark.sql.plan import Plan
-
         cond = exp.column(agg.fields[-1].phys, quoted=True)
         agg = Plan.project(agg, agg.identity_items()[:-1], where=cond)
     return df._new(agg)

@@ -145,7 +145,13 @@ class Plan:
         """``SELECT items WHERE where GROUP BY ... ORDER BY ... LIMIT`` over this plan's output;
         ``items`` are resolved expressions with their logical names and origins."""
         phys = physical_names([name for _, name, _ in items])
-        sel = exp.select(*[exp.alias_(e, p, quoted=True) for (e, _, _), p in zip(items, phys)]).from_(self._from())
+        frm, where = self._from(), where
+        if self.query is not None and _plain_filter(self.query):  # fold a filter into this query: the
+            frm = (self.query.args.get("from") or self.query.args.get("from_")).this.copy()  # scan then
+            before = self.query.args.get("where")  # reads only the columns that are used
+            if before is not None:
+                where = before.this.copy() if where is None else exp.and_(before.this.copy(), where)
+        sel = exp.select(*[exp.alias_(e, p, quoted=True) for (e, _, _), p in zip(items, phys)]).from_(frm)
         if where is not None:
             sel = sel.where(where)
         if group_by:
@@ -204,6 +210,15 @@ class Plan:
         assign = functools.partial(_range_assign, key_sql, bounds, bool(first.args.get("desc")),
                                    bool(first.args.get("nulls_first")), m)
         return self._exchange(assign, m)
+
+
+def _plain_filter(q: exp.Select) -> bool:
+    """True if ``q`` only filters: every item a column under its own name, nothing grouped,
+    ordered, limited or made distinct; a query over it may read its input directly."""
+    if any(q.args.get(k) for k in ("group", "having", "distinct", "order", "limit", "qualify", "joins")):
+        return False
+    return all(isinstance(e, exp.Alias) and isinstance(e.this, exp.Column) and not e.this.table
+               and e.this.name == e.alias for e in q.expressions)
 
 
 def _zeros(t: pa.Table) -> np.ndarray:

@@ -226,26 +226,61 @@ def _source(session: Any, t: exp.Expression, scope: dict) -> Any:
     raise AnalysisException(f"[UNSUPPORTED_FEATURE] FROM {t.sql('spark')}", "UNSUPPORTED_FEATURE")
 
 
+def _how(j: exp.Join) -> str:
+    side, kind = (j.side or "").lower(), (j.kind or "").lower()
+    how = {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
+    if kind in ("semi", "anti"):
+        how = "left_" + kind
+    if kind == "cross" or (j.args.get("on") is None and not j.args.get("using")):
+        how = "cross" if how == "inner" else how
+    return how
+
+
 def _from(session: Any, q: exp.Select, scope: dict) -> Any:
     frm = q.args.get("from") or q.args.get("from_")
     if frm is None:
         return session.range(1)
-    df = _source(session, frm.this, scope)
-    for j in q.args.get("joins") or []:
+    joins = list(q.args.get("joins") or [])
+    inner = 0  # the leading inner and cross joins, which may run in any order
+    while inner < len(joins) and _how(joins[inner]) in ("inner", "cross") and not joins[inner].args.get("using"):
+        inner += 1
+    df = _inner_joins(session, frm.this, joins[:inner], scope)
+    for j in joins[inner:]:
         right = _source(session, j.this, scope)
-        side, kind = (j.side or "").lower(), (j.kind or "").lower()
-        how = {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
-        if kind in ("semi", "anti"):
-            how = ("left_" if True else "") + kind
-        if kind == "cross" or (j.args.get("on") is None and not j.args.get("using")):
-            how = "cross" if how == "inner" else how
-        using = j.args.get("using")
+        how, using = _how(j), j.args.get("using")
         if using:
             df = df.join(right, [u.name for u in using], how)
         elif j.args.get("on") is not None:
             df = df.join(right, Column(j.args["on"]), how)
         else:
             df = df.join(right, how=how)
+    return df
+
+
+def _inner_joins(session: Any, first: exp.Expression, joins: list[exp.Join], scope: dict) -> Any:
+    """``first`` inner-joined with the joins' sources, in an order where each next source
+    has a join condition with those before it, so that no source is crossed with another
+    when a condition could join them (``a, b, c WHERE a.x = c.x AND c.y = b.y`` joins c
+    before b); conditions apply as soon as their sources are joined."""
+    df = _source(session, first, scope)
+    seen = {first.alias_or_name}
+    todo = [(j.this.alias_or_name, j.this) for j in joins]
+    pending = [c for j in joins if j.args.get("on") is not None for c in _conjuncts(j.args["on"])]
+
+    def tables(c: exp.Expression) -> set[str]:
+        return {col.table for col in c.find_all(exp.Column) if col.table}
+
+    while todo:
+        pick = next((t for t in todo if any(t[0] in tables(c) and tables(c) - {t[0]} and tables(c) <= seen | {t[0]}
+                                            for c in pending)), todo[0])
+        todo.remove(pick)
+        seen.add(pick[0])
+        ready = [c for c in pending if tables(c) <= seen]
+        pending = [c for c in pending if not tables(c) <= seen]
+        right = _source(session, pick[1], scope)
+        df = df.join(right, Column(exp.and_(*ready))) if ready else df.join(right, how="cross")
+    if pending:
+        df = df.filter(Column(exp.and_(*pending)))
     return df
 
 

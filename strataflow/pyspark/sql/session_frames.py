@@ -130,7 +130,7 @@ class SessionFrames:
         >>> spark.createDataFrame([{"b": 2, "a": 1}]).collect()
         [Row(a=1, b=2)]
         """
-        from strataflow.pyspark.sql.types import DataType, StructField, StructType, _parse_ddl, from_arrow
+        from strataflow.pyspark.sql.types import DataType, StructField, StructType, _parse_ddl
 
         if isinstance(schema, str):
             schema = _parse_ddl(schema) if ":" in schema or " " in schema.strip() else StructType(
@@ -164,7 +164,6 @@ class SessionFrames:
                 raise ValueError("[CANNOT_INFER_EMPTY_SCHEMA] Can not infer schema from an empty dataset.")
             struct, rows = _infer_schema(rows, list(schema) if schema else None)
             table = _table_from_rows(rows, struct)
-        del from_arrow
         return self._frame(table)
 
     def range(self, start: int, end: int | None = None, step: int = 1, numPartitions: int | None = None) -> Any:

@@ -41,6 +41,8 @@ def main() -> None:
     spark = SparkSession.builder.master("local[4]").appName("sql doctests").getOrCreate()
     sys.modules.update({"pyspark.sql": ours, "pyspark.sql.functions": functions, "pyspark.sql.types": types,
                         "pyspark.sql.window": window})
+    import pyspark  # ``import pyspark.sql.functions as sf`` reaches the module through attributes
+    pyspark.sql = ours
     out = {}
     for name, module in real.items():
         globs = module.__dict__.copy()

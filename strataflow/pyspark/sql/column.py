@@ -6,8 +6,9 @@ names against the DataFrame's schema (``resolve.py``) and the partition's query 
 operators (``col("a") + 1``), from ``functions`` and from Spark SQL text (``expr("a + 1")``),
 and is written out in DuckDB's dialect with Spark's meaning (sqlglot's transpiler).
 
-``spark_name`` gives the column name Spark gives an unnamed expression (``(a + 1)``,
-``sum(x)``, ``count(1)``): programs read results by those names (``row["sum(x)"]``).
+``spark_name`` (``column_names.py``, with literals' trees) gives the column name Spark
+gives an unnamed expression (``(a + 1)``, ``sum(x)``, ``count(1)``, ``r.b``, ``l[0]``):
+programs read results by those names (``row["sum(x)"]``).
 """
 
 from __future__ import annotations
@@ -16,35 +17,9 @@ from typing import Any
 
 from sqlglot import exp
 
-__all__ = ["Column", "spark_name", "to_expr", "lit_expr"]
+from strataflow.pyspark.sql.column_names import drop_fields_expr, isnan_expr, lit_expr, spark_name
 
-
-def lit_expr(value: Any) -> exp.Expression:
-    """A literal's syntax tree (None is NULL; dates, timestamps and decimals typed as Spark's)."""
-    import datetime as dt
-    import decimal
-
-    if isinstance(value, Column):
-        return value._expr
-    if value is None:
-        return exp.Null()
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, (int, float)):
-        if value != value or value in (float("inf"), float("-inf")):
-            return exp.cast(exp.Literal.string(str(value).replace("inf", "Infinity")), "DOUBLE")
-        return exp.Literal.number(value)
-    if isinstance(value, decimal.Decimal):
-        return exp.cast(exp.Literal.string(str(value)), f"DECIMAL(38,{max(0, -value.as_tuple().exponent)})")
-    if isinstance(value, dt.datetime):
-        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
-    if isinstance(value, dt.date):
-        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
-    if isinstance(value, str):
-        return exp.Literal.string(value)
-    if isinstance(value, (list, tuple)):
-        return exp.Array(expressions=[lit_expr(v) for v in value])
-    raise TypeError(f"lit: unsupported literal type {type(value).__name__} ({value!r})")
+__all__ = ["Column", "spark_name", "to_expr", "lit_expr", "isnan_expr"]
 
 
 def to_expr(c: "Column | str") -> exp.Expression:
@@ -64,6 +39,11 @@ def to_expr(c: "Column | str") -> exp.Expression:
 
 def _wrap(v: Any) -> exp.Expression:
     return v._expr if isinstance(v, Column) else lit_expr(v)
+
+
+def _is_frame(v: Any) -> bool:
+    """A DataFrame (told by its ``collect`` and ``columns``: this module may not import it)."""
+    return not isinstance(v, Column) and hasattr(v, "collect") and hasattr(v, "columns")
 
 
 class Column:
@@ -116,7 +96,18 @@ class Column:
     __hash__ = None  # type: ignore[assignment]
 
     def __getitem__(self, key: Any) -> "Column":
+        if isinstance(key, slice):  # Spark's meaning: col[start:length] is substr(start, length)
+            if key.step is not None:
+                raise ValueError("[SLICE_WITH_STEP] Slice with step is not supported.")
+            return self.substr(key.start, key.stop)
         return self.getItem(key)
+
+    def __iter__(self) -> None:
+        raise TypeError("[NOT_ITERABLE] Column is not iterable.")
+
+    def __contains__(self, item: Any) -> None:
+        raise ValueError("[CANNOT_APPLY_IN_FOR_COLUMN] Cannot apply 'in' operator against a column: "
+                         "please use 'contains' in a string column or 'array_contains' function for an array column.")
 
     def __getattr__(self, name: str) -> "Column":
         if name.startswith("_"):
@@ -131,8 +122,18 @@ class Column:
         >>> spark.range(2).select(F.col("id").alias("n")).columns
         ['n']
         """
-        return Column(exp.alias_(self._expr.this if isinstance(self._expr, exp.Alias) else self._expr,
-                                 alias[0], quoted=True))
+        metadata = kwargs.pop("metadata", None)
+        if kwargs:
+            raise TypeError(f"alias() got unexpected keyword arguments: {', '.join(kwargs)}")
+        e = exp.alias_(self._expr.this if isinstance(self._expr, exp.Alias) else self._expr, alias[0], quoted=True)
+        if metadata is not None:
+            e.meta["metadata"] = dict(metadata)  # the schema's StructField.metadata of the column it names
+        return Column(e)
+
+    @property
+    def _metadata(self) -> dict | None:
+        """The metadata ``alias(..., metadata=...)`` gave this column, if any."""
+        return self._expr.meta.get("metadata") if isinstance(self._expr, exp.Alias) and self._expr._meta else None
 
     name = alias
 
@@ -149,6 +150,27 @@ class Column:
         return Column(exp.TryCast(this=self._expr, to=exp.DataType.build(text, dialect="spark")))
 
     astype = cast
+
+    def try_cast(self, dataType: Any) -> "Column":
+        """The column converted to ``dataType``, null where a value does not convert (named as
+        the column itself, as Spark 4 names it).
+
+        >>> df = spark.createDataFrame([("123",), ("Bob",), (None,)], ["name"])
+        >>> df.select(F.col("name").try_cast("long")).collect()
+        [Row(name=123), Row(name=None), Row(name=None)]
+        """
+        c = self.cast(dataType)
+        c._expr.meta["try_cast"] = True
+        return c
+
+    def isNaN(self) -> "Column":
+        """True where the value is NaN (false where it is null, as Spark's ``isnan``).
+
+        >>> df = spark.createDataFrame([(1.0,), (float("nan"),), (None,)], "h double")
+        >>> [r["isnan(h)"] for r in df.select(F.col("h").isNaN()).collect()]
+        [False, True, False]
+        """
+        return Column(isnan_expr(self._expr))
 
     def isNull(self) -> "Column":
         """True where the value is null.
@@ -171,10 +193,28 @@ class Column:
 
         >>> spark.range(5).filter(F.col("id").isin([1, 3])).count()
         2
+
+        A DataFrame of one column is Spark's IN subquery (its rows are read when the Column is made):
+
+        >>> spark.range(5).filter(F.col("id").isin(spark.range(2, 9))).count()
+        3
         """
         if len(values) == 1 and isinstance(values[0], (list, tuple, set)):
             values = tuple(values[0])
+        if len(values) == 1 and _is_frame(values[0]):
+            return self._isin_frame(values[0])
         return Column(exp.In(this=self._expr, expressions=[_wrap(v) for v in values]))
+
+    def _isin_frame(self, df: Any) -> "Column":
+        """``isin`` of a DataFrame's rows (Spark's IN subquery): its values are read now; a
+        DataFrame of several columns is compared, by position, with a struct (``struct(a, b)``)."""
+        rows = df.collect()
+        if not rows:
+            return Column(exp.false())  # IN of no rows is false, for a null value too
+        if len(df.columns) == 1:
+            return Column(exp.In(this=self._expr, expressions=[lit_expr(r[0]) for r in rows]))
+        tuples = [exp.Anonymous(this="ROW", expressions=[lit_expr(v) for v in r]) for r in rows]
+        return Column(exp.In(this=self._expr, expressions=tuples))
 
     def between(self, lowerBound: Any, upperBound: Any) -> "Column":
         """True where ``lowerBound <= value <= upperBound``.
@@ -182,7 +222,7 @@ class Column:
         >>> spark.range(10).filter(F.col("id").between(2, 4)).count()
         3
         """
-        return Column(exp.Between(this=self._expr, low=_wrap(lowerBound), high=_wrap(upperBound)))
+        return (self >= lowerBound) & (Column(self._expr.copy()) <= upperBound)
 
     def like(self, other: str) -> "Column":
         """SQL LIKE (``%`` any run, ``_`` one character).
@@ -238,7 +278,36 @@ class Column:
         >>> spark.createDataFrame([("spark",)], ["s"]).select(F.col("s").substr(2, 3).alias("t")).first().t
         'par'
         """
-        return Column(exp.Substring(this=self._expr, start=_wrap(startPos), length=_wrap(length)))
+        if type(startPos) is not type(length) and not (isinstance(startPos, int) and isinstance(length, int)):
+            raise TypeError(f"[NOT_SAME_TYPE] startPos and length should be the same type, got "
+                            f"{type(startPos).__name__} and {type(length).__name__}.")
+        e = exp.Substring(this=self._expr, start=_wrap(startPos), length=_wrap(length))
+        e.meta["fn"] = "substr"
+        return Column(e)
+
+    def bitwiseAND(self, other: Any) -> "Column":
+        """Bitwise AND with ``other`` (a value or a Column), named ``(a & b)``.
+
+        >>> spark.createDataFrame([(170, 75)], ["a", "b"]).select(F.col("a").bitwiseAND(F.col("b"))).collect()
+        [Row((a & b)=10)]
+        """
+        return self._bin(exp.BitwiseAnd, other)
+
+    def bitwiseOR(self, other: Any) -> "Column":
+        """Bitwise OR with ``other`` (a value or a Column), named ``(a | b)``.
+
+        >>> spark.createDataFrame([(170, 75)], ["a", "b"]).select(F.col("a").bitwiseOR(F.col("b"))).collect()
+        [Row((a | b)=235)]
+        """
+        return self._bin(exp.BitwiseOr, other)
+
+    def bitwiseXOR(self, other: Any) -> "Column":
+        """Bitwise exclusive OR with ``other`` (a value or a Column), named ``(a ^ b)``.
+
+        >>> spark.createDataFrame([(170, 75)], ["a", "b"]).select(F.col("a").bitwiseXOR(F.col("b"))).collect()
+        [Row((a ^ b)=225)]
+        """
+        return self._bin(exp.BitwiseXor, other)
 
     def eqNullSafe(self, other: Any) -> "Column":
         """Equality in which null equals null (Spark's ``<=>``).
@@ -266,6 +335,70 @@ class Column:
         2
         """
         return Column(exp.Dot(this=self._expr, expression=exp.to_identifier(name, quoted=True)))
+
+    def withField(self, fieldName: str, col: "Column") -> "Column":
+        """This struct with field ``fieldName`` added, or replaced (the name matched without
+        regard to case); ``"e.g"`` reaches into a nested struct. A null struct stays null.
+
+        >>> df = spark.createDataFrame([(Row(b=1, c=2),)], ["a"])
+        >>> df.withColumn("a", F.col("a").withField("b", F.lit(3)).withField("d", F.lit(4))).first().a
+        Row(b=3, c=2, d=4)
+        """
+        if not isinstance(fieldName, str):
+            raise TypeError(f"[NOT_STR] Argument `fieldName` should be a str, got {type(fieldName).__name__}.")
+        if not isinstance(col, Column):
+            raise TypeError(f"[NOT_COLUMN] Argument `col` should be a Column, got {type(col).__name__}.")
+        head, _, rest = fieldName.partition(".")
+        value = col._expr if not rest else Column(self.getField(head)._expr).withField(rest, col)._expr
+        update = exp.Anonymous(this="STRUCT_UPDATE", expressions=[
+            self._expr.copy(), exp.PropertyEQ(this=exp.to_identifier(head, quoted=True), expression=value)])
+        guarded = exp.Case(ifs=[exp.If(this=exp.Is(this=self._expr.copy(), expression=exp.Null()), true=exp.Null())],
+                           default=update)
+        guarded.meta["with_field"] = head
+        return Column(guarded)
+
+    def dropFields(self, *fieldNames: str) -> "Column":
+        """This struct without the fields ``fieldNames`` (``"e.g"`` reaches into a nested
+        struct; a name it does not have drops nothing). It is written out when the struct's
+        type is known, as the DataFrame resolves the column (``column_names.expand_struct_ops``).
+
+        >>> from strataflow.pyspark.sql.column_names import expand_struct_ops
+        >>> df = spark.createDataFrame([(Row(b=1, c=2),)], ["a"])
+        >>> c = F.col("a").dropFields("b")
+        >>> df.select(Column(expand_struct_ops(c._expr, df._current.fields)).alias("a")).first().a
+        Row(c=2)
+        """
+        if not fieldNames or not all(isinstance(n, str) for n in fieldNames):
+            raise TypeError("dropFields: give one or more field names (str)")
+        return Column(drop_fields_expr(self._expr, fieldNames))
+
+    def outer(self) -> "Column":
+        """A reference to the outer query's column in a correlated subquery
+        (``DataFrame.scalar``/``exists``), which strataflow does not run: it says so.
+
+        >>> try:
+        ...     F.col("e1.dept").outer()
+        ... except NotImplementedError as exc:
+        ...     "correlated" in str(exc)
+        True
+        """
+        from strataflow.pyspark.errors import UnsupportedOperation
+
+        raise UnsupportedOperation("Column.outer is not supported in strataflow: correlated subqueries "
+                                   "(DataFrame.scalar, DataFrame.exists) are not; join the DataFrames instead")
+
+    def transform(self, f: Any) -> "Column":
+        """``f(self)``: a function of a Column, so that steps chain (``c.transform(trim).transform(upper)``).
+
+        >>> df = spark.createDataFrame([("  hi ",)], ["t"])
+        >>> df.select(F.col("t").transform(F.trim).transform(F.upper).alias("r")).first().r
+        'HI'
+        """
+        out = f(self)
+        if not isinstance(out, Column):
+            raise TypeError(f"[NOT_COLUMN] the function given to transform should return a Column, "
+                            f"got {type(out).__name__}.")
+        return out
 
     def when(self, condition: "Column", value: Any) -> "Column":
         """Another branch of a ``functions.when`` chain.
@@ -357,80 +490,3 @@ class Column:
 
     def _alias_note(self) -> str:
         return f" AS {self._expr.alias}" if isinstance(self._expr, exp.Alias) else ""
-
-
-_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.EQ: "=", exp.LT: "<",
-        exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=", exp.And: "AND", exp.Or: "OR", exp.NullSafeEQ: "<=>"}
-_FUNC_NAMES = {"avg": "avg", "count": "count", "arrayagg": "collect_list", "arrayuniqueagg": "collect_set",
-               "stddev": "stddev", "stddevsamp": "stddev_samp", "stddevpop": "stddev_pop",
-               "variance": "variance", "variancepop": "var_pop", "approxdistinct": "approx_count_distinct",
-               "regexplike": "RLIKE", "dateadd": "date_add", "datesub": "date_sub", "datediff": "datediff",
-               "tsordstodate": "to_date", "strtotime": "to_timestamp", "timestrtotime": "to_timestamp",
-               "rownumber": "row_number", "denserank": "dense_rank", "percentrank": "percent_rank",
-               "cumedist": "cume_dist", "countif": "count_if", "lower": "lower", "upper": "upper",
-               "length": "length", "substring": "substring", "concat": "concat", "concatws": "concat_ws",
-               "coalesce": "coalesce", "abs": "abs", "sqrt": "SQRT", "ln": "ln", "exp": "EXP", "pow": "POWER",
-               "round": "round", "floor": "FLOOR", "ceil": "CEIL", "trim": "trim", "initcap": "initcap",
-               "explode": "explode", "size": "size", "arraysize": "size", "first": "first", "last": "last"}
-
-
-def spark_name(e: exp.Expression, aliases: bool = True) -> str:
-    """The name Spark gives the column an expression makes (its alias if it has one)."""
-    if isinstance(e, exp.Alias):
-        return e.alias if aliases else spark_name(e.this)
-    if isinstance(e, exp.Column):
-        return e.name if not isinstance(e.this, exp.Star) else "*"
-    if isinstance(e, exp.Star):
-        return "*"
-    if isinstance(e, exp.Paren):
-        return spark_name(e.this)
-    if isinstance(e, exp.Literal):
-        return e.this
-    if isinstance(e, exp.Null):
-        return "NULL"
-    if isinstance(e, exp.Boolean):
-        return str(e.this).lower()
-    if isinstance(e, exp.NEQ):
-        return f"(NOT ({spark_name(e.this)} = {spark_name(e.expression)}))"
-    if type(e) in _OPS:
-        return f"({spark_name(e.this)} {_OPS[type(e)]} {spark_name(e.expression)})"
-    if isinstance(e, exp.Not):
-        inner = e.this.this if isinstance(e.this, exp.Paren) else e.this
-        if isinstance(inner, exp.Is):
-            return f"({spark_name(inner.this)} IS NOT NULL)"
-        return f"(NOT {spark_name(inner)})"
-    if isinstance(e, exp.Is):
-        return f"({spark_name(e.this)} IS NULL)"
-    if isinstance(e, exp.Neg):
-        return f"(- {spark_name(e.this)})"
-    if isinstance(e, exp.In):
-        return f"({spark_name(e.this)} IN ({', '.join(spark_name(x) for x in e.expressions)}))"
-    if isinstance(e, (exp.Cast, exp.TryCast)):
-        return f"CAST({spark_name(e.this)} AS {e.to.sql('spark').upper()})"
-    if isinstance(e, exp.Ordered):
-        order = "DESC" if e.args.get("desc") else "ASC"
-        nulls = "NULLS FIRST" if e.args.get("nulls_first") else "NULLS LAST"
-        return f"{spark_name(e.this)} {order} {nulls}"
-    if isinstance(e, exp.Count):
-        arg = e.this
-        if arg is None or isinstance(arg, exp.Star):
-            return "count(1)"
-        if isinstance(arg, exp.Distinct):
-            return f"count(DISTINCT {', '.join(spark_name(x) for x in arg.expressions)})"
-        return f"count({spark_name(arg)})"
-    if isinstance(e, exp.Case):
-        parts = ["CASE"] + [f"WHEN {spark_name(i.this)} THEN {spark_name(i.args['true'])}" for i in e.args["ifs"]]
-        if e.args.get("default") is not None:
-            parts.append(f"ELSE {spark_name(e.args['default'])}")
-        return " ".join(parts + ["END"])
-    if isinstance(e, exp.Window):
-        return f"{spark_name(e.this)} OVER (...)"
-    if isinstance(e, exp.Anonymous):
-        return f"{e.name}({', '.join(spark_name(x) for x in e.expressions)})"
-    if isinstance(e, exp.Func):
-        name = e.meta.get("fn") if e._meta else None
-        name = name or _FUNC_NAMES.get(e.key, e.key)
-        args = [spark_name(a) for a in e.args.values() if isinstance(a, exp.Expression)]
-        args += [spark_name(a) for v in e.args.values() if isinstance(v, list) for a in v]
-        return f"{name}({', '.join(args)})"
-    return e.sql("spark")

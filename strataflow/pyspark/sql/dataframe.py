@@ -12,12 +12,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import Column, spark_name, to_expr
 from strataflow.pyspark.sql.frame_actions import DataFrameActions
+from strataflow.pyspark.sql.frame_functional import COL_REGEX, DataFrameFunctional
+from strataflow.pyspark.sql.frame_sets import DataFrameSets
+from strataflow.pyspark.sql.frame_stat import DataFrameStat, DataFrameStatFunctions  # noqa: F401  (pyspark.sql.dataframe has it)
 from strataflow.pyspark.sql.frame_relational import DataFrameRelational, has_agg, has_window
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.resolve import field_of, qualifier, resolve
@@ -28,7 +32,7 @@ __all__ = ["DataFrame", "DataFrameNaFunctions"]
 _ids = itertools.count(1)
 
 
-class DataFrame(DataFrameRelational, DataFrameActions):
+class DataFrame(DataFrameRelational, DataFrameSets, DataFrameFunctional, DataFrameStat, DataFrameActions):
     """Rows with named, typed columns, computed lazily in partitions.
 
     >>> df = spark.createDataFrame([(1, "Alice"), (2, "Bob")], ["id", "name"])
@@ -90,7 +94,7 @@ class DataFrame(DataFrameRelational, DataFrameActions):
          |-- name: string (nullable = true)
         <BLANKLINE>
         """
-        print(self.schema.treeString())
+        print(self.schema.treeString(level))
 
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):
@@ -130,16 +134,23 @@ class DataFrame(DataFrameRelational, DataFrameActions):
                 fields = [f for f in plan.fields if not tag or lookup(f.name, tag, [f])]
                 out += [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in fields]
                 continue
+            if isinstance(e, exp.Anonymous) and e.name == COL_REGEX:  # df.colRegex: the columns that match
+                import re
+
+                pattern = re.compile(e.expressions[0].this)
+                out += [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in plan.fields
+                        if pattern.fullmatch(f.name)]
+                continue
             inner = e.this if isinstance(e, exp.Alias) else e
             if isinstance(inner, exp.Column) and not isinstance(e, exp.Alias):
                 try:
                     f = field_of(inner.name, inner.table, plan.fields)
                 except AnalysisException:
-                    out.append((resolve(inner, plan.fields), spark_name(e), frozenset()))  # a struct's field
+                    out.append((resolve(inner, plan.fields), spark_name(e, fields=plan.fields), frozenset()))  # a field
                     continue
                 out.append((exp.column(f.phys, quoted=True), f.name, f.origins))
             else:
-                out.append((resolve(inner, plan.fields), spark_name(e), frozenset()))
+                out.append((resolve(inner, plan.fields), spark_name(e, fields=plan.fields), frozenset()))
         return out
 
     def select(self, *cols: "Column | str") -> "DataFrame":
@@ -257,7 +268,13 @@ class DataFrame(DataFrameRelational, DataFrameActions):
             if isinstance(c, str):
                 gone |= {f.phys for f in self._current.fields if f.name.lower() == c.lower()}
             elif isinstance(e, exp.Column):
-                gone.add(field_of(e.name, e.table, self._current.fields).phys)
+                whole = f"{e.table}.{e.name}" if e.table and not e.table.startswith("__df") else None
+                try:
+                    gone.add(field_of(e.name, e.table, self._current.fields).phys)
+                except AnalysisException:  # col("a.b.c") names a column called "a.b.c", if there is one
+                    if whole is None or not self._has_column(whole):
+                        raise
+                    gone.add(field_of(whole, "", self._current.fields).phys)
         items = [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in self._current.fields if f.phys not in gone]
         return self._new(self._current.project(items))
 
@@ -303,14 +320,55 @@ class DataFrame(DataFrameRelational, DataFrameActions):
         1
         """
         names = [subset] if isinstance(subset, str) else list(subset or self.columns)
-        cols = [exp.column(field_of(n, "", self._current.fields).phys, quoted=True) for n in names]
+        fields = [field_of(n, "", self._current.fields) for n in names]
         nonnull = exp.Add(this=exp.Literal.number(0), expression=exp.Literal.number(0))
-        for c in cols:
+        for f in fields:  # NaN counts as null here, as Spark's na.drop counts it
+            c = exp.column(f.phys, quoted=True)
+            missing: exp.Expression = exp.Is(this=c, expression=exp.Null())
+            if pa.types.is_floating(f.type):
+                missing = exp.or_(missing, exp.Anonymous(this="isnan", expressions=[c.copy()]))
             nonnull = exp.Add(this=nonnull, expression=exp.Case(
-                ifs=[exp.If(this=exp.Not(this=exp.Is(this=c, expression=exp.Null())), true=exp.Literal.number(1))],
+                ifs=[exp.If(this=exp.Not(this=exp.paren(missing)), true=exp.Literal.number(1))],
                 default=exp.Literal.number(0)))
-        need = thresh if thresh is not None else (len(cols) if how == "any" else 1)
+        need = thresh if thresh is not None else (len(fields) if how == "any" else 1)
         return self._new(self._current.filter(exp.GTE(this=exp.paren(nonnull), expression=exp.Literal.number(need))))
+
+    def replace(self, to_replace: Any, value: Any = ..., subset: Any = None) -> "DataFrame":
+        """Values replaced: ``to_replace`` (a value, a list, or a dict of old -> new) by
+        ``value`` (one, or a list as long), in the columns of ``subset`` (default: all) whose
+        type fits the old values (numbers for numbers, strings for strings); the new value
+        takes the column's type.
+
+        >>> df = spark.createDataFrame([(10, "Alice"), (5, None)], ["age", "name"])
+        >>> df.na.replace(10, 20).collect()
+        [Row(age=20, name='Alice'), Row(age=5, name=None)]
+        >>> df.replace({"Alice": "A"}).first().name
+        'A'
+        """
+        from strataflow.pyspark.sql import functions as F
+
+        if isinstance(to_replace, dict):
+            mapping = dict(to_replace)
+        else:
+            if value is ...:
+                raise TypeError("value argument is required when to_replace is not a dictionary.")
+            olds = list(to_replace) if isinstance(to_replace, (list, tuple)) else [to_replace]
+            news = list(value) if isinstance(value, (list, tuple)) else [value] * len(olds)
+            if len(olds) != len(news):
+                raise ValueError(f"to_replace and value lists should be of the same length. "
+                                 f"Got {len(olds)} and {len(news)}")
+            mapping = dict(zip(olds, news))
+        names = [subset] if isinstance(subset, str) else list(subset or self.columns)
+        changes = {}
+        for n in names:
+            t = self._field_type(n)
+            pairs = [(k, v) for k, v in mapping.items() if k is not None and _fill_fits(k, t)]
+            if pairs:
+                e = F.when(F.col(n) == F.lit(pairs[0][0]), F.lit(pairs[0][1]))
+                for k, v in pairs[1:]:
+                    e = e.when(F.col(n) == F.lit(k), F.lit(v))
+                changes[n] = e.otherwise(F.col(n)).cast(from_arrow(t))
+        return self.withColumns(changes) if changes else self
 
     def _has_column(self, name: str) -> bool:
         from strataflow.pyspark.sql.resolve import lookup
@@ -359,6 +417,14 @@ class DataFrameNaFunctions:
         '?'
         """
         return self._df.fillna(value, subset)
+
+    def replace(self, to_replace: Any, value: Any = ..., subset: Any = None) -> DataFrame:
+        """As ``DataFrame.replace``.
+
+        >>> spark.createDataFrame([("a",)], ["s"]).na.replace("a", "b").first().s
+        'b'
+        """
+        return self._df.replace(to_replace, value, subset)
 
     def drop(self, how: str = "any", thresh: int | None = None, subset: Any = None) -> DataFrame:
         """As ``DataFrame.dropna``.

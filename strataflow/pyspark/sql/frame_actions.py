@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import pyarrow as pa
 
+from strataflow.pyspark.sql.catalog import register
 from strataflow.pyspark.sql.engine import as_table
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.row import Row
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from strataflow.pyspark.sql.dataframe import DataFrame
 
 __all__ = ["DataFrameActions"]
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _head(schema: pa.Schema, n: int, value: Any) -> pa.Table:
@@ -71,7 +76,8 @@ class DataFrameActions:
         ['id', 's']
         """
         tables = self._tables()
-        return self._logical(pa.concat_tables(tables) if tables else self._current.schema.empty_table())
+        one = pa.concat_tables(tables).combine_chunks() if tables else self._current.schema.empty_table()
+        return self._logical(one)
 
     def toPandas(self) -> Any:
         """All rows as a pandas DataFrame.
@@ -178,7 +184,8 @@ class DataFrameActions:
     # -- cache ------------------------------------------------------------------------------------------
     def persist(self, storageLevel: Any = None) -> "DataFrame":
         """Keeps the computed partitions at ``storageLevel`` (a PySpark StorageLevel or a
-        strataflow level, AUTO included; default MEMORY_AND_DISK, as Spark's DataFrames).
+        strataflow level, AUTO included; default MEMORY_AND_DISK_DESER, as Spark's DataFrames:
+        partitions are Arrow tables, held as they are in memory).
 
         >>> from strataflow.pyspark import StorageLevel
         >>> df = spark.range(4).persist(StorageLevel.DISK_ONLY)
@@ -187,19 +194,22 @@ class DataFrameActions:
         """
         from strataflow.pyspark.storagelevel import StorageLevel, as_pyspark, to_native
 
-        level = StorageLevel.MEMORY_AND_DISK if storageLevel is None else storageLevel
+        level = StorageLevel.MEMORY_AND_DISK_DESER if storageLevel is None else storageLevel
         if self._cached_plan is None:  # type: ignore[attr-defined]
             plan = self._plan  # type: ignore[attr-defined]
-            ds = plan.dataset().persist(to_native(level))
+            ds = plan.dataset()
+            if plan.query is None:  # the source itself: cache a Dataset of this DataFrame's own, so that
+                ds = ds.map_partitions(_same)  # another DataFrame over that source keeps its own level
+            ds = ds.persist(to_native(level))
             self._cached_plan = Plan(plan.session, ds, plan.schema, plan.fields)
             self._level = as_pyspark(level)
         return self  # type: ignore[return-value]
 
     def cache(self) -> "DataFrame":
-        """``persist()`` at MEMORY_AND_DISK.
+        """``persist()`` at MEMORY_AND_DISK_DESER.
 
-        >>> df = spark.range(3).cache(); df.count(), df.is_cached
-        (3, True)
+        >>> df = spark.range(3).cache(); df.count(), df.is_cached, df.storageLevel
+        (3, True, StorageLevel(True, True, False, True, 1))
         """
         return self.persist()
 
@@ -244,21 +254,43 @@ class DataFrameActions:
         >>> spark.sql("SELECT sum(id) AS s FROM nums").first().s
         3
         """
-        self.sparkSession._views[name.lower()] = self  # type: ignore[attr-defined]
+        register(self.sparkSession, name, self, replace=True)  # type: ignore[attr-defined]
 
     def createTempView(self, name: str) -> None:
         """As ``createOrReplaceTempView``, but an existing name is an AnalysisException.
 
         >>> spark.range(1).createTempView("once_only_view")
         """
-        from strataflow.pyspark.errors import AnalysisException
+        register(self.sparkSession, name, self, replace=False)  # type: ignore[attr-defined]
 
-        if name.lower() in self.sparkSession._views:  # type: ignore[attr-defined]
-            raise AnalysisException(f"[TEMP_TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create the temporary view `{name}` "
-                                    f"because it already exists.", "TEMP_TABLE_OR_VIEW_ALREADY_EXISTS")
-        self.createOrReplaceTempView(name)
+    def registerTempTable(self, name: str) -> None:
+        """The old name of ``createOrReplaceTempView``.
 
-    createOrReplaceGlobalTempView = createOrReplaceTempView
+        >>> spark.range(2).registerTempTable("two_rows"); spark.table("two_rows").count()
+        2
+        """
+        register(self.sparkSession, name, self, replace=True)  # type: ignore[attr-defined]
+
+    def createGlobalTempView(self, name: str) -> None:
+        """Names this DataFrame for every session of the application, as ``global_temp.name``
+        (an existing name is an AnalysisException).
+
+        >>> spark.range(2).createGlobalTempView("shared2")
+        >>> spark.newSession().sql("SELECT count(*) AS n FROM global_temp.shared2").first().n
+        2
+        >>> spark.catalog.dropGlobalTempView("shared2")
+        True
+        """
+        register(self.sparkSession, name, self, replace=False, global_=True)  # type: ignore[attr-defined]
+
+    def createOrReplaceGlobalTempView(self, name: str) -> None:
+        """As ``createGlobalTempView``, replacing a view of that name.
+
+        >>> spark.range(3).createOrReplaceGlobalTempView("shared3")
+        >>> spark.table("global_temp.shared3").count()
+        3
+        """
+        register(self.sparkSession, name, self, replace=True, global_=True)  # type: ignore[attr-defined]
 
     def explain(self, extended: Any = None, mode: str | None = None) -> None:
         """Prints the plan: each partition's query (DuckDB's SQL) and the strataflow stages.

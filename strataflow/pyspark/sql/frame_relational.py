@@ -20,8 +20,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
-from strataflow.pyspark.sql.column import Column, to_expr
+from strataflow.pyspark.sql.column import Column, spark_name, to_expr
 from strataflow.pyspark.sql.engine import as_table, run_query
+from strataflow.pyspark.sql.frame_sets import _cast, _duck_type, aligned
 from strataflow.pyspark.sql.plan import Plan, aggregate, to_sql
 from strataflow.pyspark.sql.resolve import Field, field_of, physical_names, resolve
 
@@ -68,10 +69,6 @@ def _hash_type(a: pa.DataType, b: pa.DataType) -> str | None:
     return "VARCHAR"
 
 
-def _cast(e: exp.Expression, to: str | None) -> exp.Expression:
-    return e if to is None else exp.cast(e, to)
-
-
 def _joined(sql: str, left_schema: pa.Schema, right_schema: pa.Schema, left: Any, right: Any) -> pa.Table:
     return run_query(sql, {"__l": as_table(left, left_schema), "__r": as_table(right, right_schema)})
 
@@ -112,9 +109,52 @@ class DataFrameRelational:
 
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
+        cols = tuple(self._by_ordinal(c)[0] for c in cols)
         return GroupedData(self, self._items(cols))  # type: ignore[attr-defined]
 
     groupby = groupBy
+
+    def _grouped_sets(self, cols: tuple, sets: list[list[int]], kind: str) -> Any:
+        from strataflow.pyspark.sql.group import GroupedData
+
+        cols = tuple(self._by_ordinal(c)[0] for c in (cols[0] if len(cols) == 1 and isinstance(cols[0], list) else cols))
+        return GroupedData(self, self._items(cols), sets=sets, kind=kind)  # type: ignore[attr-defined]
+
+    def rollup(self, *cols: "Column | str") -> Any:
+        """Groups by ``cols``, then by each leading part of them, then over all rows (the
+        keys left out are null in those rows).
+
+        >>> df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], ["k", "v"])
+        >>> sorted(df.rollup("k").count().collect(), key=str)
+        [Row(k='a', count=2), Row(k='b', count=1), Row(k=None, count=3)]
+        """
+        n = len(cols[0]) if len(cols) == 1 and isinstance(cols[0], list) else len(cols)
+        return self._grouped_sets(cols, [list(range(i)) for i in range(n, -1, -1)], "Rollup")
+
+    def cube(self, *cols: "Column | str") -> Any:
+        """Groups by every subset of ``cols`` (the keys left out are null in those rows).
+
+        >>> df = spark.createDataFrame([("a", "x", 1), ("b", "x", 2)], ["k", "j", "v"])
+        >>> sorted(df.cube("k", "j").count().collect(), key=str)  # (k, j), (k), (j), ()
+        [Row(k='a', j='x', count=1), Row(k='a', j=None, count=1), Row(k='b', j='x', count=1), Row(k='b', j=None, count=1), Row(k=None, j='x', count=2), Row(k=None, j=None, count=2)]
+        """
+        n = len(cols[0]) if len(cols) == 1 and isinstance(cols[0], list) else len(cols)
+        sets = [[i for i in range(n) if mask >> (n - 1 - i) & 1] for mask in range(2 ** n - 1, -1, -1)]
+        return self._grouped_sets(cols, sets, "Cube")
+
+    def groupingSets(self, groupingSets: Any, *cols: "Column | str") -> Any:
+        """Groups by each of ``groupingSets`` (each a list of some of ``cols``).
+
+        >>> df = spark.createDataFrame([("a", "x", 1), ("b", "x", 2)], ["k", "j", "v"])
+        >>> sorted(df.groupingSets([["k"], []], "k", "j").sum("v").collect(), key=str)
+        [Row(k='a', j=None, sum(v)=1), Row(k='b', j=None, sum(v)=2), Row(k=None, j=None, sum(v)=3)]
+        """
+        names = [c if isinstance(c, str) else spark_name(to_expr(c)) for c in cols]
+        sets = []
+        for gs in groupingSets:
+            gs = [gs] if isinstance(gs, (str, Column)) else list(gs)
+            sets.append([names.index(g if isinstance(g, str) else spark_name(to_expr(g))) for g in gs])
+        return self._grouped_sets(cols, sets, "GroupingSets")
 
     def agg(self, *exprs: Any) -> "DataFrame":
         """An aggregate over all rows (``groupBy().agg``).
@@ -218,6 +258,16 @@ class DataFrameRelational:
         return self._broadcast_hint() if name.lower() in ("broadcast", "broadcastjoin", "mapjoin") else self
 
     # -- order ----------------------------------------------------------------------------------------------
+    def _by_ordinal(self, c: Any, asc: bool = True) -> tuple[Any, bool]:
+        """Spark's column ordinals: ``1`` is the first column, ``-1`` the first descending."""
+        if isinstance(c, bool) or not isinstance(c, int):
+            return c, asc
+        names = self.columns  # type: ignore[attr-defined]
+        if c == 0 or abs(c) > len(names):
+            raise AnalysisException(f"[ORDER_BY_POS_OUT_OF_RANGE] Column ordinal {c} is out of range: the DataFrame "
+                                    f"has {len(names)} columns {names}; ordinals start at 1.", "ORDER_BY_POS_OUT_OF_RANGE")
+        return Column(exp.column(names[abs(c) - 1], quoted=True)), (c > 0) == asc
+
     def _orders(self, cols: tuple, ascending: Any) -> list[exp.Ordered]:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
             cols = tuple(cols[0])
@@ -226,6 +276,7 @@ class DataFrameRelational:
         asc = ascending if isinstance(ascending, list) else [ascending] * len(cols)
         orders = []
         for c, a in zip(cols, asc):
+            c, a = self._by_ordinal(c, a)
             e = to_expr(c)
             if not isinstance(e, exp.Ordered):
                 e = exp.Ordered(this=e, desc=not a, nulls_first=bool(a))
@@ -305,22 +356,9 @@ class DataFrameRelational:
         >>> spark.range(2).union(spark.range(3)).count()
         5
         """
-        lp, rp = self._current, other._current
-        if len(lp.fields) != len(rp.fields):
-            raise AnalysisException(f"[NUM_COLUMNS_MISMATCH] UNION can only be performed on inputs with the same "
-                                    f"number of columns, but the first input has {len(lp.fields)} columns and the "
-                                    f"second input has {len(rp.fields)} columns.", "NUM_COLUMNS_MISMATCH")
-        r_as_l = pa.schema([pa.field(a.phys, b.type) for a, b in zip(lp.fields, rp.fields)])
-        both = run_query("SELECT * FROM __l UNION ALL SELECT * FROM __r",
-                         {"__l": lp.schema.empty_table(), "__r": r_as_l.empty_table()}).schema
-        sides = []
-        for p in (lp, rp):
-            items = [(_cast(exp.column(f.phys, quoted=True), None if f.type == t.type else _duck_type(t.type)),
-                      lf.name, lf.origins) for f, t, lf in zip(p.fields, both, lp.fields)]
-            sides.append(p.project(items).dataset())
-        fields = [Field(f.name, f.phys, t.type, f.origins) for f, t in zip(lp.fields, both)]
+        left, right, fields = aligned(self._current, other._current, "UNION")
         schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
-        return self._new(Plan(lp.session, sides[0].union(sides[1]), schema, fields))  # type: ignore[attr-defined]
+        return self._new(Plan(left.session, left.dataset().union(right.dataset()), schema, fields))  # type: ignore
 
     unionAll = union
 
@@ -376,12 +414,6 @@ class DataFrameRelational:
 
 def _table_of(schema: pa.Schema, value: Any) -> pa.Table:
     return as_table(value, schema)
-
-
-def _duck_type(t: pa.DataType) -> str:
-    from strataflow.pyspark.sql.types import from_arrow
-
-    return exp.DataType.build(from_arrow(t).simpleString(), dialect="spark").sql("duckdb")
 
 
 def _equi_pairs(cond: exp.Expression) -> list[tuple[exp.Expression, exp.Expression]]:

@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlglot import exp as sx
 
-from strataflow.pyspark.sql.column import Column, lit_expr, to_expr
+from strataflow.pyspark.sql.column import Column, isnan_expr, lit_expr, to_expr
 
 __all__ = ["col", "column", "lit", "expr", "when", "broadcast", "count", "countDistinct", "count_distinct",
-           "sum_distinct", "sumDistinct", "asc", "desc", "struct", "array", "row_number", "rank", "dense_rank",
-           "percent_rank", "cume_dist", "ntile", "lag", "lead", "current_date",
+           "sum_distinct", "sumDistinct", "raise_error", "isnan", "asc", "desc", "struct", "array", "row_number",
+           "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "current_date",
            "current_timestamp"]
 
 
@@ -61,6 +61,28 @@ def when(condition: Column, value: Any) -> Column:
     [Row(s='small'), Row(s='small'), Row(s='big')]
     """
     return Column(sx.Case(ifs=[sx.If(this=condition._expr, true=_arg(value, "l"))]))
+
+
+def raise_error(errMsg: "Column | str") -> Column:
+    """Fails the query with ``errMsg`` where it is evaluated (a branch of ``when`` that no
+    row reaches never fails).
+
+    >>> spark.range(2).select(when(col("id") >= 0, 1).otherwise(raise_error("unreachable")).alias("w")).collect()
+    [Row(w=1), Row(w=1)]
+    """
+    e = sx.Anonymous(this="ERROR", expressions=[_arg(errMsg, "l")])
+    e.meta["fn"] = "raise_error"
+    return Column(e)
+
+
+def isnan(c: "Column | str") -> Column:
+    """True where ``c`` is NaN; false elsewhere, null included, as Spark's.
+
+    >>> df = spark.createDataFrame([(1.0,), (float("nan"),), (None,)], "h double")
+    >>> [r[0] for r in df.select(isnan("h")).collect()]
+    [False, True, False]
+    """
+    return Column(isnan_expr(_arg(c, "c")))
 
 
 def broadcast(df: Any) -> Any:
@@ -280,7 +302,7 @@ _SPECS = {
     # math
     "abs": "c", "sqrt": "c", "exp": "c", "log10": "c", "log2": "c", "ln": "c", "pow": "cc", "power": "cc",
     "round": "cl", "bround": "cl", "floor": "c", "ceil": "c", "ceiling": "c", "signum": "c", "sin": "c",
-    "cos": "c", "tan": "c", "greatest": "c*", "least": "c*", "isnan": "c", "nanvl": "cc", "cbrt": "c",
+    "cos": "c", "tan": "c", "greatest": "c*", "least": "c*", "nanvl": "cc", "cbrt": "c",
     "degrees": "c", "radians": "c", "rand": "l", "randn": "l", "pmod": "cc",
     # strings
     "upper": "c", "lower": "c", "length": "c", "trim": "c", "ltrim": "c", "rtrim": "c", "reverse": "c",

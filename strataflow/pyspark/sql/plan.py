@@ -23,25 +23,13 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from strataflow.pyspark.sql.dialect import to_sql
 from strataflow.pyspark.sql.engine import as_table, normalize, run_query
 from strataflow.pyspark.sql.resolve import Field, physical_names
 
 __all__ = ["Plan", "to_sql"]
 
 T = "__t"
-
-
-def _spark_types(node: exp.Expression) -> exp.Expression:
-    """Spark's result types where sqlglot's DuckDB spelling would change them: ``date_add``
-    and ``date_sub`` give a date (DuckDB's date + interval is a timestamp)."""
-    if isinstance(node, (exp.TsOrDsAdd, exp.DateAdd, exp.DateSub)) and not isinstance(node.parent, exp.Cast):
-        return exp.Cast(this=node, to=exp.DataType.build("DATE"))
-    return node
-
-
-def to_sql(e: exp.Expression) -> str:
-    """An expression or query in DuckDB's dialect, with Spark's meaning."""
-    return e.transform(_spark_types, copy=True).sql(dialect="duckdb")
 
 
 def _run(sql: str, in_schema: pa.Schema, value: Any) -> pa.Table:
@@ -253,6 +241,18 @@ def _rename(names: list[str], value: Any) -> Any:
     return value.rename_columns(names) if isinstance(value, pa.Table) else value
 
 
+def _pruned(plan: Plan, exprs: list[exp.Expression]) -> Plan:
+    """``plan`` with only the columns ``exprs`` name, so that a shuffle carries no other
+    (kept as it is when a column is named by ``*`` or pruning would rename one)."""
+    if any(e.find(exp.Star) is not None for e in exprs):
+        return plan
+    named = {c.name for e in exprs for c in e.find_all(exp.Column)}
+    kept = [f for f in plan.fields if f.phys in named]
+    if not kept or len(kept) == len(plan.fields) or physical_names([f.name for f in kept]) != [f.phys for f in kept]:
+        return plan
+    return plan.project([(exp.column(f.phys, quoted=True), f.name, f.origins) for f in kept])
+
+
 _PARTIAL = (exp.Sum, exp.Count, exp.Min, exp.Max, exp.Avg)
 
 
@@ -277,6 +277,7 @@ def aggregate(plan: Plan, keys: list[tuple[exp.Expression, str, frozenset]],
     the shuffle moves a row per group and partition, not every row."""
     key_exprs = [e for e, _, _ in keys]
     if not _decomposable([e for e, _, _ in items]):
+        plan = _pruned(plan, key_exprs + [e for e, _, _ in items])
         ex = plan.exchange_hash(key_exprs, n) if keys else plan.exchange_single()
         return ex.project(items, group_by=key_exprs or None)
     partial: list[tuple[exp.Expression, str, frozenset]] = [(k, f"__k{i}", frozenset()) for i, k in enumerate(key_exprs)]

@@ -21,6 +21,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
+from strataflow.pyspark.sql.coercion import spark_coercions
+from strataflow.pyspark.sql.column_names import expand_struct_ops
 
 __all__ = ["Field", "resolve", "physical_names", "qualifier"]
 
@@ -94,7 +96,7 @@ def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]
     join's ``{"__l": left fields, "__r": right fields}``) each reference is qualified with
     its side's table name. A ``table.name`` that is not a DataFrame's qualifier or alias
     but a struct column reads that struct's field."""
-    e = e.copy()
+    e = expand_struct_ops(e, fields if sides is None else [f for fs in sides.values() for f in fs]).copy()
     columns = [c for c in e.find_all(exp.Column) if not isinstance(c.this, exp.Star)
                and not any(isinstance(p, (exp.Subquery, exp.Select)) for p in _parents(c, e))]
     for c in columns:
@@ -102,6 +104,8 @@ def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]
         if c is e:
             return new
         c.replace(new)
+    if sides is None:  # a partition's own columns: Spark's implicit conversions, now that types are known
+        e = spark_coercions(e, pa.schema([pa.field(f.phys, f.type) for f in fields]), "__t")
     return e
 
 

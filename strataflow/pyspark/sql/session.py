@@ -32,7 +32,6 @@ _DATAFRAME_API = {
     "readStream": "batch RDD jobs",
     "udf": "plain Python functions in map/filter",
     "udtf": "plain Python functions in flatMap",
-    "catalog": "files on disk",
     "streams": "batch RDD jobs",
     "dataSource": "spark.sparkContext.textFile and the strataflow readers",
     "tvf": "RDD transformations",
@@ -269,6 +268,17 @@ class SparkSession(SessionFrames):
         """
         return RuntimeConfig(self)
 
+    @property
+    def catalog(self) -> Any:
+        """The session's views (a :class:`~strataflow.pyspark.sql.catalog.Catalog`).
+
+        >>> SparkSession.builder.getOrCreate().catalog.currentDatabase()
+        'default'
+        """
+        from strataflow.pyspark.sql.catalog import Catalog
+
+        return Catalog(self)
+
     def newSession(self) -> "SparkSession":
         """Another session on the same SparkContext, with settings of its own.
 
@@ -301,7 +311,7 @@ class SparkSession(SessionFrames):
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<SparkSession {self._sc!r}>"
+        return f"<strataflow.pyspark.sql.session.SparkSession object at {id(self):#x}: {self._sc!r}>"
 
     def __getattr__(self, name: str) -> Any:
         if name in _DATAFRAME_API:

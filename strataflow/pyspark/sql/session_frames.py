@@ -32,7 +32,9 @@ def _arrow_value(v: Any) -> Any:
         return {k: _arrow_value(x) for k, x in zip(v.__fields__, v)}
     if isinstance(v, dict):
         return [(_arrow_value(k), _arrow_value(x)) for k, x in v.items()]
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, tuple):  # a struct (PySpark infers a tuple as one) or an array: Arrow takes either
+        return tuple(_arrow_value(x) for x in v)
+    if isinstance(v, list):
         return [_arrow_value(x) for x in v]
     return v
 
@@ -206,7 +208,10 @@ class SessionFrames:
         >>> spark.table("two").count()
         2
         """
-        df = self._views.get(tableName.lower())
+        from strataflow.pyspark.sql.catalog import global_views, split_global
+
+        name = split_global(tableName)
+        df = self._views.get(tableName.lower()) if name is None else global_views(self.sparkContext).get(name)
         if df is None:
             raise AnalysisException(f"[TABLE_OR_VIEW_NOT_FOUND] The table or view `{tableName}` cannot be found. "
                                     f"Views: {sorted(self._views) or 'none'}.", "TABLE_OR_VIEW_NOT_FOUND")

@@ -100,13 +100,13 @@ def show_string(table: pa.Table, names: list[str], n: int, truncate: "bool | int
 def _vertical(names: list[str], rows: list[list[str]], footer: str) -> str:
     if not rows:
         return "(0 rows)\n"
-    key_w = max(len(n) for n in names) if names else 0
-    val_w = max((len(c) for r in rows for c in r), default=0)
+    key_w = max([3] + [_w(n) for n in names])
+    val_w = max([3] + [_w(c) for r in rows for c in r])
     out = []
     for i, r in enumerate(rows):
         head = f"-RECORD {i}"
-        out.append(head + "-" * max(0, key_w + val_w + 3 - len(head)))
-        out += [f" {n.ljust(key_w)} | {c.ljust(val_w)} " for n, c in zip(names, r)]
+        out.append(head + "-" * max(0, key_w + val_w + 5 - len(head)))
+        out += [f" {n}{' ' * (key_w - _w(n))} | {c}{' ' * (val_w - _w(c))} " for n, c in zip(names, r)]
     if footer:
         out.append(footer)
     return "\n".join(out) + "\n"

@@ -213,7 +213,7 @@ class StructType(DataType):
     def to_arrow(self) -> pa.Schema:
         return pa.schema([f.to_arrow() for f in self.fields])
 
-    def treeString(self) -> str:
+    def treeString(self, level: int | None = None) -> str:
         """The schema as ``printSchema`` prints it.
 
         >>> print(StructType().add("a", "int").add("tags", "array<string>").treeString())
@@ -225,7 +225,7 @@ class StructType(DataType):
         """
         lines = ["root"]
         for f in self.fields:
-            _tree(lines, f.name, f.dataType, f"nullable = {str(f.nullable).lower()}", " |")
+            _tree(lines, f.name, f.dataType, f"nullable = {str(f.nullable).lower()}", " |", level or 1 << 30)
         return "\n".join(lines) + "\n"
 
     def __getitem__(self, key: "str | int") -> StructField:
@@ -259,17 +259,20 @@ def _tree_name(dt: DataType) -> str:
         dt.simpleString(), dt.simpleString())
 
 
-def _tree(lines: list[str], name: str, dt: DataType, null_note: str, prefix: str) -> None:
+def _tree(lines: list[str], name: str, dt: DataType, null_note: str, prefix: str, level: int) -> None:
+    """Appends a field's line and (``level`` deep at most) its inner fields' lines."""
     lines.append(f"{prefix}-- {name}: {_tree_name(dt)} ({null_note})")
-    inner = prefix + "    |"
+    if level <= 1:
+        return
+    inner, level = prefix + "    |", level - 1
     if isinstance(dt, ArrayType):
-        _tree(lines, "element", dt.elementType, f"containsNull = {str(dt.containsNull).lower()}", inner)
+        _tree(lines, "element", dt.elementType, f"containsNull = {str(dt.containsNull).lower()}", inner, level)
     elif isinstance(dt, MapType):
-        _tree(lines, "key", dt.keyType, "nullable = false", inner)
-        _tree(lines, "value", dt.valueType, f"valueContainsNull = {str(dt.valueContainsNull).lower()}", inner)
+        _tree(lines, "key", dt.keyType, "nullable = false", inner, level)
+        _tree(lines, "value", dt.valueType, f"valueContainsNull = {str(dt.valueContainsNull).lower()}", inner, level)
     elif isinstance(dt, StructType):
         for f in dt.fields:
-            _tree(lines, f.name, f.dataType, f"nullable = {str(f.nullable).lower()}", inner)
+            _tree(lines, f.name, f.dataType, f"nullable = {str(f.nullable).lower()}", inner, level)
 
 
 _FROM_ARROW = {pa.null(): NullType, pa.string(): StringType, pa.large_string(): StringType, pa.utf8(): StringType,
@@ -330,7 +333,9 @@ def _infer(value: Any) -> DataType:
         return BinaryType()
     if isinstance(value, Row) and hasattr(value, "__fields__"):
         return StructType([StructField(k, _infer(v)) for k, v in zip(value.__fields__, value)])
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):  # PySpark: a tuple is a struct of _1, _2, ...
+        return StructType([StructField(f"_{i + 1}", _infer(v)) for i, v in enumerate(value)])
+    if isinstance(value, list):
         return ArrayType(_merge([_infer(v) for v in value]))
     if isinstance(value, dict):
         return MapType(_merge([_infer(k) for k in value]), _merge([_infer(v) for v in value.values()]))

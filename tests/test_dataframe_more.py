@@ -1,0 +1,253 @@
+"""The DataFrame members beyond the core (set operations, rollup/cube/grouping sets,
+pivot, ``na.replace``, ``unpivot``, ordinals, ``offset``, user functions over Arrow and
+pandas batches, the catalog and global views, table-valued ``range`` in SQL) against
+models of the right answer: real PySpark running the same program, and plain Python
+(``collections.Counter`` for multiset semantics) over values users have: None, NaN,
+unicode, duplicates, empty partitions.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_dataframe import _frames, _key, _norm
+
+from strataflow.pyspark import SparkConf, SparkContext
+from strataflow.pyspark.sql import AnalysisException, SparkSession
+from strataflow.pyspark.sql import functions as F
+
+
+@pytest.fixture(scope="module")
+def spark():
+    conf = SparkConf().set("spark.sql.shuffle.partitions", "3")
+    sc = SparkContext("local[2]", "dataframes-more", conf=conf)
+    session = SparkSession(sc)
+    try:
+        yield session
+    finally:
+        sc.stop()
+
+
+def _programs(F_):
+    """name -> program(people, depts) -> DataFrame, written once for both engines."""
+    return {
+        "intersect": lambda p, d: p.select("dept").intersect(d.select("dept")),
+        "intersect_all": lambda p, d: p.select("dept").intersectAll(p.filter("id > 1").select("dept")),
+        "subtract": lambda p, d: p.select("dept", "name").subtract(p.filter("id = 1").select("dept", "name")),
+        "except_all": lambda p, d: p.select("dept").exceptAll(d.select("dept")),
+        "rollup": lambda p, d: p.rollup("dept", "name").agg(F_.count("*").alias("n"), F_.sum("id").alias("s")),
+        "cube": lambda p, d: p.cube("dept").agg(F_.max("score").alias("m")),
+        "grouping_sets": lambda p, d: p.groupingSets([["dept"], []], "dept").agg(F_.avg("id").alias("a")),
+        "pivot_values": lambda p, d: p.groupBy("dept").pivot("name", ["Ann", "Bo"]).agg(F_.sum("id")),
+        "pivot_inferred": lambda p, d: p.groupBy("dept").pivot("born").count(),
+        "pivot_two_aggs": lambda p, d: p.groupBy("name").pivot("dept", ["eng", "ops"]).agg(
+            F_.sum("id"), F_.count("score")),
+        "replace_numbers": lambda p, d: p.na.replace(3, 30).select("id", "score"),
+        "replace_strings": lambda p, d: p.na.replace(["Ann", "eng"], ["A", None], ["name", "dept"])
+                                         .select("id", "name", "dept"),
+        "replace_dict": lambda p, d: p.replace({"Bo": "B", "ops": "o"}).select("id", "name", "dept"),
+        "dropna_nan": lambda p, d: p.na.drop(subset=["score"]).select("id"),
+        "dropna_thresh": lambda p, d: p.dropna(thresh=5).select("id"),
+        "unpivot": lambda p, d: d.unpivot("dept", ["floor"], "var", "val"),
+        "sort_ordinal": lambda p, d: p.select("id", "dept").sort(-1, 1),
+        "group_ordinal": lambda p, d: p.select("dept", "id").groupBy(1).agg(F_.sum("id").alias("s")),
+        "offset": lambda p, d: p.orderBy("id").offset(4).select("id"),
+        "casts_truncate": lambda p, d: p.filter(F_.col("score").isNotNull() & ~F_.isnan("score")).select(
+            "id", F_.col("score").cast("int"), (F_.col("score") * -1).cast("bigint").alias("neg"),
+            F_.col("pay").cast("int").alias("pay_int")),
+        "string_coercions": lambda p, d: p.select(F_.upper("id").alias("u"), F_.length("id").alias("l"),
+                                                  (F_.lit("2") + F_.col("id")).alias("a")),
+        "cast_names": lambda p, d: p.select(F_.col("id").cast("string"), (F_.col("id") + 1).cast("int"),
+                                            F_.col("name").cast("string")),
+        "sql_names": lambda p, d: _sql(p, "SELECT ID AS MyId, Name, id + 1, CAST(id AS INT), CAST(id + 1 AS INT), "
+                                          "count(*) OVER (PARTITION BY dept) AS n, upper(dept) FROM people_v"),
+        "sql_star": lambda p, d: _sql(d, "SELECT *, floor * 2 FROM people_v"),
+    }
+
+
+def _sql(df, query):
+    df.createOrReplaceTempView("people_v")
+    return df.sparkSession.sql(query)
+
+
+ORDERED = {"sort_ordinal"}
+
+
+@pytest.fixture(scope="module")
+def pyspark_results():
+    """Each program's columns and rows as real PySpark computes them."""
+    from strataflow.bench.peers.pyspark_peer import available
+
+    ok, why = available()
+    if not ok:
+        pytest.skip(f"PySpark unavailable: {why}")
+    from pyspark.sql import SparkSession as RealSession, functions as RF
+
+    real = (RealSession.builder.master("local[2]").appName("model-more").config("spark.sql.shuffle.partitions", "3")
+            .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    try:
+        p, d = _frames(real, RF)
+        return {name: (prog(p, d).columns, _norm(prog(p, d).collect())) for name, prog in _programs(RF).items()}
+    finally:
+        real.stop()
+
+
+@pytest.mark.parametrize("name", sorted(_programs(F)))
+def test_program_matches_pyspark(spark, pyspark_results, name):
+    p, d = _frames(spark, F)
+    df = _programs(F)[name](p, d)
+    cols, rows = pyspark_results[name]
+    got = _norm(df.collect())
+    assert df.columns == cols
+    if name in ORDERED:
+        assert got == rows
+    else:
+        assert sorted(got, key=_key) == sorted(rows, key=_key)
+
+
+VALUES = st.one_of(st.none(), st.integers(-2, 2), st.sampled_from(["a", "é", "日"]))
+ROWS = st.lists(st.tuples(st.integers(-1, 2), VALUES.map(lambda v: None if v is None else str(v))), max_size=12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(left=ROWS, right=ROWS, parts=st.integers(1, 4))
+def test_set_operations_match_multiset_models(spark, left, right, parts):
+    schema = "k int, v string"
+    a = spark.createDataFrame(left, schema).repartition(parts)
+    b = spark.createDataFrame(right, schema).repartition(1)
+    ca, cb = collections.Counter(left), collections.Counter(right)
+
+    def rows(df):
+        return collections.Counter(tuple(r) for r in df.collect())
+
+    assert rows(a.intersect(b)) == collections.Counter(set(ca) & set(cb))
+    assert rows(a.intersectAll(b)) == ca & cb
+    assert rows(a.subtract(b)) == collections.Counter(set(ca) - set(cb))
+    assert rows(a.exceptAll(b)) == ca - cb
+
+
+def test_set_operations_cast_both_sides_alike_and_check_widths(spark):
+    ints = spark.createDataFrame([(1,), (2,)], "n int")
+    doubles = spark.createDataFrame([(1.0,), (2.5,)], "n double")
+    assert sorted(r.n for r in ints.intersect(doubles).collect()) == [1.0]
+    assert ints.intersect(doubles).dtypes == [("n", "double")]
+    with pytest.raises(AnalysisException, match="NUM_COLUMNS_MISMATCH"):
+        ints.subtract(spark.range(1).select("id", "id"))
+
+
+def test_nan_rows_meet_in_set_operations(spark):
+    a = spark.createDataFrame([(float("nan"),), (1.0,)], "x double")
+    got = a.intersect(spark.createDataFrame([(float("nan"),)], "x double")).collect()
+    assert len(got) == 1 and math.isnan(got[0].x)
+
+
+def test_an_ordinal_out_of_range_names_the_columns(spark):
+    df = spark.createDataFrame([(1, "a")], ["n", "s"])
+    with pytest.raises(AnalysisException, match=r"ordinal 3 .* \['n', 's'\]"):
+        df.sort(3)
+    with pytest.raises(AnalysisException, match="ordinal 0"):
+        df.groupBy(0)
+
+
+def test_pivot_of_an_unknown_column_is_named(spark):
+    with pytest.raises(AnalysisException, match="nope"):
+        spark.range(3).groupBy("id").pivot("nope").count()
+
+
+def test_replace_needs_a_value_and_lists_of_one_length(spark):
+    df = spark.createDataFrame([(1, "a")], ["n", "s"])
+    with pytest.raises(TypeError, match="value argument is required"):
+        df.replace(1)
+    with pytest.raises(ValueError, match="same length"):
+        df.replace([1, 2], [3])
+    assert df.replace(True, False).collect() == df.collect()  # no boolean column: nothing changes
+
+
+def test_map_in_arrow_and_pandas_run_per_partition_and_check_the_schema(spark):
+    df = spark.range(10, numPartitions=3)
+
+    def counts(batches):
+        yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
+
+    assert sorted(r.n for r in df.mapInArrow(counts, "n long").collect()) == [3, 3, 4]
+
+    def wrong(frames):
+        for pdf in frames:
+            yield pdf.rename(columns={"id": "other"})
+
+    with pytest.raises(AnalysisException, match=r"lacks the columns \['id'\]"):
+        df.mapInPandas(wrong, "id long").collect()
+
+    def halves(frames):
+        for pdf in frames:
+            yield pdf.assign(id=pdf.id / 2)
+
+    assert sorted(r.id for r in df.mapInPandas(halves, "id double").collect()) == [i / 2 for i in range(10)]
+
+
+def test_foreach_and_transform(spark):
+    seen = spark.sparkContext.accumulator(0)
+    spark.range(5, numPartitions=2).foreach(lambda row: seen.add(row.id))
+    assert seen.value == 10
+    parts = spark.sparkContext.accumulator(0)
+    spark.range(5, numPartitions=2).foreachPartition(lambda rows: parts.add(1))
+    assert parts.value == 2
+    with pytest.raises(TypeError, match="should return a DataFrame"):
+        spark.range(1).transform(lambda df: 3)
+
+
+def test_col_regex_to_and_checkpoints(spark):
+    df = spark.createDataFrame([("x", 1, 2.5)], ["name", "n1", "n2"])
+    assert df.select(df.colRegex("`n\\d`")).columns == ["n1", "n2"]
+    assert df.select("name", df.colRegex("`zz.*`")).columns == ["name"]
+    from strataflow.pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    to = df.to(StructType([StructField("n2", LongType()), StructField("name", StringType())]))
+    assert to.collect()[0].asDict() == {"n2": 2, "name": "x"}
+    with pytest.raises(AnalysisException, match="`missing`"):
+        df.to(StructType([StructField("missing", LongType())]))
+    assert df.localCheckpoint().collect() == df.collect() and df.checkpoint(eager=False).count() == 1
+
+
+def test_catalog_views_global_views_and_show_tables(spark):
+    spark.range(3).createOrReplaceTempView("cat_three")
+    assert "cat_three" in [t.name for t in spark.catalog.listTables()]
+    assert spark.catalog.tableExists("cat_three") and not spark.catalog.tableExists("cat_four")
+    tables = {r.tableName for r in spark.sql("SHOW TABLES").collect()}
+    assert "cat_three" in tables
+    spark.range(2).createGlobalTempView("cat_shared")
+    other = spark.newSession()
+    assert other.sql("SELECT count(*) AS n FROM global_temp.cat_shared").first().n == 2
+    assert other.table("global_temp.cat_shared").count() == 2
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        other.table("cat_three")  # a temporary view is its session's own
+    with pytest.raises(AnalysisException, match="ALREADY_EXISTS.*global_temp.cat_shared"):
+        spark.range(1).createGlobalTempView("cat_shared")
+    assert spark.catalog.dropGlobalTempView("cat_shared") and not spark.catalog.dropGlobalTempView("cat_shared")
+    assert spark.catalog.dropTempView("cat_three")
+    spark.sql("DROP TABLE IF EXISTS cat_three")  # gone: IF EXISTS says nothing
+    with pytest.raises(AnalysisException, match="cat_three"):
+        spark.sql("DROP TABLE cat_three")
+
+
+def test_range_as_a_table_function_in_sql(spark):
+    assert [r.id for r in spark.sql("SELECT * FROM range(10) WHERE id > 7").collect()] == [8, 9]
+    got = spark.sql("SELECT r.id, s.id AS j FROM range(1, 3) r JOIN range(0, 6, 2) s ON r.id * 2 = s.id").collect()
+    assert sorted(tuple(x) for x in got) == [(1, 2), (2, 4)]
+    assert "__range" not in " ".join(spark._views)  # the views range() made are gone with the query
+
+
+def test_two_frames_over_one_source_keep_their_own_cache_levels(spark):
+    from strataflow.pyspark import StorageLevel
+
+    df = spark.createDataFrame([(1,), (2,)], ["n"])
+    a, b = df.alias("a").persist(StorageLevel.MEMORY_ONLY), df.alias("b").persist(StorageLevel.DISK_ONLY)
+    assert a.count() == b.count() == 2
+    a.unpersist()
+    assert not a.is_cached and b.is_cached and b.storageLevel == StorageLevel.DISK_ONLY
+    assert sorted(r.n for r in b.collect()) == [1, 2]

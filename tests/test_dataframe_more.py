@@ -251,3 +251,36 @@ def test_two_frames_over_one_source_keep_their_own_cache_levels(spark):
     a.unpersist()
     assert not a.is_cached and b.is_cached and b.storageLevel == StorageLevel.DISK_ONLY
     assert sorted(r.n for r in b.collect()) == [1, 2]
+
+
+def test_a_small_side_is_broadcast_unless_the_threshold_says_never(spark, tmp_path):
+    """A side whose row bound (from its Parquet footers) is under the threshold joins every
+    partition of the other whole, with no shuffle; either side of an inner join, only the
+    side whose rows may all be dropped otherwise; the answers are the shuffled join's."""
+    spark.createDataFrame([(k, f"n{k}") for k in range(7)] + [(None, "none")], "k long, name string") \
+        .write.parquet(str(tmp_path / "small"))
+    small = spark.read.parquet(str(tmp_path / "small"))
+    big = spark.range(200, numPartitions=4).withColumn("k", F.when(F.col("id") % 9 < 8, F.col("id") % 9))
+
+    def shuffles(df):
+        return df._current.dataset().explain().count("ShuffledNode")
+
+    def rows(df):
+        return sorted((tuple(r) for r in df.collect()), key=str)
+
+    plans = {"inner": lambda: big.join(small, "k"), "inner_left_small": lambda: small.join(big, "k"),
+             "right_left_small": lambda: small.join(big, "k", "right"), "left": lambda: big.join(small, "k", "left"),
+             "anti": lambda: big.join(small, "k", "left_anti"), "full": lambda: big.join(small, "k", "full")}
+    auto = {name: (shuffles(make()), rows(make())) for name, make in plans.items()}
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        never = {name: (shuffles(make()), rows(make())) for name, make in plans.items()}
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    for name in plans:
+        assert auto[name][1] == never[name][1], name
+        assert never[name][0] == 2, name  # both sides hashed by the key
+    assert all(auto[n][0] == 0 for n in ("inner", "inner_left_small", "right_left_small", "left", "anti"))
+    assert auto["full"][0] == 2  # a full join keeps every row of both sides: never broadcast
+    model = {(i, i % 9) for i in range(200) if i % 9 < 8 and i % 9 < 7}
+    assert {(r[1], r[0]) for r in auto["inner"][1]} == model

@@ -57,6 +57,7 @@ class ParquetSource(CachedInput, SourceNode):
         self.files: list[FileRef] = []
         #: (file index, row group) of every row group, in order
         self.units: list[tuple[int, int]] = []
+        self.num_rows = 0  # from the footers: what a planner may know before reading a row
         schemas = []
         for ref, rows in input_files(path, "parquet", ".parquet", "parquet_file", recursive):
             try:
@@ -68,6 +69,7 @@ class ParquetSource(CachedInput, SourceNode):
             if rows is not None and meta.num_rows != rows:
                 raise ConfigError(f"parquet_file: {ref.name!r} holds {meta.num_rows} rows, its manifest says {rows}")
             self.units.extend((len(self.files), g) for g in range(meta.num_row_groups))
+            self.num_rows += meta.num_rows
             self.files.append(ref)
             schemas.append(schema)
         try:

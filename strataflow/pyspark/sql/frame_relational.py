@@ -4,9 +4,8 @@ Each ends its input's query where rows must move (``Plan.exchange_*``) and start
 one on the other side of the shuffle:
 
 - ``groupBy().agg`` hashes rows by the grouping keys and aggregates each partition;
-- ``join`` with equality keys hashes both sides by them (keys cast alike, so a bigint 1
-  meets an int 1) and joins partition i with partition i; without equality keys, or with
-  a ``broadcast`` hint, the right side is gathered and joined with every left partition;
+- ``join`` hashes both sides by its equality keys, or sends a small side whole to every
+  partition of the other (``join_plan.py``);
 - ``orderBy`` exchanges by sampled ranges of its first key, then sorts each partition;
 - ``distinct``/``dropDuplicates`` hash by the columns that decide duplicates.
 """
@@ -21,10 +20,11 @@ from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import Column, spark_name, to_expr
-from strataflow.pyspark.sql.engine import as_table, run_query
-from strataflow.pyspark.sql.frame_sets import _cast, _duck_type, aligned
-from strataflow.pyspark.sql.plan import Plan, aggregate, to_sql
-from strataflow.pyspark.sql.resolve import Field, field_of, physical_names, resolve
+from strataflow.pyspark.sql.engine import as_table
+from strataflow.pyspark.sql.frame_sets import aligned
+from strataflow.pyspark.sql.join_plan import equi_pairs, join_plan
+from strataflow.pyspark.sql.plan import Plan, aggregate
+from strataflow.pyspark.sql.resolve import field_of, resolve
 
 if TYPE_CHECKING:
     from strataflow.pyspark.sql.dataframe import DataFrame
@@ -35,10 +35,6 @@ _JOIN_KINDS = {"inner": "inner", "cross": "cross", "outer": "full", "full": "ful
                "full_outer": "full", "left": "left", "leftouter": "left", "left_outer": "left", "right": "right",
                "rightouter": "right", "right_outer": "right", "semi": "semi", "leftsemi": "semi",
                "left_semi": "semi", "anti": "anti", "leftanti": "anti", "left_anti": "anti"}
-_SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "full": "FULL OUTER JOIN", "left": "LEFT JOIN",
-             "right": "RIGHT JOIN", "semi": "SEMI JOIN", "anti": "ANTI JOIN"}
-
-
 def has_agg(e: exp.Expression) -> bool:
     """True if ``e`` aggregates rows (outside any window function)."""
     return any(isinstance(n, exp.AggFunc) and not any(isinstance(p, exp.Window) for p in _up(n, e))
@@ -54,27 +50,6 @@ def _up(n: exp.Expression, top: exp.Expression):
         n = n.parent
         if n is not None:
             yield n
-
-
-def _hash_type(a: pa.DataType, b: pa.DataType) -> str | None:
-    """The type both sides' keys are cast to before hashing, so equal values hash alike."""
-    ints = pa.types.is_integer(a) and pa.types.is_integer(b)
-    if ints:
-        return "BIGINT"
-    num = [pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (a, b)]
-    if all(num):
-        return "DOUBLE"
-    if a == b or (pa.types.is_string(a) and pa.types.is_string(b)):
-        return None
-    return "VARCHAR"
-
-
-def _joined(sql: str, left_schema: pa.Schema, right_schema: pa.Schema, left: Any, right: Any) -> pa.Table:
-    return run_query(sql, {"__l": as_table(left, left_schema), "__r": as_table(right, right_schema)})
-
-
-def _with_table(sql: str, left_schema: pa.Schema, right: pa.Table, left: Any) -> pa.Table:
-    return run_query(sql, {"__l": as_table(left, left_schema), "__r": right})
 
 
 class DataFrameRelational:
@@ -213,7 +188,7 @@ class DataFrameRelational:
             for c in conds:
                 r = resolve(c._expr, [], sides)
                 cond = r if cond is None else exp.And(this=cond, expression=r)
-            pairs = _equi_pairs(cond)
+            pairs = equi_pairs(cond)
         else:
             cond = None
         # the output's columns
@@ -234,7 +209,7 @@ class DataFrameRelational:
         else:
             out = [(exp.column(f.phys, table="__l", quoted=True), f.name, f.origins) for f in lp.fields]
             out += [(exp.column(f.phys, table="__r", quoted=True), f.name, f.origins) for f in rp.fields]
-        return self._new(_join_plan(self, other, kind, cond, pairs, out))  # type: ignore[attr-defined]
+        return self._new(join_plan(self, other, kind, cond, pairs, out))  # type: ignore[attr-defined]
 
     def crossJoin(self, other: "DataFrame") -> "DataFrame":
         """Every row of this with every row of ``other``.
@@ -414,63 +389,3 @@ class DataFrameRelational:
 
 def _table_of(schema: pa.Schema, value: Any) -> pa.Table:
     return as_table(value, schema)
-
-
-def _equi_pairs(cond: exp.Expression) -> list[tuple[exp.Expression, exp.Expression]]:
-    """``(left key, right key)`` of each ``__l.x = __r.y`` conjunct of a join condition."""
-    pairs = []
-    for c in cond.flatten() if isinstance(cond, exp.And) else [cond]:
-        c = c.unnest()
-        if isinstance(c, exp.EQ):
-            a, b = c.this.unnest(), c.expression.unnest()
-            ta = {x.table for x in a.find_all(exp.Column)}
-            tb = {x.table for x in b.find_all(exp.Column)}
-            if ta == {"__l"} and tb == {"__r"}:
-                pairs.append((a, b))
-            elif ta == {"__r"} and tb == {"__l"}:
-                pairs.append((b, a))
-    return pairs
-
-
-def _join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
-               pairs: list[tuple[exp.Expression, exp.Expression]], out: list) -> Plan:
-    """The plan of a join whose output items (over ``__l`` and ``__r``) are ``out``."""
-    lp, rp = left._current, right._current
-    phys = physical_names([n for _, n, _ in out])
-    sel = exp.select(*[exp.alias_(e, p, quoted=True) for (e, _, _), p in zip(out, phys)])
-    on = f" ON {to_sql(cond)}" if cond is not None and kind != "cross" else (" ON TRUE" if kind not in ("cross",) else "")
-    sql = f"{to_sql(sel)} FROM __l {_SQL_JOIN[kind]} __r{on}"
-    types = run_query(sql, {"__l": lp.schema.empty_table(), "__r": rp.schema.empty_table()}).schema
-    fields = [Field(n, p, types.field(i).type, o) for i, ((_, n, o), p) in enumerate(zip(out, phys))]
-    schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
-    broadcast = right._hint == "broadcast" and kind in ("inner", "left", "semi", "anti", "cross")
-    if pairs and not broadcast:
-        n = left._shuffle_partitions()
-        casts = [_hash_type(_type_of(a, lp), _type_of(b, rp)) for a, b in pairs]
-        lkeys = [_cast(_strip(a), t) for (a, _), t in zip(pairs, casts)]
-        rkeys = [_cast(_strip(b), t) for (_, b), t in zip(pairs, casts)]
-        lx, rx = lp.exchange_hash(lkeys, n), rp.exchange_hash(rkeys, n)
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(_joined, sql, lx.schema, rx.schema))
-        return Plan(lp.session, ds, schema, fields)
-    if kind in ("right", "full"):  # every right row must meet every left row in one place
-        lx, rx = lp.exchange_single(), rp.exchange_single()
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(_joined, sql, lx.schema, rx.schema))
-        return Plan(lp.session, ds, schema, fields)
-    parts = rp.dataset().collect_partitions()
-    rtable = pa.concat_tables([as_table(v, rp.schema) for v in parts]) if parts else rp.schema.empty_table()
-    ds = lp.dataset().map_partitions(functools.partial(_with_table, sql, lp.schema, rtable))
-    return Plan(lp.session, ds, schema, fields)
-
-
-def _strip(e: exp.Expression) -> exp.Expression:
-    """A key over one side, its ``__l.``/``__r.`` qualifiers dropped (the side's own query is over ``__t``)."""
-    e = e.copy()
-    for c in e.find_all(exp.Column):
-        c.set("table", None)
-    return e
-
-
-def _type_of(e: exp.Expression, plan: Plan) -> pa.DataType:
-    sql = to_sql(exp.select(_strip(e)).from_("__t"))
-    return run_query(sql, {"__t": plan.schema.empty_table()}).schema.field(0).type
-

@@ -27,7 +27,7 @@ from strataflow.pyspark.sql.dialect import to_sql
 from strataflow.pyspark.sql.engine import as_table, normalize, run_query
 from strataflow.pyspark.sql.resolve import Field, physical_names
 
-__all__ = ["Plan", "to_sql"]
+__all__ = ["Plan", "to_sql", "estimated_bytes"]
 
 T = "__t"
 
@@ -69,9 +69,11 @@ class Plan:
     """An input Dataset of Table partitions and the query each partition runs over it."""
 
     def __init__(self, session: Any, source: Any, in_schema: pa.Schema, fields: list[Field],
-                 query: exp.Select | None = None, rescan: Callable[[list[str]], Any] | None = None) -> None:
+                 query: exp.Select | None = None, rescan: Callable[[list[str]], Any] | None = None,
+                 rows: int | None = None) -> None:
         self.session, self.source, self.in_schema, self.fields, self.query = session, source, in_schema, fields, query
         self.rescan = rescan  # a file source: the Dataset of only the named columns (None: any other source)
+        self.rows = rows  # at most this many rows (from a source's footers or its data), None if not known
 
     @classmethod
     def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object,
@@ -79,6 +81,7 @@ class Plan:
         """A plan of a Dataset whose partitions are Tables of ``schema`` (logical names: made
         physical here). ``rescan(columns)``, for a file source, reads only those columns: the
         first query over the plan reads no column it does not name."""
+        rows = _source_rows(dataset.node)
         plain = normalize(schema.empty_table()).schema  # string views, nanoseconds: as queries give them
         if [f.type for f in plain] != [f.type for f in schema]:
             dataset = dataset.map_partitions(_normalized)
@@ -91,7 +94,7 @@ class Plan:
             schema = pa.schema([f.with_name(p) for f, p in zip(schema, phys)])
             dataset = dataset.map_partitions(functools.partial(_rename, phys))
         fields = [Field(f.name, p, f.type, frozenset([origin])) for f, p in zip(schema, phys)]
-        return cls(session, dataset, schema, fields, rescan=rescan)
+        return cls(session, dataset, schema, fields, rescan=rescan, rows=rows)
 
     @property
     def schema(self) -> pa.Schema:
@@ -110,7 +113,7 @@ class Plan:
         if self.query is None:
             return self.source
         source, schema = self.source, self.in_schema
-        if self.rescan is not None and self.query.find(exp.Star) is None:  # read only the columns the query names
+        if self.rescan is not None and not _selects_all(self.query):  # read only the columns the query names
             named = {c.name for c in self.query.find_all(exp.Column)}
             keep = [f for f in schema if f.name in named]
             if keep and len(keep) < len(schema):
@@ -124,7 +127,7 @@ class Plan:
 
     def with_origin(self, *tags: object) -> "Plan":
         return Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query,
-                    self.rescan)
+                    self.rescan, self.rows)
 
     # -- narrow: one more query over this one ---------------------------------------------------------
     def project(self, items: list[tuple[exp.Expression, str, frozenset]], where: exp.Expression | None = None,
@@ -152,7 +155,8 @@ class Plan:
             sel = sel.limit(limit)
         types = run_query(to_sql(sel), {T: self.in_schema.empty_table()}).schema
         fields = [Field(name, p, types.field(i).type, origins) for i, ((_, name, origins), p) in enumerate(zip(items, phys))]
-        return Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan)
+        rows = self.rows if limit is None or self.rows is None else min(self.rows, limit)
+        return Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan, rows)
 
     def identity_items(self) -> list[tuple[exp.Expression, str, frozenset]]:
         return [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in self.fields]
@@ -166,7 +170,7 @@ class Plan:
         tagged = self.dataset().map_partitions(functools.partial(_assign_and_tag, assign, schema))
         with_p = pa.schema([pa.field("__p", pa.int64()), *schema])
         out = tagged.partition_by(n).map_partitions(functools.partial(_untag_schema, with_p, schema))
-        return Plan(self.session, out, schema, self.fields)
+        return Plan(self.session, out, schema, self.fields, rows=self.rows)
 
     def exchange_hash(self, keys: list[exp.Expression], n: int) -> "Plan":
         """Rows with equal ``keys`` (resolved expressions, cast alike on both sides of a
@@ -180,7 +184,7 @@ class Plan:
     def exchange_single(self) -> "Plan":
         """Every row in one partition (a global aggregate, a window over everything)."""
         if self.num_partitions == 1:
-            return Plan(self.session, self.dataset(), self.schema, self.fields)
+            return Plan(self.session, self.dataset(), self.schema, self.fields, rows=self.rows)
         return self._exchange(_zeros, 1)
 
     def exchange_range(self, order: list[exp.Ordered], n: int) -> "Plan":
@@ -198,6 +202,36 @@ class Plan:
         assign = functools.partial(_range_assign, key_sql, bounds, bool(first.args.get("desc")),
                                    bool(first.args.get("nulls_first")), m)
         return self._exchange(assign, m)
+
+
+def _source_rows(node: Any) -> int | None:
+    """The rows a source holds, if known before reading it: Parquet footers, driver tables."""
+    rows = getattr(node, "num_rows", None)
+    if isinstance(rows, int):
+        return rows
+    slices = getattr(node, "slices", None)
+    if isinstance(slices, list) and all(isinstance(t, pa.Table) for t in slices):
+        return sum(t.num_rows for t in slices)
+    return None
+
+
+def estimated_bytes(plan: Plan) -> int | None:
+    """At most about how many bytes ``plan``'s rows take in memory (None if not known):
+    its row bound times a row's width, a string counted as 24 bytes."""
+    if plan.rows is None:
+        return None
+    width = 0
+    for f in plan.fields:
+        try:
+            width += f.type.bit_width // 8
+        except ValueError:  # strings, binaries, nested values
+            width += 24 if not pa.types.is_nested(f.type) else 64
+    return plan.rows * max(1, width)
+
+
+def _selects_all(q: exp.Expression) -> bool:
+    """True if ``q`` selects ``*`` somewhere (``count(*)`` reads no column)."""
+    return any(not isinstance(s.parent, exp.Count) for s in q.find_all(exp.Star))
 
 
 def _plain_filter(q: exp.Select) -> bool:

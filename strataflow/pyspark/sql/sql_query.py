@@ -459,7 +459,6 @@ def _grouped(df: Any, keys: list[Column], items: list[Column], having: exp.Expre
 
     plan = df._current
     key_items = df._items(tuple(keys))
-    key_exprs = [e for e, _, _ in key_items]
     out = df._items(tuple(items) + tuple(hidden or ()))
     extra = []
     if having is not None:

@@ -8,7 +8,6 @@ computes the windows (``plan.py``).
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from sqlglot import exp
 

@@ -1,0 +1,152 @@
+"""How a join runs: a shuffled hash join, or a broadcast of one side.
+
+With equality keys, both sides are hashed by them (keys cast alike, so a bigint 1 meets
+an int 1) and partition i joins partition i; a side that is small enough is instead
+gathered on the driver and joined with every partition of the other, with no shuffle
+(Spark's broadcast hash join: the ``broadcast`` hint, or a row bound from the Parquet
+footers under ``spark.sql.autoBroadcastJoinThreshold``). Without equality keys the right
+side is gathered (a right or full join: both sides meet in one partition).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from strataflow.common.checks import parse_size
+from strataflow.pyspark.sql.engine import as_table, run_query
+from strataflow.pyspark.sql.frame_sets import _cast
+from strataflow.pyspark.sql.plan import Plan, estimated_bytes, to_sql
+from strataflow.pyspark.sql.resolve import Field, physical_names
+
+__all__ = ["join_plan", "equi_pairs"]
+
+_SQL_JOIN = {"inner": "JOIN", "cross": "CROSS JOIN", "full": "FULL OUTER JOIN", "left": "LEFT JOIN",
+             "right": "RIGHT JOIN", "semi": "SEMI JOIN", "anti": "ANTI JOIN"}
+
+
+def _hash_type(a: pa.DataType, b: pa.DataType) -> str | None:
+    """The type both sides' keys are cast to before hashing, so equal values hash alike."""
+    ints = pa.types.is_integer(a) and pa.types.is_integer(b)
+    if ints:
+        return "BIGINT"
+    num = [pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (a, b)]
+    if all(num):
+        return "DOUBLE"
+    if a == b or (pa.types.is_string(a) and pa.types.is_string(b)):
+        return None
+    return "VARCHAR"
+
+
+def _joined(sql: str, left_schema: pa.Schema, right_schema: pa.Schema, left: Any, right: Any) -> pa.Table:
+    return run_query(sql, {"__l": as_table(left, left_schema), "__r": as_table(right, right_schema)})
+
+
+def _with_table(sql: str, left_schema: pa.Schema, right: pa.Table, left: Any) -> pa.Table:
+    return run_query(sql, {"__l": as_table(left, left_schema), "__r": right})
+
+
+def equi_pairs(cond: exp.Expression) -> list[tuple[exp.Expression, exp.Expression]]:
+    """``(left key, right key)`` of each ``__l.x = __r.y`` conjunct of a join condition."""
+    pairs = []
+    for c in cond.flatten() if isinstance(cond, exp.And) else [cond]:
+        c = c.unnest()
+        if isinstance(c, exp.EQ):
+            a, b = c.this.unnest(), c.expression.unnest()
+            ta = {x.table for x in a.find_all(exp.Column)}
+            tb = {x.table for x in b.find_all(exp.Column)}
+            if ta == {"__l"} and tb == {"__r"}:
+                pairs.append((a, b))
+            elif ta == {"__r"} and tb == {"__l"}:
+                pairs.append((b, a))
+    return pairs
+
+
+def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
+               pairs: list[tuple[exp.Expression, exp.Expression]], out: list) -> Plan:
+    """The plan of a join whose output items (over ``__l`` and ``__r``) are ``out``."""
+    lp, rp = left._current, right._current
+    phys = physical_names([n for _, n, _ in out])
+    sel = exp.select(*[exp.alias_(e, p, quoted=True) for (e, _, _), p in zip(out, phys)])
+    on = f" ON {to_sql(cond)}" if cond is not None and kind != "cross" else (" ON TRUE" if kind not in ("cross",) else "")
+    sql = f"{to_sql(sel)} FROM __l {_SQL_JOIN[kind]} __r{on}"
+    types = run_query(sql, {"__l": lp.schema.empty_table(), "__r": rp.schema.empty_table()}).schema
+    fields = [Field(n, p, types.field(i).type, o) for i, ((_, n, o), p) in enumerate(zip(out, phys))]
+    schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
+    rows = lp.rows if kind in ("semi", "anti") else None
+    small = _broadcast_side(left, right, kind)
+    if pairs and small == "left":  # each partition of the right side joins all of the (small) left one
+        ltable = _gathered(lp)
+        ds = rp.dataset().map_partitions(functools.partial(_with_left_table, sql, rp.schema, ltable))
+        return Plan(lp.session, ds, schema, fields)
+    if pairs and small is None:
+        n = left._shuffle_partitions()
+        casts = [_hash_type(_type_of(a, lp), _type_of(b, rp)) for a, b in pairs]
+        lkeys = [_cast(_strip(a), t) for (a, _), t in zip(pairs, casts)]
+        rkeys = [_cast(_strip(b), t) for (_, b), t in zip(pairs, casts)]
+        lx, rx = lp.exchange_hash(lkeys, n), rp.exchange_hash(rkeys, n)
+        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(_joined, sql, lx.schema, rx.schema))
+        return Plan(lp.session, ds, schema, fields, rows=rows)
+    if kind in ("right", "full"):  # every right row must meet every left row in one place
+        lx, rx = lp.exchange_single(), rp.exchange_single()
+        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(_joined, sql, lx.schema, rx.schema))
+        return Plan(lp.session, ds, schema, fields)
+    rtable = _gathered(rp)
+    ds = lp.dataset().map_partitions(functools.partial(_with_table, sql, lp.schema, rtable))
+    return Plan(lp.session, ds, schema, fields, rows=rows)
+
+
+#: join kinds that may send the right side to every left partition, and the left to every right one
+_RIGHT_BROADCAST = ("inner", "left", "semi", "anti", "cross")
+_LEFT_BROADCAST = ("inner", "right", "cross")
+
+
+def _broadcast_side(left: Any, right: Any, kind: str) -> str | None:
+    """Which side of an equi-join goes whole to every partition of the other: one with a
+    ``broadcast`` hint, else one that is at most ``spark.sql.autoBroadcastJoinThreshold``
+    bytes (10 MB, as Spark's; -1: never) by its row bound (``estimated_bytes``), the
+    smaller if both are; None: shuffle both sides by the keys."""
+    if right._hint == "broadcast" and kind in _RIGHT_BROADCAST:
+        return "right"
+    if left._hint == "broadcast" and kind in _LEFT_BROADCAST:
+        return "left"
+    limit = _threshold(left.sparkSession)
+    sizes = {side: estimated_bytes(df._current) for side, df in (("left", left), ("right", right))
+             if kind in (_LEFT_BROADCAST if side == "left" else _RIGHT_BROADCAST)}
+    fits = {side: b for side, b in sizes.items() if b is not None and 0 <= b <= limit}
+    return min(fits, key=lambda side: fits[side]) if fits else None
+
+
+def _threshold(session: Any) -> int:
+    raw = session.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
+    raw = raw.strip()
+    if raw.lstrip("-").isdigit():
+        return int(raw)
+    return parse_size(raw)
+
+
+def _gathered(plan: Plan) -> pa.Table:
+    """All of ``plan``'s rows in one table, on the driver (a broadcast side)."""
+    parts = plan.dataset().collect_partitions()
+    return pa.concat_tables([as_table(v, plan.schema) for v in parts]) if parts else plan.schema.empty_table()
+
+
+def _with_left_table(sql: str, right_schema: pa.Schema, left: pa.Table, right: Any) -> pa.Table:
+    return run_query(sql, {"__l": left, "__r": as_table(right, right_schema)})
+
+
+def _strip(e: exp.Expression) -> exp.Expression:
+    """A key over one side, its ``__l.``/``__r.`` qualifiers dropped (the side's own query is over ``__t``)."""
+    e = e.copy()
+    for c in e.find_all(exp.Column):
+        c.set("table", None)
+    return e
+
+
+def _type_of(e: exp.Expression, plan: Plan) -> pa.DataType:
+    sql = to_sql(exp.select(_strip(e)).from_("__t"))
+    return run_query(sql, {"__t": plan.schema.empty_table()}).schema.field(0).type
+

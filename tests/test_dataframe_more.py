@@ -284,3 +284,48 @@ def test_a_small_side_is_broadcast_unless_the_threshold_says_never(spark, tmp_pa
     assert auto["full"][0] == 2  # a full join keeps every row of both sides: never broadcast
     model = {(i, i % 9) for i in range(200) if i % 9 < 8 and i % 9 < 7}
     assert {(r[1], r[0]) for r in auto["inner"][1]} == model
+
+
+def test_rows_already_hashed_by_the_keys_are_not_shuffled_again(spark):
+    """An aggregate's output joined by its keys, a join's output grouped by its keys: the
+    rows are where the next step needs them, so one shuffle fewer; answers as a model's."""
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        a = spark.createDataFrame([(i % 5, i) for i in range(40)] + [(None, 1)], "k int, v long")
+        b = spark.createDataFrame([(k, f"n{k}") for k in range(3)] + [(None, "x")], "k long, name string")
+
+        def shuffles(df):
+            return df._current.dataset().explain().count("ShuffledNode")
+
+        sums = a.groupBy("k").agg(F.sum("v").alias("s"))
+        joined = sums.join(b, "k")
+        assert shuffles(joined) == 2  # a's aggregate, then b: not the aggregate's output again
+        model = {k: sum(i for i in range(40) if i % 5 == k) for k in range(3)}
+        assert {(r.k, r.s, r.name) for r in joined.collect()} == {(k, s, f"n{k}") for k, s in model.items()}
+        counts = a.join(b, "k", "right").groupBy(b.k).agg(F.count("v").alias("c"))
+        assert shuffles(counts) == 2  # both sides, then no third for the grouping by the right key
+        assert sorted(((r.k, r.c) for r in counts.collect()), key=str) == sorted(
+            [(k, 8) for k in range(3)] + [(None, 0)], key=str)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_exists_with_a_non_equality_answers_as_sql_does(spark):
+    """EXISTS / NOT EXISTS correlated by a key and an inequality (TPC-H q21's shape) run as
+    semi and anti joins; nulls in the compared column count as SQL says. DuckDB, running
+    the same SQL, is the model."""
+    import duckdb
+
+    rows = [(1, 10), (1, 11), (2, 20), (2, 20), (3, None), (3, 30), (4, 40), (None, 50), (5, None)]
+    spark.createDataFrame(rows, "k int, s int").createOrReplaceTempView("ex_items")
+    con = duckdb.connect()
+    con.register("ex_items", pa.table({"k": [r[0] for r in rows], "s": [r[1] for r in rows]},
+                                      schema=pa.schema([("k", pa.int32()), ("s", pa.int32())])))
+    for query in [
+        "SELECT a.k, a.s FROM ex_items a WHERE EXISTS (SELECT * FROM ex_items b WHERE b.k = a.k AND b.s <> a.s)",
+        "SELECT a.k, a.s FROM ex_items a WHERE NOT EXISTS (SELECT * FROM ex_items b WHERE b.k = a.k AND b.s <> a.s)",
+        "SELECT a.k, count(*) AS n FROM ex_items a WHERE EXISTS (SELECT * FROM ex_items b WHERE b.k = a.k AND "
+        "b.s > a.s) AND NOT EXISTS (SELECT * FROM ex_items c WHERE c.k = a.k AND c.s < a.s) GROUP BY a.k",
+    ]:
+        want = sorted(con.sql(query).fetchall(), key=str)
+        assert sorted((tuple(r) for r in spark.sql(query).collect()), key=str) == want, query

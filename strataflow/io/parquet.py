@@ -44,6 +44,23 @@ def _open(ref: FileRef) -> Iterator[Any]:
         yield pf
 
 
+def _string_widths(meta: Any) -> dict[str, float]:
+    """About how many bytes a value of each string column takes in memory (its offset and
+    characters), from the first row group's min and max statistics: a planner's estimate,
+    since dictionary-encoded columns say nothing of it by their sizes."""
+    out: dict[str, float] = {}
+    if meta.num_row_groups == 0:
+        return out
+    rg = meta.row_group(0)
+    for i in range(rg.num_columns):
+        col = rg.column(i)
+        stats = col.statistics
+        if col.physical_type == "BYTE_ARRAY" and "." not in col.path_in_schema and stats is not None \
+                and stats.has_min_max and isinstance(stats.min, (str, bytes)):
+            out[col.path_in_schema] = (len(stats.min) + len(stats.max)) / 2 + 4
+    return out
+
+
 class ParquetSource(CachedInput, SourceNode):
     """Whole row groups of Parquet files as Table partitions; through the input cache
     (``cached_input.py``) for remote files (``input_cache="auto"``), local ones with ``"on"``."""
@@ -58,6 +75,7 @@ class ParquetSource(CachedInput, SourceNode):
         #: (file index, row group) of every row group, in order
         self.units: list[tuple[int, int]] = []
         self.num_rows = 0  # from the footers: what a planner may know before reading a row
+        self.value_bytes: dict[str, float] = {}  # a string column's bytes per value in memory, about
         schemas = []
         for ref, rows in input_files(path, "parquet", ".parquet", "parquet_file", recursive):
             try:
@@ -70,6 +88,8 @@ class ParquetSource(CachedInput, SourceNode):
                 raise ConfigError(f"parquet_file: {ref.name!r} holds {meta.num_rows} rows, its manifest says {rows}")
             self.units.extend((len(self.files), g) for g in range(meta.num_row_groups))
             self.num_rows += meta.num_rows
+            if not self.files:
+                self.value_bytes = _string_widths(meta)
             self.files.append(ref)
             schemas.append(schema)
         try:

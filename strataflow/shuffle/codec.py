@@ -30,9 +30,10 @@ __all__ = ["encode", "decode", "unpickled_prefix"]
 _RECORDS, _NUMPY, _OBJECTS, _ARROW, _FRAME = b"L", b"N", b"O", b"A", b"P"
 
 
-def encode(value) -> bytes:
-    """A bucket's bytes; an empty list of records is no bytes at all, so that the many
-    empty buckets of a wide shuffle cost nothing to write and no file read (issue 41)."""
+def encode(value) -> bytes | memoryview:
+    """A bucket's bytes (a Table's: a view of Arrow's own buffer); an empty list of records
+    is no bytes at all, so that the many empty buckets of a wide shuffle cost nothing to
+    write and no file read (issue 41)."""
     if type(value) is list and not value:
         return b""
     if isinstance(value, np.ndarray):
@@ -41,11 +42,12 @@ def encode(value) -> bytes:
         buf.write(_OBJECTS if pickled else _NUMPY)
         np.lib.format.write_array(buf, value, allow_pickle=pickled)
         return buf.getvalue()
-    if isinstance(value, (pa.Table, pa.RecordBatch)):
+    if isinstance(value, (pa.Table, pa.RecordBatch)):  # the tag, then the stream, in one buffer: no copy
         sink = pa.BufferOutputStream()
+        sink.write(_ARROW)
         with pa.ipc.new_stream(sink, value.schema) as writer:
             writer.write(value)
-        return _ARROW + sink.getvalue().to_pybytes()
+        return memoryview(sink.getvalue())
     if is_dataframe(value):
         return _FRAME + value_pickle.dumps(value)
     return _RECORDS + value_pickle.dumps(rows_list(value))

@@ -32,6 +32,8 @@ def hash_int_array(keys: np.ndarray) -> np.ndarray:
     if keys.dtype.kind == "u":  # uint64 above 2**63 would wrap negative as int64: reduce first
         return (keys.astype(np.uint64, copy=False) % np.uint64(_MODULUS)).astype(np.int64)
     k = keys.astype(np.int64, copy=False)
+    if k.size and k.min() >= 0 and k.max() < _MODULUS:  # the common case: hash(k) is k itself
+        return k
     res = k % _MODULUS  # floor modulo: in [0, M) for every k, no overflow (unlike abs)
     mag = np.where(k < 0, (_MODULUS - res) % _MODULUS, res)  # |k| mod M
     h = np.where(k < 0, -mag, mag)

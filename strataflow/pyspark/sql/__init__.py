@@ -7,15 +7,38 @@
 ``types``. docs/dataframes.md says what is supported and how it differs from PySpark.
 """
 
-from strataflow.pyspark.errors import AnalysisException
-from strataflow.pyspark.sql import functions, types
-from strataflow.pyspark.sql.column import Column
-from strataflow.pyspark.sql.dataframe import DataFrame, DataFrameNaFunctions
-from strataflow.pyspark.sql.group import GroupedData
-from strataflow.pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
-from strataflow.pyspark.sql.row import Row
-from strataflow.pyspark.sql.session import RuntimeConfig, SparkSession
-from strataflow.pyspark.sql.window import Window, WindowSpec
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: exported name -> the module that defines it. Loaded on first use (PEP 562), so that an
+#: executor, which imports ``strataflow.pyspark.sql.tasks`` to run a partition's query,
+#: loads neither sqlglot nor the DataFrame API.
+_EXPORTS = {"SparkSession": "session", "RuntimeConfig": "session", "DataFrame": "dataframe",
+            "DataFrameNaFunctions": "dataframe", "Column": "column", "Row": "row", "GroupedData": "group",
+            "DataFrameReader": "readwriter", "DataFrameWriter": "readwriter", "Window": "window",
+            "WindowSpec": "window", "functions": None, "types": None}
 
 __all__ = ["SparkSession", "RuntimeConfig", "DataFrame", "DataFrameNaFunctions", "Column", "Row", "GroupedData",
            "DataFrameReader", "DataFrameWriter", "Window", "WindowSpec", "AnalysisException", "functions", "types"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AnalysisException":
+        from strataflow.pyspark.errors import AnalysisException
+
+        value: Any = AnalysisException
+    elif name in _EXPORTS:
+        module = _EXPORTS[name]
+        value = importlib.import_module(f"{__name__}.{module or name}")
+        if module is not None:
+            value = getattr(value, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

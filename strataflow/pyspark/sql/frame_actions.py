@@ -19,23 +19,12 @@ from strataflow.pyspark.sql.engine import as_table
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.row import Row
 from strataflow.pyspark.sql.show import show_string, to_rows
+from strataflow.pyspark.sql.tasks import head_rows, row_count, same
 
 if TYPE_CHECKING:
     from strataflow.pyspark.sql.dataframe import DataFrame
 
 __all__ = ["DataFrameActions"]
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _head(schema: pa.Schema, n: int, value: Any) -> pa.Table:
-    return as_table(value, schema).slice(0, n)
-
-
-def _count(schema: pa.Schema, value: Any) -> list[int]:
-    return [as_table(value, schema).num_rows]
 
 
 class DataFrameActions:
@@ -61,7 +50,7 @@ class DataFrameActions:
         rows, scanned, batch, total = 0, 0, 1, ds.num_partitions
         while rows < n and scanned < total:
             parts = list(range(scanned, min(total, scanned + batch)))
-            for t in ds._run(functools.partial(_head, schema, n - rows), parts, "head"):
+            for t in ds._run(functools.partial(head_rows, schema, n - rows), parts, "head"):
                 got.append(t)
                 rows += t.num_rows
             scanned += len(parts)
@@ -110,7 +99,7 @@ class DataFrameActions:
         plan = self._current
         ds, schema = plan.dataset(), plan.schema
         for i in range(ds.num_partitions):
-            for t in ds._run(functools.partial(_head, schema, 1 << 62), [i], "toLocalIterator"):
+            for t in ds._run(functools.partial(head_rows, schema, 1 << 62), [i], "toLocalIterator"):
                 yield from to_rows(t, self._names())
 
     def count(self) -> int:
@@ -120,7 +109,7 @@ class DataFrameActions:
         7
         """
         plan = self._current
-        return sum(plan.dataset().map_partitions(functools.partial(_count, plan.schema)).collect())
+        return sum(plan.dataset().map_partitions(functools.partial(row_count, plan.schema)).collect())
 
     def head(self, n: int | None = None) -> Any:
         """The first row (None if there is none), or a list of the first ``n``.
@@ -199,7 +188,7 @@ class DataFrameActions:
             plan = self._plan  # type: ignore[attr-defined]
             ds = plan.dataset()
             if plan.query is None:  # the source itself: cache a Dataset of this DataFrame's own, so that
-                ds = ds.map_partitions(_same)  # another DataFrame over that source keeps its own level
+                ds = ds.map_partitions(same)  # another DataFrame over that source keeps its own level
             ds = ds.persist(to_native(level))
             self._cached_plan = Plan(plan.session, ds, plan.schema, plan.fields)
             self._level = as_pyspark(level)

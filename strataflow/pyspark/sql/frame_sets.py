@@ -17,9 +17,10 @@ from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import spark_name
-from strataflow.pyspark.sql.engine import as_table, run_query
+from strataflow.pyspark.sql.engine import run_query
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.resolve import Field, field_of
+from strataflow.pyspark.sql.tasks import offset_rows, set_op
 
 if TYPE_CHECKING:
     from strataflow.pyspark.sql.dataframe import DataFrame
@@ -55,14 +56,6 @@ def _duck_type(t: pa.DataType) -> str:
     return exp.DataType.build(from_arrow(t).simpleString(), dialect="spark").sql("duckdb")
 
 
-def _set_op(sql: str, left_schema: pa.Schema, right_schema: pa.Schema, left: Any, right: Any) -> pa.Table:
-    return run_query(sql, {"__l": as_table(left, left_schema), "__r": as_table(right, right_schema)})
-
-
-def _offset(schema: pa.Schema, n: int, value: Any) -> pa.Table:
-    return as_table(value, schema).slice(n)
-
-
 class DataFrameSets:
     """The set operations of :class:`DataFrame` (a mixin)."""
 
@@ -76,7 +69,7 @@ class DataFrameSets:
         lx = left.exchange_hash([exp.column(f.phys, quoted=True) for f in left.fields], n)
         rx = right.exchange_hash([exp.column(f.phys, quoted=True) for f in right.fields], n)
         ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(
-            _set_op, f"SELECT * FROM __l {op} SELECT * FROM __r", lx.schema, rx.schema))
+            set_op, f"SELECT * FROM __l {op} SELECT * FROM __r", lx.schema, rx.schema))
         return self._new(Plan(left.session, ds, pa.schema([pa.field(f.phys, f.type) for f in fields]), fields))
 
     def intersect(self, other: "DataFrame") -> "DataFrame":
@@ -126,7 +119,7 @@ class DataFrameSets:
         """
         plan = self._current
         schema = plan.schema
-        one = plan.dataset().coalesce(1).map_partitions(functools.partial(_offset, schema, int(num)))
+        one = plan.dataset().coalesce(1).map_partitions(functools.partial(offset_rows, schema, int(num)))
         return self._new(Plan(plan.session, one, schema, plan.fields))
 
     def unpivot(self, ids: Any, values: Any, variableColumnName: str, valueColumnName: str) -> "DataFrame":

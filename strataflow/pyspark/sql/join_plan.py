@@ -21,6 +21,7 @@ from strataflow.pyspark.sql.engine import as_table, run_query
 from strataflow.pyspark.sql.frame_sets import _cast
 from strataflow.pyspark.sql.plan import Plan, estimated_bytes, to_sql
 from strataflow.pyspark.sql.resolve import Field, physical_names
+from strataflow.pyspark.sql.tasks import joined, with_left_table, with_right_table
 
 __all__ = ["join_plan", "equi_pairs"]
 
@@ -39,14 +40,6 @@ def _hash_type(a: pa.DataType, b: pa.DataType) -> str | None:
     if a == b or (pa.types.is_string(a) and pa.types.is_string(b)):
         return None
     return "VARCHAR"
-
-
-def _joined(sql: str, left_schema: pa.Schema, right_schema: pa.Schema, left: Any, right: Any) -> pa.Table:
-    return run_query(sql, {"__l": as_table(left, left_schema), "__r": as_table(right, right_schema)})
-
-
-def _with_table(sql: str, left_schema: pa.Schema, right: pa.Table, left: Any) -> pa.Table:
-    return run_query(sql, {"__l": as_table(left, left_schema), "__r": right})
 
 
 def equi_pairs(cond: exp.Expression) -> list[tuple[exp.Expression, exp.Expression]]:
@@ -78,24 +71,38 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
     schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
     rows = lp.rows if kind in ("semi", "anti") else None
     small = _broadcast_side(left, right, kind)
+    gathered: dict[str, pa.Table] = {}
+    if pairs and small is None:  # Spark's adaptive join: a filtered side, computed first, may turn out small
+        small, gathered, lp, rp = _adaptive(left, right, kind, lp, rp)
     if pairs and small == "left":  # each partition of the right side joins all of the (small) left one
-        ltable = _gathered(lp)
-        ds = rp.dataset().map_partitions(functools.partial(_with_left_table, sql, rp.schema, ltable))
+        ltable = gathered.get("left") or _gathered(lp)
+        ds = rp.dataset().map_partitions(functools.partial(with_left_table, sql, rp.schema, ltable))
         return Plan(lp.session, ds, schema, fields)
+    if pairs and small == "right" and "right" in gathered:
+        ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema, gathered["right"]))
+        return Plan(lp.session, ds, schema, fields, rows=rows)
     if pairs and small is None:
         n = left._shuffle_partitions()
         casts = [_hash_type(_type_of(a, lp), _type_of(b, rp)) for a, b in pairs]
         lkeys = [_cast(_strip(a), t) for (a, _), t in zip(pairs, casts)]
         rkeys = [_cast(_strip(b), t) for (_, b), t in zip(pairs, casts)]
         lx, rx = lp.exchange_hash(lkeys, n), rp.exchange_hash(rkeys, n)
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(_joined, sql, lx.schema, rx.schema))
-        return Plan(lp.session, ds, schema, fields, rows=rows)
+        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(joined, sql, lx.schema, rx.schema))
+        out_plan = Plan(lp.session, ds, schema, fields, rows=rows)
+        by = rx if kind == "right" else lx  # a right join's left keys may be null where its right ones are not
+        if kind != "full" and by.hashed is not None:
+            side = "__r" if by is rx else "__l"
+            names = {e.name: p for (e, _, _), p in zip(out, phys) if isinstance(e, exp.Column) and e.table == side}
+            sig, n = by.hashed
+            if all(col in names for col, _ in sig):
+                out_plan.hashed = (tuple((names[col], t) for col, t in sig), n)
+        return out_plan
     if kind in ("right", "full"):  # every right row must meet every left row in one place
         lx, rx = lp.exchange_single(), rp.exchange_single()
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(_joined, sql, lx.schema, rx.schema))
+        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(joined, sql, lx.schema, rx.schema))
         return Plan(lp.session, ds, schema, fields)
     rtable = _gathered(rp)
-    ds = lp.dataset().map_partitions(functools.partial(_with_table, sql, lp.schema, rtable))
+    ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema, rtable))
     return Plan(lp.session, ds, schema, fields, rows=rows)
 
 
@@ -120,6 +127,37 @@ def _broadcast_side(left: Any, right: Any, kind: str) -> str | None:
     return min(fits, key=lambda side: fits[side]) if fits else None
 
 
+#: the most bytes (by its row bound) a filtered side may have to be computed first, to see
+#: whether it is small enough to broadcast (``_adaptive``)
+_ADAPTIVE_BOUND = 64 << 20
+
+
+def _adaptive(left: Any, right: Any, kind: str, lp: Plan, rp: Plan) -> tuple[str | None, dict, Plan, Plan]:
+    """A side that filters its rows and is at most 64 MB by its row bound is computed
+    first (gathered on the driver): if it is at most the broadcast threshold it is
+    broadcast, as Spark's adaptive execution turns a shuffled join into a broadcast one
+    once the small side's size is known (TPC-H's orders filtered to a year: a fifth of
+    its rows). Else its rows are the input of the shuffle, not computed again.
+    ``(side to broadcast or None, gathered tables by side, left plan, right plan)``."""
+    limit = _threshold(left.sparkSession)
+    if limit < 0:
+        return None, {}, lp, rp
+    sides = [(side, plan) for side, plan in (("right", rp), ("left", lp))
+             if kind in (_LEFT_BROADCAST if side == "left" else _RIGHT_BROADCAST) and plan.query is not None
+             and plan.query.args.get("where") is not None and (estimated_bytes(plan) or _ADAPTIVE_BOUND + 1)
+             <= _ADAPTIVE_BOUND]
+    if not sides:
+        return None, {}, lp, rp
+    side, plan = min(sides, key=lambda sp: estimated_bytes(sp[1]) or 0)
+    table = _gathered(plan)
+    if table.nbytes <= limit:
+        return side, {side: table}, lp, rp
+    ctx = plan.session.sparkContext.ctx
+    again = Plan(plan.session, ctx.from_arrow(table, max(1, plan.num_partitions)), plan.schema, plan.fields,
+                 rows=table.num_rows)
+    return None, {}, (again if side == "left" else lp), (again if side == "right" else rp)
+
+
 def _threshold(session: Any) -> int:
     raw = session.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
     raw = raw.strip()
@@ -132,10 +170,6 @@ def _gathered(plan: Plan) -> pa.Table:
     """All of ``plan``'s rows in one table, on the driver (a broadcast side)."""
     parts = plan.dataset().collect_partitions()
     return pa.concat_tables([as_table(v, plan.schema) for v in parts]) if parts else plan.schema.empty_table()
-
-
-def _with_left_table(sql: str, right_schema: pa.Schema, left: pa.Table, right: Any) -> pa.Table:
-    return run_query(sql, {"__l": left, "__r": as_table(right, right_schema)})
 
 
 def _strip(e: exp.Expression) -> exp.Expression:

@@ -24,45 +24,13 @@ import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.sql.dialect import to_sql
-from strataflow.pyspark.sql.engine import as_table, normalize, run_query
+from strataflow.pyspark.sql.engine import normalize, run_query
 from strataflow.pyspark.sql.resolve import Field, physical_names
+from strataflow.pyspark.sql.tasks import (T, assign_and_tag, hash_assign, normalized, range_assign, renamed,
+                                          run_partition, sample_key, untag_schema, zeros)
 
 __all__ = ["Plan", "to_sql", "estimated_bytes"]
 
-T = "__t"
-
-
-def _run(sql: str, in_schema: pa.Schema, value: Any) -> pa.Table:
-    return run_query(sql, {T: as_table(value, in_schema)})
-
-
-def _assign_and_tag(assign: Callable[[pa.Table], np.ndarray], in_schema: pa.Schema, value: Any) -> pa.Table:
-    """The table with a first column ``__p``, the partition each row goes to: strataflow's
-    shuffle routes a batch by an integer first column, vectorized (an int k to partition k)."""
-    t = as_table(value, in_schema)
-    return t.add_column(0, "__p", pa.array(assign(t), type=pa.int64()))
-
-
-def _untag(schema: pa.Schema, value: Any) -> pa.Table:
-    if isinstance(value, list) and not value:
-        return schema.empty_table()
-    t = as_table(value, schema)
-    return t.remove_column(0) if t.num_columns and t.column_names[0] == "__p" else t
-
-
-def _hash_assign(sql: str, value: pa.Table) -> np.ndarray:
-    return run_query(sql, {T: value}).column(0).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _range_assign(key_sql: str, bounds: np.ndarray, desc: bool, nulls_first: bool, n: int, t: pa.Table) -> np.ndarray:
-    key = run_query(key_sql, {T: t}).column(0)
-    null = key.is_null().to_numpy(zero_copy_only=False)
-    idx = np.zeros(len(t), dtype=np.int64)
-    idx[~null] = np.searchsorted(bounds, key.drop_null().to_numpy(zero_copy_only=False), side="right")
-    if desc:
-        idx = (n - 1) - idx
-    idx[null] = 0 if nulls_first else n - 1
-    return idx
 
 
 class Plan:
@@ -70,10 +38,14 @@ class Plan:
 
     def __init__(self, session: Any, source: Any, in_schema: pa.Schema, fields: list[Field],
                  query: exp.Select | None = None, rescan: Callable[[list[str]], Any] | None = None,
-                 rows: int | None = None) -> None:
+                 rows: int | None = None, widths: dict[str, float] | None = None) -> None:
         self.session, self.source, self.in_schema, self.fields, self.query = session, source, in_schema, fields, query
         self.rescan = rescan  # a file source: the Dataset of only the named columns (None: any other source)
         self.rows = rows  # at most this many rows (from a source's footers or its data), None if not known
+        self.widths = widths or {}  # a source's string columns: bytes per value, about (``estimated_bytes``)
+        #: ``((column, type the hash reads it as), ...), n``: rows with equal values of those output
+        #: columns are in one of the n partitions, as ``exchange_hash`` put them (None: not known)
+        self.hashed: tuple[tuple[tuple[str, str], ...], int] | None = None
 
     @classmethod
     def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object,
@@ -81,10 +53,10 @@ class Plan:
         """A plan of a Dataset whose partitions are Tables of ``schema`` (logical names: made
         physical here). ``rescan(columns)``, for a file source, reads only those columns: the
         first query over the plan reads no column it does not name."""
-        rows = _source_rows(dataset.node)
+        rows, widths = _source_rows(dataset.node), getattr(dataset.node, "value_bytes", None)
         plain = normalize(schema.empty_table()).schema  # string views, nanoseconds: as queries give them
         if [f.type for f in plain] != [f.type for f in schema]:
-            dataset = dataset.map_partitions(_normalized)
+            dataset = dataset.map_partitions(normalized)
             schema = plain
             rescan = rescan and functools.partial(_normalized_scan, rescan)
         phys = physical_names(schema.names)
@@ -92,9 +64,10 @@ class Plan:
             rescan = None
         if phys != schema.names:
             schema = pa.schema([f.with_name(p) for f, p in zip(schema, phys)])
-            dataset = dataset.map_partitions(functools.partial(_rename, phys))
+            dataset = dataset.map_partitions(functools.partial(renamed, phys))
         fields = [Field(f.name, p, f.type, frozenset([origin])) for f, p in zip(schema, phys)]
-        return cls(session, dataset, schema, fields, rescan=rescan, rows=rows)
+        return cls(session, dataset, schema, fields, rescan=rescan, rows=rows,
+                   widths=widths)
 
     @property
     def schema(self) -> pa.Schema:
@@ -118,7 +91,7 @@ class Plan:
             keep = [f for f in schema if f.name in named]
             if keep and len(keep) < len(schema):
                 source, schema = self.rescan([f.name for f in keep]), pa.schema(keep)
-        return source.map_partitions(functools.partial(_run, self.sql(), schema))
+        return source.map_partitions(functools.partial(run_partition, self.sql(), schema))
 
     def _from(self) -> exp.Expression:
         if self.query is None:
@@ -126,8 +99,10 @@ class Plan:
         return exp.Subquery(this=self.query.copy(), alias=exp.TableAlias(this=exp.to_identifier(T)))
 
     def with_origin(self, *tags: object) -> "Plan":
-        return Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query,
-                    self.rescan, self.rows)
+        out = Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query,
+                   self.rescan, self.rows, self.widths)
+        out.hashed = self.hashed
+        return out
 
     # -- narrow: one more query over this one ---------------------------------------------------------
     def project(self, items: list[tuple[exp.Expression, str, frozenset]], where: exp.Expression | None = None,
@@ -156,7 +131,9 @@ class Plan:
         types = run_query(to_sql(sel), {T: self.in_schema.empty_table()}).schema
         fields = [Field(name, p, types.field(i).type, origins) for i, ((_, name, origins), p) in enumerate(zip(items, phys))]
         rows = self.rows if limit is None or self.rows is None else min(self.rows, limit)
-        return Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan, rows)
+        out = Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan, rows, self.widths)
+        out.hashed = _renamed_hashing(self.hashed, [(e, p) for (e, _, _), p in zip(items, phys)])
+        return out
 
     def identity_items(self) -> list[tuple[exp.Expression, str, frozenset]]:
         return [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in self.fields]
@@ -167,41 +144,86 @@ class Plan:
     # -- wide: a shuffle, then a new source ----------------------------------------------------------
     def _exchange(self, assign: Callable[[pa.Table], np.ndarray], n: int) -> "Plan":
         schema = self.schema
-        tagged = self.dataset().map_partitions(functools.partial(_assign_and_tag, assign, schema))
+        tagged = self.dataset().map_partitions(functools.partial(assign_and_tag, assign, schema))
         with_p = pa.schema([pa.field("__p", pa.int64()), *schema])
-        out = tagged.partition_by(n).map_partitions(functools.partial(_untag_schema, with_p, schema))
-        return Plan(self.session, out, schema, self.fields, rows=self.rows)
+        out = tagged.partition_by(n).map_partitions(functools.partial(untag_schema, with_p, schema))
+        return Plan(self.session, out, schema, self.fields, rows=self.rows, widths=self.widths)
 
     def exchange_hash(self, keys: list[exp.Expression], n: int) -> "Plan":
         """Rows with equal ``keys`` (resolved expressions, cast alike on both sides of a
-        join) in one of ``n`` partitions."""
+        join) in one of ``n`` partitions; this plan itself when its rows already are (an
+        aggregate's output joined by its keys, a join's grouped by its keys: no shuffle)."""
         if not keys:
             return self.exchange_single()
+        types = {f.phys: f.type for f in self.fields}
+        keys = [exp.cast(k, "BIGINT") if isinstance(k, exp.Column) and not k.table and k.name in types
+                and pa.types.is_integer(types[k.name]) and types[k.name] != pa.int64() else k
+                for k in keys]  # every integer hashed as a bigint: an int key's rows meet a bigint key's
+        sig = _hash_signature(keys, self.fields)
+        if sig is not None and self.hashed == (sig, n):
+            return self
         h = exp.Anonymous(this="hash", expressions=keys)
         sql = to_sql(exp.select(exp.Mod(this=h, expression=exp.Literal.number(n))).from_(T))
-        return self._exchange(functools.partial(_hash_assign, sql), n)
+        out = self._exchange(functools.partial(hash_assign, sql), n)
+        out.hashed = None if sig is None else (sig, n)
+        return out
 
     def exchange_single(self) -> "Plan":
         """Every row in one partition (a global aggregate, a window over everything)."""
         if self.num_partitions == 1:
-            return Plan(self.session, self.dataset(), self.schema, self.fields, rows=self.rows)
-        return self._exchange(_zeros, 1)
+            return Plan(self.session, self.dataset(), self.schema, self.fields, rows=self.rows, widths=self.widths)
+        return self._exchange(zeros, 1)
 
     def exchange_range(self, order: list[exp.Ordered], n: int) -> "Plan":
         """Partitions in the order of ``order``'s first key: bounds from a sample of it."""
         first = order[0]
         key_sql = to_sql(exp.select(first.this).from_(T))
         per_part = max(20, 60 * n // max(1, self.num_partitions))
-        samples = self.dataset().map_partitions(functools.partial(_sample_key, key_sql, per_part)).collect_partitions()
+        samples = self.dataset().map_partitions(functools.partial(sample_key, key_sql, per_part)).collect_partitions()
         arrays = [a for part in samples for a in part if len(a)]
         if not arrays or n == 1:
             return self.exchange_single()
         values = np.sort(pa.concat_arrays(arrays).to_numpy(zero_copy_only=False))
         bounds = np.unique(values[[len(values) * i // n for i in range(1, n)]]) if len(values) else values
         m = len(bounds) + 1
-        assign = functools.partial(_range_assign, key_sql, bounds, bool(first.args.get("desc")),
+        assign = functools.partial(range_assign, key_sql, bounds, bool(first.args.get("desc")),
                                    bool(first.args.get("nulls_first")), m)
         return self._exchange(assign, m)
+
+
+def _hash_signature(keys: list[exp.Expression], fields: list[Field]) -> tuple[tuple[str, str], ...] | None:
+    """``(column, type)`` of each key that is a column (cast or not) of ``fields``: two hash
+    exchanges with equal signatures put equal rows in equal partitions. None: a key is an
+    expression of another kind."""
+    types = {f.phys: f.type for f in fields}
+    sig = []
+    for k in keys:
+        cast = k.to.sql("duckdb").upper() if isinstance(k, exp.Cast) else None
+        col = k.this if isinstance(k, exp.Cast) else k
+        if not isinstance(col, exp.Column) or col.table or col.name not in types:
+            return None
+        own = str(types[col.name])
+        sig.append((col.name, _CAST_AS_ARROW.get(cast, cast) if cast else own))
+    return tuple(sig)
+
+
+#: DuckDB cast targets of join keys (``join_plan._hash_type``) as the Arrow types they equal
+_CAST_AS_ARROW = {"BIGINT": "int64", "DOUBLE": "double", "VARCHAR": "string", "TEXT": "string"}
+
+
+def _renamed_hashing(hashed: Any, items: list[tuple[exp.Expression, str]]) -> Any:
+    """A plan's hashing after a projection: its columns under their new names, if each is
+    passed through as it is; else None."""
+    if hashed is None:
+        return None
+    names = {}
+    for e, out in items:
+        if isinstance(e, exp.Column) and not e.table and e.name not in names:
+            names[e.name] = out
+    sig, n = hashed
+    if not all(col in names for col, _ in sig):
+        return None
+    return tuple((names[col], t) for col, t in sig), n
 
 
 def _source_rows(node: Any) -> int | None:
@@ -217,16 +239,17 @@ def _source_rows(node: Any) -> int | None:
 
 def estimated_bytes(plan: Plan) -> int | None:
     """At most about how many bytes ``plan``'s rows take in memory (None if not known):
-    its row bound times a row's width, a string counted as 24 bytes."""
+    its row bound times a row's width, a string as wide as its source column's statistics
+    say (24 bytes if they say nothing)."""
     if plan.rows is None:
         return None
     width = 0
     for f in plan.fields:
         try:
             width += f.type.bit_width // 8
-        except ValueError:  # strings, binaries, nested values
-            width += 24 if not pa.types.is_nested(f.type) else 64
-    return plan.rows * max(1, width)
+        except ValueError:  # strings (as the source's statistics say, else 24 bytes), binaries, nested values
+            width += plan.widths.get(f.phys, 24) if not pa.types.is_nested(f.type) else 64
+    return int(plan.rows * max(1, width))
 
 
 def _selects_all(q: exp.Expression) -> bool:
@@ -243,36 +266,8 @@ def _plain_filter(q: exp.Select) -> bool:
                and e.this.name == e.alias for e in q.expressions)
 
 
-def _zeros(t: pa.Table) -> np.ndarray:
-    return np.zeros(t.num_rows, dtype=np.int64)
-
-
-def _sample_key(key_sql: str, per_part: int, value: Any) -> list:
-    """Up to ``per_part`` evenly spaced non-null values of the sort key (as one Arrow array in a list)."""
-    t = value if isinstance(value, pa.Table) else None
-    if t is None or t.num_rows == 0:
-        return []
-    key = run_query(key_sql, {T: t}).column(0).drop_null().combine_chunks()
-    step = max(1, len(key) // per_part)
-    return [key.take(pa.array(np.arange(0, len(key), step)))]
-
-
-def _untag_schema(with_p: pa.Schema, schema: pa.Schema, value: Any) -> pa.Table:
-    if isinstance(value, list) and not value:
-        return schema.empty_table()
-    return _untag(with_p, value)
-
-
 def _normalized_scan(rescan: Callable[[list[str]], Any], columns: list[str]) -> Any:
-    return rescan(columns).map_partitions(_normalized)
-
-
-def _normalized(value: Any) -> Any:
-    return normalize(value) if isinstance(value, pa.Table) else value
-
-
-def _rename(names: list[str], value: Any) -> Any:
-    return value.rename_columns(names) if isinstance(value, pa.Table) else value
+    return rescan(columns).map_partitions(normalized)
 
 
 def _pruned(plan: Plan, exprs: list[exp.Expression]) -> Plan:

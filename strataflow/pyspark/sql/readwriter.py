@@ -42,6 +42,11 @@ def _lines_table(lines: Any) -> pa.Table:
 
 
 def _schema_of(ds: Any) -> pa.Schema:
+    """The schema of a Dataset of Tables: a file source's own (its footers), else its first
+    partition's (a job)."""
+    known = getattr(ds.node, "schema", None)
+    if isinstance(known, pa.Schema):
+        return known
     if ds.num_partitions == 0:
         return pa.schema([])
     return ds._run(lambda v: v.schema if isinstance(v, pa.Table) else pa.table({}).schema, [0], "schema")[0]

@@ -224,7 +224,7 @@ class SessionFrames:
         >>> spark.sql("SELECT k, sum(v) AS s FROM kv GROUP BY k HAVING s > 2 ORDER BY k").collect()
         [Row(k='a', s=3), Row(k='b', s=3)]
         """
-        from strataflow.pyspark.sql.sql_query import run_sql
+        from strataflow.pyspark.sql.sql_statements import run_sql
 
         return run_sql(self, sqlQuery)
 

@@ -1,171 +1,33 @@
-"""``spark.sql``: a Spark SQL query, parsed by sqlglot's Spark dialect, run as DataFrame
-operations, so that it is planned as they are (shuffles, the cache, the executors).
+"""A Spark SQL query (parsed by sqlglot's Spark dialect, names qualified and subqueries
+decorrelated by its optimizer: ``sql_statements.py``) run as DataFrame operations, so
+that it is planned as they are (shuffles, the cache, the executors).
 
 Supported: ``SELECT`` over temporary views and subqueries, ``WITH``, every join kind with
 ``ON``/``USING`` (comma joins and their ``WHERE`` equalities too), ``WHERE``, ``GROUP
 BY``, ``HAVING``, ``ORDER BY`` (by output names, positions or expressions over the
 output), ``LIMIT``, ``DISTINCT``, window functions, ``UNION [ALL]``; expressions are
 Spark's (``CASE``, ``LIKE``, ``EXTRACT``, intervals, ``IN`` lists). Subqueries inside
-expressions (``EXISTS``, ``IN (SELECT ...)``, scalar subqueries) are not yet supported:
-they raise an AnalysisException saying so.
+expressions (``EXISTS``, ``IN (SELECT ...)``, scalar subqueries) run as the joins
+sqlglot's optimizer rewrites them to; one it cannot rewrite is an AnalysisException.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import Column
+from strataflow.pyspark.sql.frame_relational import has_agg
+from strataflow.pyspark.sql.sql_exists import exists_joins
 
-__all__ = ["run_sql"]
-
-
-def run_sql(session: Any, text: str) -> Any:
-    if " ".join(text.split()).upper().rstrip(";") == "SHOW TABLES":
-        return _show_tables(session)
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except sqlglot.errors.ParseError as exc:
-        raise AnalysisException(f"[PARSE_SYNTAX_ERROR] {exc}", "PARSE_SYNTAX_ERROR") from None
-    if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "VIEW":
-        return _create_view(session, tree)
-    if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() in ("VIEW", "TABLE"):  # views only
-        for t in tree.args.get("tables") or [tree.this]:
-            if not session.dropTempView(t.name) and not tree.args.get("exists"):
-                session.table(t.name)  # TABLE_OR_VIEW_NOT_FOUND, naming it
-        return session.range(0)
-    names = _written_names(tree)
-    made = _table_functions(session, tree)
-    try:
-        return _as_written(session, _query(session, _optimize(session, _global_names(tree)), {}), names)
-    finally:
-        for name in made:
-            session._views.pop(name, None)
+__all__ = ["query_frame"]
 
 
-def _table_functions(session: Any, tree: exp.Expression) -> list[str]:
-    """``FROM range(...)`` (Spark's table-valued function) read as a view of ``spark.range``
-    for the one query; the names of those views."""
-    made = []
-    for t in list(tree.find_all(exp.Table)):
-        fn = t.this
-        if isinstance(fn, exp.Anonymous) and fn.name.lower() == "range":
-            args = [int(a.this) if isinstance(a, exp.Literal) else int(a.sql()) for a in fn.expressions]
-            name = f"__range{len(made)}_{id(tree)}"
-            session._views[name] = session.range(*args)
-            alias = t.args.get("alias") or exp.TableAlias(this=exp.to_identifier("range"))
-            t.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=alias))
-            made.append(name)
-    return made
-
-
-def _written_names(tree: exp.Expression) -> list[str | None] | None:
-    """The result's column names as Spark gives them: as the query writes them (sqlglot's
-    optimizer lowercases every identifier, Spark keeps ``MyId`` as it is), an unnamed
-    expression as Spark names it (``(id + 1)``, ``count(1)``), None for a ``*``."""
-    from strataflow.pyspark.sql.column import spark_name
-
-    top = tree
-    while isinstance(top, (exp.Union, exp.Subquery)):
-        top = top.left if isinstance(top, exp.Union) else top.this
-    if not isinstance(top, exp.Select):
-        return None
-    names: list[str | None] = []
-    for e in top.expressions:
-        if isinstance(e, exp.Alias):
-            names.append(e.alias)
-        elif isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
-            names.append(None)
-        elif isinstance(e, exp.Column):
-            names.append(e.name)
-        else:
-            names.append(spark_name(e))
-    return names
-
-
-def _as_written(session: Any, df: Any, names: list[str | None] | None) -> Any:
-    """``df`` with the names ``_written_names`` gave; a ``*``'s columns take their case
-    from the views they come from."""
-    if not names:
-        return df
-    cols = df.columns
-    stars = names.count(None)
-    width = len(cols) - (len(names) - stars)
-    if stars > 1 or width < 0 or (stars == 0 and width != 0):
-        return df
-    case = {c.lower(): c for v in session._views.values() for c in v.columns}
-    out: list[str] = []
-    for n in names:
-        if n is None:
-            out += [case.get(c.lower(), c) for c in cols[len(out):len(out) + width]]
-        else:
-            out.append(n)
-    return df if out == cols else df.toDF(*out)
-
-
-def _global_names(tree: exp.Expression) -> exp.Expression:
-    """``global_temp.v`` read as the one table name ``"global_temp.v"`` (``spark.table``'s)."""
-    from strataflow.pyspark.sql.catalog import GLOBAL_TEMP
-
-    for t in list(tree.find_all(exp.Table)):
-        if t.db and t.db.lower() == GLOBAL_TEMP:
-            alias = t.args.get("alias") or exp.TableAlias(this=exp.to_identifier(t.name))
-            t.replace(exp.Table(this=exp.to_identifier(f"{GLOBAL_TEMP}.{t.name}", quoted=True), alias=alias))
-    return tree
-
-
-def _show_tables(session: Any) -> Any:
-    """``SHOW TABLES``: the temporary views, as Spark lists them."""
-    rows = [("", t.name, True) for t in session.catalog.listTables()]
-    return session.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean")
-
-
-#: sqlglot's optimizer rules spark.sql applies: names qualified, projections and predicates
-#: pushed down (a comma join's WHERE equalities become its join keys), correlated
-#: subqueries rewritten as joins
-_RULES = ("qualify", "pushdown_projections", "normalize", "unnest_subqueries", "pushdown_predicates",
-          "optimize_joins")
-
-
-def _optimize(session: Any, tree: exp.Expression) -> exp.Expression:
-    from sqlglot.optimizer import optimize
-    from sqlglot.optimizer.optimizer import RULES
-
-    from strataflow.pyspark.sql.types import from_arrow
-
-    from strataflow.pyspark.sql.catalog import GLOBAL_TEMP, global_views
-
-    views = {**session._views, **{f"{GLOBAL_TEMP}.{n}": df for n, df in global_views(session.sparkContext).items()}}
-    schema = {name: {f.name: from_arrow(f.type).simpleString() for f in df._current.fields}
-              for name, df in views.items()}
-    missing = sorted({t.name for t in tree.find_all(exp.Table)} - set(schema) - _cte_names(tree), key=str)
-    if missing:
-        session.table(missing[0])  # the TABLE_OR_VIEW_NOT_FOUND error, naming it
-    rules = [r for r in RULES if r.__name__ in _RULES]
-    try:
-        return optimize(tree, schema=schema, dialect="spark", rules=rules)
-    except sqlglot.errors.OptimizeError as exc:
-        raise AnalysisException(f"[UNRESOLVED_COLUMN] {exc}", "UNRESOLVED_COLUMN") from None
-
-
-def _cte_names(tree: exp.Expression) -> set[str]:
-    return {c.alias for c in tree.find_all(exp.CTE)}
-
-
-def _create_view(session: Any, tree: exp.Create) -> Any:
-    """``CREATE [OR REPLACE] TEMP VIEW name [(columns)] AS query``."""
-    target = tree.this
-    name = target.this.name if isinstance(target, exp.Schema) else target.name
-    df = _as_written(session, _query(session, _optimize(session, tree.expression), {}), _written_names(tree.expression))
-    if isinstance(target, exp.Schema) and target.expressions:
-        df = df.toDF(*[c.name for c in target.expressions])
-    from strataflow.pyspark.sql.catalog import register
-
-    register(session, name, df, replace=bool(tree.args.get("replace")))
-    return session.range(0)
+def query_frame(session: Any, q: exp.Expression, scope: dict) -> Any:
+    """The DataFrame of an optimized query ``q``; ``scope``: the CTEs it may name."""
+    return _query(session, q, scope)
 
 
 def _query(session: Any, q: exp.Expression, scope: dict) -> Any:
@@ -193,11 +55,16 @@ def _query(session: Any, q: exp.Expression, scope: dict) -> Any:
                                     "scalar subqueries) that sqlglot's optimizer cannot rewrite as joins are not "
                                     "supported yet", "UNSUPPORTED_FEATURE")
     pushed = _pushed_semis(q)
-    if pushed:
+    late = exists_joins(q)
+    if pushed or late:
         where = q.args.get("where")
         conds = _conjuncts(where.this) if where is not None else []
         semis = [(c, None) for c in conds]
+    for alias, filters in _pushed_filters(q).items():
+        pushed.setdefault(alias, []).extend(filters)
     df = _from(session, q, scope, pushed)
+    for how, sub, cond in late:  # EXISTS / NOT EXISTS with a non-equality (``sql_exists.py``)
+        df = df.join(_one_source(session, sub, scope), Column(cond), how)
     rest = [c for c, info in semis if info is None and not (isinstance(c, exp.Boolean) and c.this is True)]
     for _, info in semis:
         if info is not None:
@@ -207,7 +74,6 @@ def _query(session: Any, q: exp.Expression, scope: dict) -> Any:
     items = [Column(e) for e in q.expressions]
     group = q.args.get("group")
     having = q.args.get("having")
-    from strataflow.pyspark.sql.frame_relational import has_agg
 
     order = q.args.get("order")
     grouped = group is not None or any(has_agg(e) for e in q.expressions)
@@ -316,6 +182,45 @@ def _pushed_semis(q: exp.Select) -> dict[str, list[exp.Join]]:
     return out
 
 
+def _pushed_filters(q: exp.Select) -> dict[str, list[exp.Expression]]:
+    """Conditions that need only one source of the leading inner joins, to apply to that
+    source before it is joined (so no shuffle moves a row they drop): the WHERE's and the
+    joins' conjuncts that name only it, and, from a disjunction whose every branch has
+    conjuncts that do (TPC-H q19's ``(p = l AND l.q <= 11 AND p.b = 'x') OR ...``), the
+    disjunction of those parts, as Spark's optimizer derives it. They stay where they are
+    as well; only a source joined by an outer join is never filtered early."""
+    frm = q.args.get("from") or q.args.get("from_")
+    if frm is None:
+        return {}
+    joins = list(q.args.get("joins") or [])
+    inner = 0
+    while inner < len(joins) and _how(joins[inner]) in ("inner", "cross") and not joins[inner].args.get("using"):
+        inner += 1
+    group = {frm.this.alias_or_name} | {j.this.alias_or_name for j in joins[:inner]}
+    where = q.args.get("where")
+    conds = (_conjuncts(where.this) if where is not None else []) + \
+        [c for j in joins[:inner] if j.args.get("on") is not None for c in _conjuncts(j.args["on"])]
+    out: dict[str, list[exp.Expression]] = {}
+
+    def only(c: exp.Expression) -> str | None:
+        tables = {col.table for col in c.find_all(exp.Column)}
+        if len(tables) == 1 and c.find(exp.Subquery, exp.Select) is None and not has_agg(c):
+            alias = tables.pop()
+            return alias if alias in group else None
+        return None
+
+    for c in conds:
+        if (alias := only(c)) is not None:
+            out.setdefault(alias, []).append(c.copy())
+        elif isinstance(c, exp.Or):
+            branches = [_conjuncts(b) for b in c.flatten()]
+            for alias in group:
+                parts = [[x for x in b if only(x) == alias] for b in branches]
+                if all(parts):
+                    out.setdefault(alias, []).append(exp.or_(*[exp.and_(*[x.copy() for x in p]) for p in parts]))
+    return out
+
+
 def _unique_on(sub: exp.Expression, keys: set[str]) -> bool:
     """True if ``sub`` (a SELECT) gives one row per value of its output columns ``keys``,
     which are all of its outputs: it groups by exactly them."""
@@ -354,16 +259,22 @@ def _in_from(sub: exp.Expression, top: exp.Select) -> bool:
 
 def _source(session: Any, t: exp.Expression, scope: dict, pushed: dict | None = None) -> Any:
     df = _one_source(session, t, scope)
+    filters = [c for c in (pushed or {}).get(t.alias_or_name, []) if not isinstance(c, exp.Join)]
+    if filters:  # its own conditions (``_pushed_filters``): before its columns are pruned and it is joined
+        df = df.filter(Column(exp.and_(*filters)))
     if isinstance(t, exp.Table):  # only the columns the query names (sqlglot qualified them all), so that
         top = t.parent_select  # no shuffle and no join carries a column nothing reads
-        named = [c for n in [top, *[j.args["on"] for j in (pushed or {}).get(t.alias_or_name, [])]] if n is not None
-                 for c in n.find_all(exp.Column)]
+        ons = [j.args["on"] for j in (pushed or {}).get(t.alias_or_name, []) if isinstance(j, exp.Join)]
+        named = [c for n in [top, *ons] if n is not None for c in n.find_all(exp.Column)]
         used = {c.name.lower() for c in named if c.table == t.alias_or_name}
+        used |= {name for table, name in (top.meta.get("keep_columns", ()) if top is not None else ())
+                 if table == t.alias_or_name}
         keep = [c for c in df.columns if c.lower() in used]
         if top is not None and len(keep) < len(df.columns):
             df = df.select(*(keep or df.columns[:1])).alias(t.alias_or_name)
-    for j in (pushed or {}).get(t.alias_or_name, []):  # its semi joins (``_pushed_semis``) first
-        df = df.join(_one_source(session, j.this, scope), Column(j.args["on"]), "left_semi")
+    for j in (pushed or {}).get(t.alias_or_name, []):  # its semi joins (``_pushed_semis``), before any other join
+        if isinstance(j, exp.Join):
+            df = df.join(_one_source(session, j.this, scope), Column(j.args["on"]), "left_semi")
     return df
 
 
@@ -411,27 +322,37 @@ def _from(session: Any, q: exp.Select, scope: dict, pushed: dict | None = None) 
 
 def _inner_joins(session: Any, first: exp.Expression, joins: list[exp.Join], scope: dict,
                  pushed: dict | None = None) -> Any:
-    """``first`` inner-joined with the joins' sources, in an order where each next source
-    has a join condition with those before it, so that no source is crossed with another
-    when a condition could join them (``a, b, c WHERE a.x = c.x AND c.y = b.y`` joins c
-    before b); conditions apply as soon as their sources are joined."""
-    df = _source(session, first, scope, pushed)
-    seen = {first.alias_or_name}
-    todo = [(j.this.alias_or_name, j.this) for j in joins]
+    """``first`` inner-joined with the joins' sources. The largest source (by its row bound,
+    ``estimated_bytes``) comes first, so that each small one can be broadcast onto it
+    without shuffling it (a star query's fact table never moves); then, in the order the
+    query names them, each next source that a join condition connects to those before it
+    (so no source is crossed with another when a condition could join them: ``a, b, c
+    WHERE a.x = c.x AND c.y = b.y`` joins c before b). Conditions apply as soon as their
+    sources are joined."""
+    from strataflow.pyspark.sql.plan import estimated_bytes
+
+    sources = [(first.alias_or_name, first)] + [(j.this.alias_or_name, j.this) for j in joins]
+    frames = {alias: _source(session, t, scope, pushed) for alias, t in sources}
+    size = {alias: estimated_bytes(df._current) for alias, df in frames.items()}
+    known = [alias for alias, _ in sources if size[alias] is not None]
+    start = max(known, key=lambda a: size[a]) if known else sources[0][0]
+    df, seen = frames[start], {start}
+    todo = [alias for alias, _ in sources if alias != start]
     pending = [c for j in joins if j.args.get("on") is not None for c in _conjuncts(j.args["on"])]
 
     def tables(c: exp.Expression) -> set[str]:
         return {col.table for col in c.find_all(exp.Column) if col.table}
 
+    def connected(alias: str) -> bool:
+        return any(alias in tables(c) and tables(c) - {alias} and tables(c) <= seen | {alias} for c in pending)
+
     while todo:
-        pick = next((t for t in todo if any(t[0] in tables(c) and tables(c) - {t[0]} and tables(c) <= seen | {t[0]}
-                                            for c in pending)), todo[0])
+        pick = next((a for a in todo if connected(a)), todo[0])
         todo.remove(pick)
-        seen.add(pick[0])
+        seen.add(pick)
         ready = [c for c in pending if tables(c) <= seen]
         pending = [c for c in pending if not tables(c) <= seen]
-        right = _source(session, pick[1], scope, pushed)
-        df = df.join(right, Column(exp.and_(*ready))) if ready else df.join(right, how="cross")
+        df = df.join(frames[pick], Column(exp.and_(*ready))) if ready else df.join(frames[pick], how="cross")
     if pending:
         df = df.filter(Column(exp.and_(*pending)))
     return df

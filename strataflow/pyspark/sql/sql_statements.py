@@ -1,0 +1,162 @@
+"""``spark.sql``: the statements it takes (a query, ``CREATE [OR REPLACE] TEMP VIEW``,
+``DROP VIEW``/``TABLE``, ``SHOW TABLES``) and what every query goes through before it
+is planned: the result's names as Spark gives them, ``range(...)`` as a table,
+``global_temp.`` views, and sqlglot's optimizer (``sql_query.py`` plans the result).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from strataflow.pyspark.errors import AnalysisException
+from strataflow.pyspark.sql.sql_query import query_frame
+
+__all__ = ["run_sql"]
+
+
+def run_sql(session: Any, text: str) -> Any:
+    if " ".join(text.split()).upper().rstrip(";") == "SHOW TABLES":
+        return _show_tables(session)
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.ParseError as exc:
+        raise AnalysisException(f"[PARSE_SYNTAX_ERROR] {exc}", "PARSE_SYNTAX_ERROR") from None
+    if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "VIEW":
+        return _create_view(session, tree)
+    if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() in ("VIEW", "TABLE"):  # views only
+        for t in tree.args.get("tables") or [tree.this]:
+            if not session.dropTempView(t.name) and not tree.args.get("exists"):
+                session.table(t.name)  # TABLE_OR_VIEW_NOT_FOUND, naming it
+        return session.range(0)
+    names = _written_names(tree)
+    made = _table_functions(session, tree)
+    try:
+        return _as_written(session, query_frame(session, _optimize(session, _global_names(tree)), {}), names)
+    finally:
+        for name in made:
+            session._views.pop(name, None)
+
+
+def _table_functions(session: Any, tree: exp.Expression) -> list[str]:
+    """``FROM range(...)`` (Spark's table-valued function) read as a view of ``spark.range``
+    for the one query; the names of those views."""
+    made = []
+    for t in list(tree.find_all(exp.Table)):
+        fn = t.this
+        if isinstance(fn, exp.Anonymous) and fn.name.lower() == "range":
+            args = [int(a.this) if isinstance(a, exp.Literal) else int(a.sql()) for a in fn.expressions]
+            name = f"__range{len(made)}_{id(tree)}"
+            session._views[name] = session.range(*args)
+            alias = t.args.get("alias") or exp.TableAlias(this=exp.to_identifier("range"))
+            t.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=alias))
+            made.append(name)
+    return made
+
+
+def _written_names(tree: exp.Expression) -> list[str | None] | None:
+    """The result's column names as Spark gives them: as the query writes them (sqlglot's
+    optimizer lowercases every identifier, Spark keeps ``MyId`` as it is), an unnamed
+    expression as Spark names it (``(id + 1)``, ``count(1)``), None for a ``*``."""
+    from strataflow.pyspark.sql.column import spark_name
+
+    top = tree
+    while isinstance(top, (exp.Union, exp.Subquery)):
+        top = top.left if isinstance(top, exp.Union) else top.this
+    if not isinstance(top, exp.Select):
+        return None
+    names: list[str | None] = []
+    for e in top.expressions:
+        if isinstance(e, exp.Alias):
+            names.append(e.alias)
+        elif isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+            names.append(None)
+        elif isinstance(e, exp.Column):
+            names.append(e.name)
+        else:
+            names.append(spark_name(e))
+    return names
+
+
+def _as_written(session: Any, df: Any, names: list[str | None] | None) -> Any:
+    """``df`` with the names ``_written_names`` gave; a ``*``'s columns take their case
+    from the views they come from."""
+    if not names:
+        return df
+    cols = df.columns
+    stars = names.count(None)
+    width = len(cols) - (len(names) - stars)
+    if stars > 1 or width < 0 or (stars == 0 and width != 0):
+        return df
+    case = {c.lower(): c for v in session._views.values() for c in v.columns}
+    out: list[str] = []
+    for n in names:
+        if n is None:
+            out += [case.get(c.lower(), c) for c in cols[len(out):len(out) + width]]
+        else:
+            out.append(n)
+    return df if out == cols else df.toDF(*out)
+
+
+def _global_names(tree: exp.Expression) -> exp.Expression:
+    """``global_temp.v`` read as the one table name ``"global_temp.v"`` (``spark.table``'s)."""
+    from strataflow.pyspark.sql.catalog import GLOBAL_TEMP
+
+    for t in list(tree.find_all(exp.Table)):
+        if t.db and t.db.lower() == GLOBAL_TEMP:
+            alias = t.args.get("alias") or exp.TableAlias(this=exp.to_identifier(t.name))
+            t.replace(exp.Table(this=exp.to_identifier(f"{GLOBAL_TEMP}.{t.name}", quoted=True), alias=alias))
+    return tree
+
+
+def _show_tables(session: Any) -> Any:
+    """``SHOW TABLES``: the temporary views, as Spark lists them."""
+    rows = [("", t.name, True) for t in session.catalog.listTables()]
+    return session.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean")
+
+
+#: sqlglot's optimizer rules spark.sql applies: names qualified, projections and predicates
+#: pushed down (a comma join's WHERE equalities become its join keys), correlated
+#: subqueries rewritten as joins
+_RULES = ("qualify", "pushdown_projections", "normalize", "unnest_subqueries", "pushdown_predicates",
+          "optimize_joins")
+
+
+def _optimize(session: Any, tree: exp.Expression) -> exp.Expression:
+    from sqlglot.optimizer import optimize
+    from sqlglot.optimizer.optimizer import RULES
+
+    from strataflow.pyspark.sql.types import from_arrow
+
+    from strataflow.pyspark.sql.catalog import GLOBAL_TEMP, global_views
+
+    views = {**session._views, **{f"{GLOBAL_TEMP}.{n}": df for n, df in global_views(session.sparkContext).items()}}
+    schema = {name: {f.name: from_arrow(f.type).simpleString() for f in df._current.fields}
+              for name, df in views.items()}
+    missing = sorted({t.name for t in tree.find_all(exp.Table)} - set(schema) - _cte_names(tree), key=str)
+    if missing:
+        session.table(missing[0])  # the TABLE_OR_VIEW_NOT_FOUND error, naming it
+    rules = [r for r in RULES if r.__name__ in _RULES]
+    try:
+        return optimize(tree, schema=schema, dialect="spark", rules=rules)
+    except sqlglot.errors.OptimizeError as exc:
+        raise AnalysisException(f"[UNRESOLVED_COLUMN] {exc}", "UNRESOLVED_COLUMN") from None
+
+
+def _cte_names(tree: exp.Expression) -> set[str]:
+    return {c.alias for c in tree.find_all(exp.CTE)}
+
+
+def _create_view(session: Any, tree: exp.Create) -> Any:
+    """``CREATE [OR REPLACE] TEMP VIEW name [(columns)] AS query``."""
+    target = tree.this
+    name = target.this.name if isinstance(target, exp.Schema) else target.name
+    df = _as_written(session, query_frame(session, _optimize(session, tree.expression), {}), _written_names(tree.expression))
+    if isinstance(target, exp.Schema) and target.expressions:
+        df = df.toDF(*[c.name for c in target.expressions])
+    from strataflow.pyspark.sql.catalog import register
+
+    register(session, name, df, replace=bool(tree.args.get("replace")))
+    return session.range(0)

@@ -329,3 +329,28 @@ def test_exists_with_a_non_equality_answers_as_sql_does(spark):
     ]:
         want = sorted(con.sql(query).fetchall(), key=str)
         assert sorted((tuple(r) for r in spark.sql(query).collect()), key=str) == want, query
+
+
+def test_a_filtered_side_is_computed_first_and_broadcast_when_small(spark, tmp_path):
+    """A side whose rows a filter (or a semi join) narrows, under 64 MB by its row bound,
+    is computed before the join: small, it is broadcast (no shuffle of the other side);
+    not small, its computed rows feed the shuffle. Either way the answer is the model's."""
+    spark.createDataFrame([(k, k % 10, f"d{k}") for k in range(3000)], "k long, g long, d string") \
+        .write.parquet(str(tmp_path / "dim"))
+    dim = spark.read.parquet(str(tmp_path / "dim"))
+    facts = spark.range(20000, numPartitions=4).withColumn("k", F.col("id") % 3000)
+    model = sorted((i, i % 3000) for i in range(20000) if (i % 3000) % 10 == 3)
+
+    def run():
+        out = facts.join(dim.filter("g = 3"), "k").select("id", "k")
+        return out, sorted((r.id, r.k) for r in out.collect())
+
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(4 << 20))
+    small, rows = run()
+    assert rows == model and small._current.dataset().explain().count("ShuffledNode") == 0
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "0")  # nothing is small: shuffled, from its rows
+    try:
+        shuffled, rows = run()
+        assert rows == model and shuffled._current.dataset().explain().count("ShuffledNode") >= 1
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")

@@ -80,7 +80,7 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
         return Plan(lp.session, ds, schema, fields)
     if pairs and small == "right" and "right" in gathered:
         ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema, gathered["right"]))
-        return Plan(lp.session, ds, schema, fields, rows=rows)
+        return _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
     if pairs and small is None:
         n = left._shuffle_partitions()
         casts = [_hash_type(_type_of(a, lp), _type_of(b, rp)) for a, b in pairs]
@@ -88,7 +88,7 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
         rkeys = [_cast(_strip(b), t) for (_, b), t in zip(pairs, casts)]
         lx, rx = lp.exchange_hash(lkeys, n), rp.exchange_hash(rkeys, n)
         ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(joined, sql, lx.schema, rx.schema))
-        out_plan = Plan(lp.session, ds, schema, fields, rows=rows)
+        out_plan = _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
         by = rx if kind == "right" else lx  # a right join's left keys may be null where its right ones are not
         if kind != "full" and by.hashed is not None:
             side = "__r" if by is rx else "__l"
@@ -103,7 +103,12 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
         return Plan(lp.session, ds, schema, fields)
     rtable = _gathered(rp)
     ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema, rtable))
-    return Plan(lp.session, ds, schema, fields, rows=rows)
+    return _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
+
+
+def _narrowed(plan: Plan, kind: str) -> Plan:
+    plan.narrowed = kind in ("semi", "anti")
+    return plan
 
 
 #: join kinds that may send the right side to every left partition, and the left to every right one
@@ -137,20 +142,23 @@ def _adaptive(left: Any, right: Any, kind: str, lp: Plan, rp: Plan) -> tuple[str
     first (gathered on the driver): if it is at most the broadcast threshold it is
     broadcast, as Spark's adaptive execution turns a shuffled join into a broadcast one
     once the small side's size is known (TPC-H's orders filtered to a year: a fifth of
-    its rows). Else its rows are the input of the shuffle, not computed again.
+    its rows); so is one whose copies, one per partition of the other side, are no more
+    than that side's bytes by its bound (sending them costs less than shuffling it).
+    Else its rows are the input of the shuffle, not computed again.
     ``(side to broadcast or None, gathered tables by side, left plan, right plan)``."""
     limit = _threshold(left.sparkSession)
     if limit < 0:
         return None, {}, lp, rp
     sides = [(side, plan) for side, plan in (("right", rp), ("left", lp))
-             if kind in (_LEFT_BROADCAST if side == "left" else _RIGHT_BROADCAST) and plan.query is not None
-             and plan.query.args.get("where") is not None and (estimated_bytes(plan) or _ADAPTIVE_BOUND + 1)
-             <= _ADAPTIVE_BOUND]
+             if kind in (_LEFT_BROADCAST if side == "left" else _RIGHT_BROADCAST) and plan.narrowed
+             and (estimated_bytes(plan) or _ADAPTIVE_BOUND + 1) <= _ADAPTIVE_BOUND]
     if not sides:
         return None, {}, lp, rp
     side, plan = min(sides, key=lambda sp: estimated_bytes(sp[1]) or 0)
+    other = rp if side == "left" else lp
     table = _gathered(plan)
-    if table.nbytes <= limit:
+    other_bytes = estimated_bytes(other)
+    if table.nbytes <= limit or (other_bytes is not None and table.nbytes * other.num_partitions <= other_bytes):
         return side, {side: table}, lp, rp
     ctx = plan.session.sparkContext.ctx
     again = Plan(plan.session, ctx.from_arrow(table, max(1, plan.num_partitions)), plan.schema, plan.fields,

@@ -46,6 +46,9 @@ class Plan:
         #: ``((column, type the hash reads it as), ...), n``: rows with equal values of those output
         #: columns are in one of the n partitions, as ``exchange_hash`` put them (None: not known)
         self.hashed: tuple[tuple[tuple[str, str], ...], int] | None = None
+        #: True if rows were dropped on the way (a filter, a semi or anti join): fewer than
+        #: ``rows`` may be left, so a join may compute it first to see (``join_plan._adaptive``)
+        self.narrowed = False
 
     @classmethod
     def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object,
@@ -101,7 +104,7 @@ class Plan:
     def with_origin(self, *tags: object) -> "Plan":
         out = Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query,
                    self.rescan, self.rows, self.widths)
-        out.hashed = self.hashed
+        out.hashed, out.narrowed = self.hashed, self.narrowed
         return out
 
     # -- narrow: one more query over this one ---------------------------------------------------------
@@ -133,6 +136,7 @@ class Plan:
         rows = self.rows if limit is None or self.rows is None else min(self.rows, limit)
         out = Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan, rows, self.widths)
         out.hashed = _renamed_hashing(self.hashed, [(e, p) for (e, _, _), p in zip(items, phys)])
+        out.narrowed = self.narrowed or sel.args.get("where") is not None
         return out
 
     def identity_items(self) -> list[tuple[exp.Expression, str, frozenset]]:

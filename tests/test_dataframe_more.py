@@ -354,3 +354,17 @@ def test_a_filtered_side_is_computed_first_and_broadcast_when_small(spark, tmp_p
         assert rows == model and shuffled._current.dataset().explain().count("ShuffledNode") >= 1
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_sql_binds_parameters_and_formats_arguments(spark):
+    people = spark.createDataFrame([(1, "O'Neil"), (2, "Bo"), (3, None)], "id int, name string")
+    assert spark.sql("SELECT id FROM {p} WHERE id > :low AND id < :high", {"low": 1, "high": 3},
+                     p=people).collect()[0].id == 2
+    assert [r.id for r in spark.sql("SELECT id FROM {p} WHERE id >= ? ORDER BY id", [2], p=people).collect()] == [2, 3]
+    assert spark.sql("SELECT id FROM {p} WHERE name = {who}", p=people, who="O'Neil").first().id == 1
+    assert spark.sql("SELECT {c} FROM {p} ORDER BY id", c=people.name, p=people).columns == ["name"]
+    with pytest.raises(AnalysisException, match="UNBOUND_SQL_PARAMETER.*high"):
+        spark.sql("SELECT :high AS h", {"low": 1})
+    with pytest.raises(AnalysisException, match="2 parameter markers and 1 values"):
+        spark.sql("SELECT ? + ? AS s", [1])
+    assert not [v for v in spark._views if v.startswith("__sql_arg")]  # the views {p} made are gone

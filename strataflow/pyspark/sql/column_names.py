@@ -192,6 +192,9 @@ class _Namer:
             return " ".join(parts + ["END"])
         if isinstance(e, exp.Window):
             return f"{n(e.this)} OVER (...)"
+        if isinstance(e, exp.VarMap):  # create_map(k1, v1, ...): Spark names it map(k1, v1, ...)
+            pairs = zip(e.args["keys"].expressions, e.args["values"].expressions)
+            return f"map({', '.join(n(x) for kv in pairs for x in kv)})"
         if isinstance(e, exp.PropertyEQ):
             return n(e.expression)  # struct(a, b), not struct(a := a, b := b)
         if isinstance(e, exp.Anonymous):

@@ -325,7 +325,8 @@ _SPECS = {
     "create_map": "c*", "array_union": "cc", "array_intersect": "cc", "array_except": "cc",
     "arrays_zip": "c*", "slice": "cll", "sequence": "ccc",
 }
-_ALIASES = {"mean": "avg", "ceiling": "ceil", "day": "dayofmonth", "power": "pow", "ifnull": "nvl"}
+_ALIASES = {"mean": "avg", "ceiling": "ceil", "day": "dayofmonth", "power": "pow", "ifnull": "nvl",
+            "create_map": "map"}
 
 
 def _make(name: str, spec: str):

@@ -218,15 +218,19 @@ class SessionFrames:
         return df
 
     def sql(self, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
-        """A query in Spark's SQL over the temporary views, as a DataFrame.
+        """A query in Spark's SQL over the temporary views, as a DataFrame. ``args`` binds
+        parameter markers (a dict for ``:name``, a list for ``?``) to values; keyword
+        arguments fill ``{name}`` in the text (a DataFrame as a view, a string quoted).
 
         >>> spark.createDataFrame([("a", 1), ("a", 2), ("b", 3)], ["k", "v"]).createOrReplaceTempView("kv")
         >>> spark.sql("SELECT k, sum(v) AS s FROM kv GROUP BY k HAVING s > 2 ORDER BY k").collect()
         [Row(k='a', s=3), Row(k='b', s=3)]
+        >>> spark.sql("SELECT * FROM {t} WHERE v > :low", {"low": 1}, t=spark.table("kv")).count()
+        2
         """
         from strataflow.pyspark.sql.sql_statements import run_sql
 
-        return run_sql(self, sqlQuery)
+        return run_sql(self, sqlQuery, args, kwargs)
 
     def dropTempView(self, viewName: str) -> bool:
         """Forgets a temporary view; True if there was one.

@@ -17,13 +17,71 @@ from strataflow.pyspark.sql.sql_query import query_frame
 __all__ = ["run_sql"]
 
 
-def run_sql(session: Any, text: str) -> Any:
+def run_sql(session: Any, text: str, args: Any = None, kwargs: dict | None = None) -> Any:
+    made: list[str] = []
+    if kwargs:
+        text = _formatted(session, text, kwargs, made)
     if " ".join(text.split()).upper().rstrip(";") == "SHOW TABLES":
         return _show_tables(session)
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as exc:
         raise AnalysisException(f"[PARSE_SYNTAX_ERROR] {exc}", "PARSE_SYNTAX_ERROR") from None
+    if args is not None:
+        _bind(tree, args)
+    try:
+        return _statement(session, tree)
+    finally:
+        for name in made:
+            session._views.pop(name, None)
+
+
+def _formatted(session: Any, text: str, kwargs: dict, made: list[str]) -> str:
+    """``{name}`` filled as PySpark's ``spark.sql(text, **kwargs)`` does: a DataFrame as a
+    view made for this query, a Column as its SQL, a string quoted, a number as it is."""
+    import string
+
+    from strataflow.pyspark.sql.column import Column, spark_name
+
+    class _Spark(string.Formatter):
+        def format_field(self, value: Any, spec: str) -> str:
+            if hasattr(value, "_current") and hasattr(value, "createOrReplaceTempView"):
+                name = f"__sql_arg{len(made)}_{id(value)}"
+                session._views[name] = value
+                made.append(name)
+                return f"`{name}`"
+            if isinstance(value, Column):
+                return spark_name(value._expr)
+            if isinstance(value, str):
+                return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            return super().format_field(value, spec)
+
+    return _Spark().format(text, **kwargs)
+
+
+def _bind(tree: exp.Expression, args: Any) -> None:
+    """Parameter markers replaced by literals: ``:name`` from a dict, ``?`` from a list."""
+    from strataflow.pyspark.sql.column import lit_expr
+
+    marks = list(tree.find_all(exp.Placeholder))
+    if isinstance(args, dict):
+        for m in marks:
+            if m.name not in args:
+                raise AnalysisException(f"[UNBOUND_SQL_PARAMETER] Found the unbound parameter: {m.name}. Please, fix "
+                                        f"`args` and provide a mapping of the parameter to a SQL literal.",
+                                        "UNBOUND_SQL_PARAMETER")
+            m.replace(lit_expr(args[m.name]))
+    else:
+        values = list(args)
+        if len(values) != len(marks):
+            raise AnalysisException(f"[UNBOUND_SQL_PARAMETER] {len(marks)} parameter markers and {len(values)} "
+                                    f"values in `args`", "UNBOUND_SQL_PARAMETER")
+        for m, v in zip(marks, values):
+            m.replace(lit_expr(v))
+
+
+def _statement(session: Any, tree: exp.Expression) -> Any:
+    """Runs one parsed statement: a view made or dropped, or a query's DataFrame."""
     if isinstance(tree, exp.Create) and (tree.args.get("kind") or "").upper() == "VIEW":
         return _create_view(session, tree)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() in ("VIEW", "TABLE"):  # views only

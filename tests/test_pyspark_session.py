@@ -85,7 +85,7 @@ def test_a_session_whose_context_was_stopped_is_replaced():
 
 
 @pytest.mark.parametrize("name, hint", [
-    ("udf", "map"), ("tvf", "RDD"), ("readStream", "batch"),
+    ("tvf", "RDD"), ("readStream", "batch"),
 ])
 def test_what_is_not_built_yet_is_a_clear_error(name, hint):
     with threads(SparkSession.builder.master("local[1]")).getOrCreate() as spark:

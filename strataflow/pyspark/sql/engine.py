@@ -14,12 +14,14 @@ tables are registered by name for one query only.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
-from typing import Any
+from typing import Any, Callable, Iterable, NamedTuple
 
 import pyarrow as pa
 
-__all__ = ["run_query", "empty_like", "normalize", "as_table"]
+__all__ = ["run_query", "empty_like", "normalize", "as_table", "register_udfs", "UdfDef"]
 
 _local = threading.local()
 
@@ -66,6 +68,58 @@ def normalize(table: pa.Table) -> pa.Table:
             col, changed = col.cast(pa.timestamp("us", t.tz)), True
         cols.append(col)
     return pa.Table.from_arrays(cols, names=table.column_names) if changed else table
+
+
+class UdfDef(NamedTuple):
+    """A Python UDF bound to argument types (``udf.py``): what a connection registers."""
+
+    name: str
+    func: Callable
+    params: tuple[str, ...]
+    returns: str
+    arrow: pa.DataType
+    vectorized: bool
+
+
+def _row_by_row(func: Callable, arrow: pa.DataType, *arrays: Any) -> pa.Array:
+    values = [a.to_pylist() for a in arrays]
+    out = [func(*row) for row in zip(*values)]
+    try:
+        return pa.array(out, type=arrow)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # as PySpark: a string type takes str(value), a value
+        if pa.types.is_string(arrow):  # another type cannot hold is null
+            return pa.array([None if v is None else str(v) for v in out], type=arrow)
+        return pa.array([_or_null(v, arrow) for v in out], type=arrow)
+
+
+def _or_null(v: Any, arrow: pa.DataType) -> Any:
+    try:
+        pa.array([v], type=arrow)
+        return v
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return None
+
+
+def _batch(func: Callable, arrow: pa.DataType, *arrays: Any) -> pa.Array:
+    return pa.array(func(*[a.to_pandas() for a in arrays]), type=arrow, from_pandas=True)
+
+
+def register_udfs(defs: Iterable[UdfDef]) -> None:
+    """Registers the UDFs this thread's connection does not have yet: DuckDB calls each
+    with a batch of Arrow arrays (a ``udf`` then runs row by row on Python values, None
+    for null; a ``pandas_udf`` once on pandas Series)."""
+    con = _connection()
+    done = getattr(_local, "udfs", None)
+    if done is None:
+        done = _local.udfs = set()
+    for d in defs:
+        if d.name not in done:
+            call = functools.partial(_batch if d.vectorized else _row_by_row, d.func, d.arrow)
+            call.__signature__ = inspect.Signature(  # DuckDB counts the parameters it is given
+                [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(len(d.params))])
+            con.create_function(d.name, call, list(d.params), d.returns, type="arrow", null_handling="special",
+                                side_effects=False)
+            done.add(d.name)
 
 
 def run_query(sql: str, tables: dict[str, pa.Table]) -> pa.Table:

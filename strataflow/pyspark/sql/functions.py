@@ -15,6 +15,7 @@ from typing import Any
 from sqlglot import exp as sx
 
 from strataflow.pyspark.sql.column import Column, isnan_expr, lit_expr, to_expr
+from strataflow.pyspark.sql.udf import pandas_udf, udf
 
 __all__ = ["col", "column", "lit", "expr", "when", "broadcast", "count", "countDistinct", "count_distinct",
            "sum_distinct", "sumDistinct", "raise_error", "isnan", "asc", "desc", "struct", "array", "row_number",
@@ -346,4 +347,4 @@ def _make(name: str, spec: str):
 _module = sys.modules[__name__]
 for _name, _spec in _SPECS.items():
     setattr(_module, _name, _make(_name, _spec))
-__all__ += list(_SPECS)
+__all__ += list(_SPECS) + ["udf", "pandas_udf"]

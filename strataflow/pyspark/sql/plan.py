@@ -26,6 +26,7 @@ from sqlglot import exp
 from strataflow.pyspark.sql.dialect import to_sql
 from strataflow.pyspark.sql.engine import normalize, run_query
 from strataflow.pyspark.sql.resolve import Field, physical_names
+from strataflow.pyspark.sql.udf import udf_defs
 from strataflow.pyspark.sql.tasks import (T, assign_and_tag, hash_assign, normalized, range_assign, renamed,
                                           run_partition, sample_key, untag_schema, zeros)
 
@@ -94,7 +95,7 @@ class Plan:
             keep = [f for f in schema if f.name in named]
             if keep and len(keep) < len(schema):
                 source, schema = self.rescan([f.name for f in keep]), pa.schema(keep)
-        return source.map_partitions(functools.partial(run_partition, self.sql(), schema))
+        return source.map_partitions(functools.partial(run_partition, self.sql(), schema, udf_defs(self.query)))
 
     def _from(self) -> exp.Expression:
         if self.query is None:

@@ -23,6 +23,7 @@ from sqlglot import exp
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.coercion import spark_coercions
 from strataflow.pyspark.sql.column_names import expand_struct_ops
+from strataflow.pyspark.sql.udf import bind_udfs
 
 __all__ = ["Field", "resolve", "physical_names", "qualifier"]
 
@@ -104,8 +105,13 @@ def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]
         if c is e:
             return new
         c.replace(new)
+    if sides is not None and any(n.meta.get("udf") is not None for n in e.find_all(exp.Anonymous)):
+        raise AnalysisException("[UNSUPPORTED_FEATURE] a Python UDF in a join condition is not supported yet: "
+                                "compute it as a column of one side (withColumn), then join on that column",
+                                "UNSUPPORTED_FEATURE")
     if sides is None:  # a partition's own columns: Spark's implicit conversions, now that types are known
-        e = spark_coercions(e, pa.schema([pa.field(f.phys, f.type) for f in fields]), "__t")
+        schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
+        e = bind_udfs(spark_coercions(e, schema, "__t"), schema, "__t")
     return e
 
 

@@ -30,7 +30,6 @@ __all__ = ["SparkSession", "RuntimeConfig"]
 #: the DataFrame API of a SparkSession: name -> what to use instead
 _DATAFRAME_API = {
     "readStream": "batch RDD jobs",
-    "udf": "plain Python functions in map/filter",
     "udtf": "plain Python functions in flatMap",
     "streams": "batch RDD jobs",
     "dataSource": "spark.sparkContext.textFile and the strataflow readers",
@@ -216,6 +215,7 @@ class SparkSession(SessionFrames):
         self._options: dict[str, str] = dict(options or {})
         self._stopped = False
         self._views: dict = {}  # temporary views: lower-case name -> DataFrame
+        self._udfs: dict = {}  # spark.udf.register: lower-case name -> UserDefinedFunction
 
     @classmethod
     def getActiveSession(cls) -> "SparkSession | None":
@@ -267,6 +267,18 @@ class SparkSession(SessionFrames):
         'doctests'
         """
         return RuntimeConfig(self)
+
+    @property
+    def udf(self) -> Any:
+        """Python functions named for ``spark.sql`` (a :class:`~strataflow.pyspark.sql.udf.UDFRegistration`).
+
+        >>> _ = SparkSession.builder.getOrCreate().udf.register("twice", lambda x: 2 * x, "long")
+        >>> SparkSession.builder.getOrCreate().sql("SELECT twice(21) AS n").first().n
+        42
+        """
+        from strataflow.pyspark.sql.udf import UDFRegistration
+
+        return UDFRegistration(self)
 
     @property
     def catalog(self) -> Any:

@@ -92,10 +92,19 @@ def _statement(session: Any, tree: exp.Expression) -> Any:
     names = _written_names(tree)
     made = _table_functions(session, tree)
     try:
-        return _as_written(session, query_frame(session, _optimize(session, _global_names(tree)), {}), names)
+        return _as_written(session, query_frame(session, _udf_calls(session, _optimize(session, _global_names(tree))),
+                                                {}), names)
     finally:
         for name in made:
             session._views.pop(name, None)
+
+
+def _udf_calls(session: Any, tree: exp.Expression) -> exp.Expression:
+    """Calls of the names ``spark.udf.register`` gave, made calls of those UDFs."""
+    from strataflow.pyspark.sql.udf import sql_udfs
+
+    sql_udfs(session, tree)
+    return tree
 
 
 def _table_functions(session: Any, tree: exp.Expression) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from strataflow.pyspark.sql.engine import as_table, normalize, run_query
+from strataflow.pyspark.sql.engine import as_table, normalize, register_udfs, run_query
 
 __all__ = ["T", "run_partition", "assign_and_tag", "untag", "untag_schema", "hash_assign", "range_assign", "zeros",
            "sample_key", "normalized", "renamed", "joined", "with_right_table", "with_left_table", "same", "head_rows",
@@ -21,7 +21,10 @@ __all__ = ["T", "run_partition", "assign_and_tag", "untag", "untag_schema", "has
 T = "__t"
 
 
-def run_partition(sql: str, in_schema: pa.Schema, value: Any) -> pa.Table:
+def run_partition(sql: str, in_schema: pa.Schema, udfs: tuple, value: Any) -> pa.Table:
+    """One partition's query (the Python UDFs it calls registered first)."""
+    if udfs:
+        register_udfs(udfs)
     return run_query(sql, {T: as_table(value, in_schema)})
 
 

@@ -99,9 +99,9 @@ def _key(r):
     return tuple((x is None, str(type(x)), x if x is not None else 0) for x in r)
 
 
-@pytest.fixture(scope="module")
-def pyspark_results():
-    """Each program's columns and rows as real PySpark computes them (None if PySpark or Java is missing)."""
+def real_pyspark_results(programs, app: str) -> dict:
+    """Each program's columns and rows as real PySpark computes them, ``programs`` taking
+    PySpark's ``functions`` and ``Window`` (skips the test if PySpark or Java is missing)."""
     from strataflow.bench.peers.pyspark_peer import available
 
     ok, why = available()
@@ -109,12 +109,12 @@ def pyspark_results():
         pytest.skip(f"PySpark unavailable: {why}")
     from pyspark.sql import SparkSession as RealSession, Window as RealWindow, functions as RF
 
-    real = (RealSession.builder.master("local[2]").appName("model").config("spark.sql.shuffle.partitions", "3")
+    real = (RealSession.builder.master("local[2]").appName(app).config("spark.sql.shuffle.partitions", "3")
             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
     try:
         p, d = _frames(real, RF)
         out = {}
-        for name, prog in _programs(RF, RealWindow).items():
+        for name, prog in programs(RF, RealWindow).items():
             df = prog(p, d)
             out[name] = (df.columns, _norm(df.collect()))
         return out
@@ -122,17 +122,26 @@ def pyspark_results():
         real.stop()
 
 
-@pytest.mark.parametrize("name", sorted(_programs(F, Window)))
-def test_program_matches_pyspark(spark, pyspark_results, name):
-    p, d = _frames(spark, F)
-    df = _programs(F, Window)[name](p, d)
-    cols, rows = pyspark_results[name]
+@pytest.fixture(scope="module")
+def pyspark_results():
+    return real_pyspark_results(_programs, "model")
+
+
+def assert_as_pyspark(df, model: tuple, ordered: bool) -> None:
+    """``df``'s columns and rows are PySpark's (``model``), in order if ``ordered``."""
+    cols, rows = model
     got = _norm(df.collect())
     assert df.columns == cols
-    if name in ORDERED:
+    if ordered:
         assert got == rows
     else:
         assert sorted(got, key=_key) == sorted(rows, key=_key)
+
+
+@pytest.mark.parametrize("name", sorted(_programs(F, Window)))
+def test_program_matches_pyspark(spark, pyspark_results, name):
+    p, d = _frames(spark, F)
+    assert_as_pyspark(_programs(F, Window)[name](p, d), pyspark_results[name], name in ORDERED)
 
 
 def test_show_prints_as_pyspark(spark, capsys):

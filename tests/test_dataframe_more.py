@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dataframe import _frames, _key, _norm
+from test_dataframe import _frames, assert_as_pyspark, real_pyspark_results
 
 from strataflow.pyspark import SparkConf, SparkContext
 from strataflow.pyspark.sql import AnalysisException, SparkSession
@@ -80,34 +80,13 @@ ORDERED = {"sort_ordinal"}
 
 @pytest.fixture(scope="module")
 def pyspark_results():
-    """Each program's columns and rows as real PySpark computes them."""
-    from strataflow.bench.peers.pyspark_peer import available
-
-    ok, why = available()
-    if not ok:
-        pytest.skip(f"PySpark unavailable: {why}")
-    from pyspark.sql import SparkSession as RealSession, functions as RF
-
-    real = (RealSession.builder.master("local[2]").appName("model-more").config("spark.sql.shuffle.partitions", "3")
-            .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    try:
-        p, d = _frames(real, RF)
-        return {name: (prog(p, d).columns, _norm(prog(p, d).collect())) for name, prog in _programs(RF).items()}
-    finally:
-        real.stop()
+    return real_pyspark_results(lambda functions, window: _programs(functions), "model-more")
 
 
 @pytest.mark.parametrize("name", sorted(_programs(F)))
 def test_program_matches_pyspark(spark, pyspark_results, name):
     p, d = _frames(spark, F)
-    df = _programs(F)[name](p, d)
-    cols, rows = pyspark_results[name]
-    got = _norm(df.collect())
-    assert df.columns == cols
-    if name in ORDERED:
-        assert got == rows
-    else:
-        assert sorted(got, key=_key) == sorted(rows, key=_key)
+    assert_as_pyspark(_programs(F)[name](p, d), pyspark_results[name], name in ORDERED)
 
 
 VALUES = st.one_of(st.none(), st.integers(-2, 2), st.sampled_from(["a", "é", "日"]))

@@ -12,24 +12,12 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from strataflow.pyspark import SparkConf, SparkContext
-from strataflow.pyspark.sql import AnalysisException, Row, SparkSession
+from strataflow.pyspark.sql import AnalysisException, Row
 from strataflow.pyspark.sql import functions as F
+from test_dataframe import spark  # noqa: F401  (the module's SparkSession fixture, shared)
 
 ROWS = [(1, 2.0, "a"), (2, None, "b"), (None, 3.5, None), (4, -1.0, "a"), (5, 10.0, "c"), (6, 7.25, "a"),
         (7, 0.5, "b"), (8, 2.0, "a")]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    conf = SparkConf().set("strataflow.backend", "threads").set("strataflow.progress", "false")
-    sc = SparkContext("local[2]", "stat", conf=conf)
-    session = SparkSession(sc)
-    session.conf.set("spark.sql.shuffle.partitions", "3")
-    try:
-        yield session
-    finally:
-        sc.stop()
 
 
 @pytest.fixture(scope="module")

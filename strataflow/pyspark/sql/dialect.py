@@ -6,9 +6,14 @@ the result types of date arithmetic.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
 
-__all__ = ["to_sql"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["to_sql", "duck_type"]
 
 
 def _spark_types(node: exp.Expression) -> exp.Expression:
@@ -22,3 +27,11 @@ def _spark_types(node: exp.Expression) -> exp.Expression:
 def to_sql(e: exp.Expression) -> str:
     """An expression or query in DuckDB's dialect, with Spark's meaning."""
     return e.transform(_spark_types, copy=True).sql(dialect="duckdb")
+
+
+def duck_type(t: "pa.DataType") -> str:
+    """DuckDB's name of the Spark type an Arrow type stands for (a cast's target, a UDF's
+    parameter or result)."""
+    from strataflow.pyspark.sql.types import from_arrow
+
+    return exp.DataType.build(from_arrow(t).simpleString(), dialect="spark").sql("duckdb")

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import spark_name
+from strataflow.pyspark.sql.dialect import duck_type
 from strataflow.pyspark.sql.engine import run_query
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.resolve import Field, field_of
@@ -40,7 +41,7 @@ def aligned(lp: Plan, rp: Plan, what: str) -> tuple[Plan, Plan, list[Field]]:
                      {"__l": lp.schema.empty_table(), "__r": r_as_l.empty_table()}).schema
     sides = []
     for p in (lp, rp):
-        items = [(_cast(exp.column(f.phys, quoted=True), None if f.type == t.type else _duck_type(t.type)),
+        items = [(_cast(exp.column(f.phys, quoted=True), None if f.type == t.type else duck_type(t.type)),
                   lf.name, lf.origins) for f, t, lf in zip(p.fields, both, lp.fields)]
         sides.append(p.project(items))
     return sides[0], sides[1], [Field(f.name, f.phys, t.type, f.origins) for f, t in zip(lp.fields, both)]
@@ -48,12 +49,6 @@ def aligned(lp: Plan, rp: Plan, what: str) -> tuple[Plan, Plan, list[Field]]:
 
 def _cast(e: exp.Expression, to: str | None) -> exp.Expression:
     return e if to is None else exp.cast(e, to)
-
-
-def _duck_type(t: pa.DataType) -> str:
-    from strataflow.pyspark.sql.types import from_arrow
-
-    return exp.DataType.build(from_arrow(t).simpleString(), dialect="spark").sql("duckdb")
 
 
 class DataFrameSets:

@@ -20,19 +20,13 @@ import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.sql.column import Column, to_expr
-from strataflow.pyspark.sql.dialect import to_sql
+from strataflow.pyspark.sql.dialect import duck_type, to_sql
 from strataflow.pyspark.sql.engine import UdfDef, register_udfs, run_query
 
 __all__ = ["UserDefinedFunction", "UDFRegistration", "UdfDef", "udf", "pandas_udf", "bind_udfs", "udf_defs"]
 
 _ids = itertools.count(1)
 PREFIX = "__udf"
-
-
-def _duck(t: pa.DataType) -> str:
-    from strataflow.pyspark.sql.types import from_arrow
-
-    return exp.DataType.build(from_arrow(t).simpleString(), dialect="spark").sql("duckdb")
 
 
 class UserDefinedFunction:
@@ -160,10 +154,10 @@ def bind_udfs(e: exp.Expression, schema: pa.Schema, table: str) -> exp.Expressio
             types = run_query(to_sql(probe), {table: schema.empty_table()}).schema.types
         else:
             types = []
-        params = tuple(_duck(t) for t in types)
+        params = tuple(duck_type(t) for t in types)
         arrow = _nested(u.returnType)
         name = f"{PREFIX}{u._id}_{abs(hash(params)) % 10 ** 8}"
-        d = UdfDef(name, u.func, params, _duck(arrow), arrow, u.vectorized)
+        d = UdfDef(name, u.func, params, duck_type(arrow), arrow, u.vectorized)
         node.set("this", name)
         node.meta["udf_def"] = d
         register_udfs((d,))

@@ -164,3 +164,25 @@ def test_generator_is_deterministic_and_streams(tmp_path):
     assert np.array_equal(a, b) and not np.array_equal(a, c)
     with pytest.raises(ValueError, match="points"):
         gen_kmeans(str(tmp_path / "d"), 0)
+
+
+def _modules_here(_: int) -> tuple[int, bool, bool]:
+    return os.getpid(), "mailbox" in sys.modules, "no_such_module_anywhere" in sys.modules
+
+
+def test_preloaded_modules_reach_every_executor_and_a_missing_one_is_no_error(tmp_path):
+    """``fleet.preload`` (a SparkSession asks for DuckDB's this way): each executor process
+    imports the modules on a thread of its own; one that does not exist is skipped."""
+    from waits import wait_for
+
+    with Context(memory="64MB", local_dirs=[str(tmp_path)], backend="processes", executors=2, progress=False) as ctx:
+        pids = {h.pid for h in ctx.fleet.live()}
+        assert not any(loaded for _, loaded, _ in ctx.parallelize(range(8), 8).map(_modules_here).collect())
+        ctx.fleet.preload(["no_such_module_anywhere", "mailbox"])
+
+        def every_executor_has_it() -> bool:
+            seen = ctx.parallelize(range(16), 16).map(_modules_here).collect()
+            assert not any(missing for _, _, missing in seen)
+            return {pid for pid, loaded, _ in seen if loaded} == pids
+
+        wait_for(every_executor_has_it, what="mailbox imported by both executors")

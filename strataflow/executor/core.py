@@ -6,6 +6,7 @@ directly; an executor process (``worker.py``) calls it for each message it recei
 from __future__ import annotations
 
 import gc
+import importlib
 import threading
 import time
 from typing import Any
@@ -174,7 +175,20 @@ class ExecutorCore:
             return executor_registry_sizes(self)
         if op == "ping":
             return rt.executor_id
+        if op == "preload":  # Fleet.preload: the modules the coming tasks import, loaded now
+            threading.Thread(target=_import_all, args=(args,), daemon=True, name="strataflow-preload").start()
+            return None
         raise ValueError(f"executor: unknown operation {op!r}")
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
+    """Imports ``modules`` in turn; one that fails is left for the task that needs it to
+    report (a preload is a head start, never a new way to fail)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the task's own import raises it where it matters
+            pass
 
 
 def _forget_dataset_estimates(rt: ExecutorRuntime, dataset_id: int) -> None:

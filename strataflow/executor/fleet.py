@@ -62,6 +62,7 @@ class Fleet:
         self._key = new_key()  # the application's secret: one per fleet, never on disk
         self._registered: list[str] = []  # the directories registered with it in this process
         self._session = None  # the backend's shared part (``open_session``: Ray's connection)
+        self._preloads: list[str] = []  # modules every executor imports ahead of its tasks (``preload``)
 
     @property
     def session(self):
@@ -187,6 +188,8 @@ class Fleet:
             h.stop()
             return
         self.events.post("ExecutorAdded", executor=spec.executor_id, pid=getattr(h, "pid", None))
+        if self._preloads:
+            h.call_async("preload", *self._preloads)
         with self.changed:
             self.changed.notify_all()
 
@@ -201,6 +204,18 @@ class Fleet:
         return len(self._specs) > len(self._live)
 
     # -- questions to every executor ---------------------------------------------------------
+    def preload(self, modules: list[str]) -> None:
+        """Every executor, and each one started later, imports ``modules`` on a thread of
+        its own, without the caller waiting: a layer whose tasks need heavy modules (the
+        DataFrame layer: DuckDB and pyarrow.dataset, about a second) asks for them when it
+        is set up, so its first query does not pay for them."""
+        with self._lock:
+            new = [m for m in modules if m not in self._preloads]
+            self._preloads.extend(new)
+        if new:
+            for h in self.live():
+                h.call_async("preload", *new)
+
     def ask_all(self, op: str, *args) -> dict[str, object]:
         """``op`` on every live executor, in parallel; executor id -> answer (executors
         lost meanwhile are left out)."""

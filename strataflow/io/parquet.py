@@ -74,6 +74,7 @@ class ParquetSource(CachedInput, SourceNode):
         self.files: list[FileRef] = []
         #: (file index, row group) of every row group, in order
         self.units: list[tuple[int, int]] = []
+        self.unit_rows: list[int] = []  # the rows of each unit, from the footers
         self.num_rows = 0  # from the footers: what a planner may know before reading a row
         self.value_bytes: dict[str, float] = {}  # a string column's bytes per value in memory, about
         schemas = []
@@ -87,6 +88,7 @@ class ParquetSource(CachedInput, SourceNode):
             if rows is not None and meta.num_rows != rows:
                 raise ConfigError(f"parquet_file: {ref.name!r} holds {meta.num_rows} rows, its manifest says {rows}")
             self.units.extend((len(self.files), g) for g in range(meta.num_row_groups))
+            self.unit_rows.extend(meta.row_group(g).num_rows for g in range(meta.num_row_groups))
             self.num_rows += meta.num_rows
             if not self.files:
                 self.value_bytes = _string_widths(meta)
@@ -97,6 +99,8 @@ class ParquetSource(CachedInput, SourceNode):
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise ConfigError(f"parquet_file: the files of {self.path!r} have schemas that cannot be made one: {exc}") \
                 from None
+        #: every file has the unified schema: a partition is its row groups as they are, uncast
+        self.uniform = all(s.remove_metadata().equals(schema.remove_metadata()) for s in schemas)
         if columns is not None:
             missing = [c for c in columns if c not in schema.names]
             if missing:
@@ -127,8 +131,12 @@ class ParquetSource(CachedInput, SourceNode):
         for f, g in self.units[a:b]:
             by_file.setdefault(f, []).append(g)
         for f, groups in by_file.items():
-            with _open(self.files[f]) as pf:
-                tables.append(pf.read_row_groups(groups, columns=self.columns, use_threads=False))
+            try:
+                with _open(self.files[f]) as pf:
+                    tables.append(pf.read_row_groups(groups, columns=self.columns, use_threads=False))
+            except (OSError, pa.ArrowException) as exc:  # a corrupt page: say which file and row groups
+                raise OSError(f"parquet_file: {self.files[f].name!r}, row groups {groups[0]}..{groups[-1]}, "
+                              f"cannot be read: {exc}") from exc
         if not tables:
             return self.schema.empty_table()
         if len(self.files) > 1:  # one file's schema is the schema; several: cast to their union

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 import pyarrow as pa
 
-__all__ = ["run_query", "empty_like", "normalize", "as_table", "register_udfs", "UdfDef"]
+__all__ = ["run_query", "run_on_view", "empty_like", "normalize", "as_table", "register_udfs", "UdfDef"]
 
 _local = threading.local()
 
@@ -120,6 +120,18 @@ def register_udfs(defs: Iterable[UdfDef]) -> None:
             con.create_function(d.name, call, list(d.params), d.returns, type="arrow", null_handling="special",
                                 side_effects=False)
             done.add(d.name)
+
+
+def run_on_view(sql: str, name: str, view: str) -> pa.Table:
+    """``sql`` over ``name`` defined as the query ``view`` (DuckDB's dialect: a
+    ``read_parquet``, ``parquet_scan.py``), as a normalized Table; duckdb.Error as DuckDB
+    raises it."""
+    con = _connection()
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {view}")
+    try:
+        return normalize(con.sql(sql).to_arrow_table())
+    finally:
+        con.execute(f"DROP VIEW IF EXISTS {name}")
 
 
 def run_query(sql: str, tables: dict[str, pa.Table]) -> pa.Table:

@@ -23,8 +23,11 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from strataflow.dataset import Dataset
+from strataflow.io.parquet import ParquetSource
 from strataflow.pyspark.sql.dialect import to_sql
 from strataflow.pyspark.sql.engine import normalize, run_query
+from strataflow.pyspark.sql.parquet_scan import ParquetQuery, direct_views
 from strataflow.pyspark.sql.resolve import Field, physical_names
 from strataflow.pyspark.sql.udf import udf_defs
 from strataflow.pyspark.sql.tasks import (T, assign_and_tag, hash_assign, normalized, range_assign, renamed,
@@ -50,6 +53,8 @@ class Plan:
         #: True if rows were dropped on the way (a filter, a semi or anti join): fewer than
         #: ``rows`` may be left, so a join may compute it first to see (``join_plan._adaptive``)
         self.narrowed = False
+        #: a plain Parquet source (``Plan.of``): the first query over it may read it directly (``parquet_scan.py``)
+        self.parquet: Any = None
 
     @classmethod
     def of(cls, session: Any, dataset: Any, schema: pa.Schema, origin: object,
@@ -57,7 +62,8 @@ class Plan:
         """A plan of a Dataset whose partitions are Tables of ``schema`` (logical names: made
         physical here). ``rescan(columns)``, for a file source, reads only those columns: the
         first query over the plan reads no column it does not name."""
-        rows, widths = _source_rows(dataset.node), getattr(dataset.node, "value_bytes", None)
+        node = dataset.node
+        rows, widths = _source_rows(node), getattr(node, "value_bytes", None)
         plain = normalize(schema.empty_table()).schema  # string views, nanoseconds: as queries give them
         if [f.type for f in plain] != [f.type for f in schema]:
             dataset = dataset.map_partitions(normalized)
@@ -70,8 +76,9 @@ class Plan:
             schema = pa.schema([f.with_name(p) for f, p in zip(schema, phys)])
             dataset = dataset.map_partitions(functools.partial(renamed, phys))
         fields = [Field(f.name, p, f.type, frozenset([origin])) for f, p in zip(schema, phys)]
-        return cls(session, dataset, schema, fields, rescan=rescan, rows=rows,
-                   widths=widths)
+        out = cls(session, dataset, schema, fields, rescan=rescan, rows=rows, widths=widths)
+        out.parquet = node if isinstance(node, ParquetSource) and rescan is not None else None  # its names as read
+        return out
 
     @property
     def schema(self) -> pa.Schema:
@@ -89,13 +96,19 @@ class Plan:
         """The Dataset of output Tables (physical names)."""
         if self.query is None:
             return self.source
+        udfs = udf_defs(self.query)
+        if self.parquet is not None and not udfs:
+            views = direct_views(self.parquet, self.in_schema)
+            if views is not None:
+                node = ParquetQuery(self.parquet, views, self.sql(), self.in_schema)
+                return Dataset(self.session.sparkContext.ctx, node, "parquet_query")
         source, schema = self.source, self.in_schema
         if self.rescan is not None and not _selects_all(self.query):  # read only the columns the query names
             named = {c.name for c in self.query.find_all(exp.Column)}
             keep = [f for f in schema if f.name in named]
             if keep and len(keep) < len(schema):
                 source, schema = self.rescan([f.name for f in keep]), pa.schema(keep)
-        return source.map_partitions(functools.partial(run_partition, self.sql(), schema, udf_defs(self.query)))
+        return source.map_partitions(functools.partial(run_partition, self.sql(), schema, udfs))
 
     def _from(self) -> exp.Expression:
         if self.query is None:
@@ -105,7 +118,7 @@ class Plan:
     def with_origin(self, *tags: object) -> "Plan":
         out = Plan(self.session, self.source, self.in_schema, [f.with_origin(*tags) for f in self.fields], self.query,
                    self.rescan, self.rows, self.widths)
-        out.hashed, out.narrowed = self.hashed, self.narrowed
+        out.hashed, out.narrowed, out.parquet = self.hashed, self.narrowed, self.parquet
         return out
 
     # -- narrow: one more query over this one ---------------------------------------------------------
@@ -132,13 +145,24 @@ class Plan:
             sel = sel.order_by(*order)
         if limit is not None:
             sel = sel.limit(limit)
-        types = run_query(to_sql(sel), {T: self.in_schema.empty_table()}).schema
-        fields = [Field(name, p, types.field(i).type, origins) for i, ((_, name, origins), p) in enumerate(zip(items, phys))]
+        types = self._item_types([e for e, _, _ in items], sel)
+        fields = [Field(name, p, t, origins) for t, (_, name, origins), p in zip(types, items, phys)]
         rows = self.rows if limit is None or self.rows is None else min(self.rows, limit)
         out = Plan(self.session, self.source, self.in_schema, fields, sel, self.rescan, rows, self.widths)
         out.hashed = _renamed_hashing(self.hashed, [(e, p) for (e, _, _), p in zip(items, phys)])
         out.narrowed = self.narrowed or sel.args.get("where") is not None
+        out.parquet = self.parquet
         return out
+
+    def _item_types(self, exprs: list[exp.Expression], sel: exp.Select) -> list[pa.DataType]:
+        """The output types of ``sel``'s items: a column this plan outputs keeps its type; any
+        other item is typed by DuckDB, running ``sel`` over an empty input (about 5 ms a
+        query, most of the planning time of a filter or a pruning select when all were)."""
+        known = {f.phys: f.type for f in self.fields}
+        if all(isinstance(e, exp.Column) and not e.table and e.name in known for e in exprs):
+            return [known[e.name] for e in exprs]
+        out = run_query(to_sql(sel), {T: self.in_schema.empty_table()}).schema
+        return [out.field(i).type for i in range(len(exprs))]
 
     def identity_items(self) -> list[tuple[exp.Expression, str, frozenset]]:
         return [(exp.column(f.phys, quoted=True), f.name, f.origins) for f in self.fields]

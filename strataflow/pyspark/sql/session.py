@@ -96,6 +96,11 @@ class RuntimeConfig:
         return {**dict(self._session.sparkContext.getConf().getAll()), **self._session._options}
 
 
+#: what a DataFrame task imports: its functions, DuckDB, and pyarrow.dataset (DuckDB's scan
+#: of an Arrow table imports it: a second of a first query's time on this machine)
+EXECUTOR_MODULES = ("strataflow.pyspark.sql.tasks", "duckdb", "pyarrow.dataset", "pyarrow.parquet")
+
+
 class _BuilderProperty:
     """``SparkSession.builder``: a new Builder on each use, so one program's settings do
     not leak into the next builder chain."""
@@ -216,6 +221,7 @@ class SparkSession(SessionFrames):
         self._stopped = False
         self._views: dict = {}  # temporary views: lower-case name -> DataFrame
         self._udfs: dict = {}  # spark.udf.register: lower-case name -> UserDefinedFunction
+        sparkContext.ctx.fleet.preload(list(EXECUTOR_MODULES))  # the first query need not import them
 
     @classmethod
     def getActiveSession(cls) -> "SparkSession | None":

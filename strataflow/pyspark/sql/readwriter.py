@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from strataflow.pyspark.errors import AnalysisException, UnsupportedOperation
 from strataflow.pyspark.sql.engine import as_table
+from strataflow.pyspark.sql.save_modes import write_with_mode
 
 __all__ = ["DataFrameReader", "DataFrameWriter"]
 
@@ -219,7 +220,7 @@ def _renamed(names: list[str], value: Any) -> Any:
     return value.rename_columns(names) if isinstance(value, pa.Table) else value
 
 
-def _csv_text(schema: pa.Schema, names: list[str], header: bool, sep: str, value: Any) -> list[str]:
+def _csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value: Any) -> list[str]:
     import pyarrow.csv as pc
 
     t = as_table(value, schema).rename_columns(names)
@@ -240,7 +241,7 @@ def _json_lines(schema: pa.Schema, names: list[str], value: Any) -> list[str]:
 
 
 class DataFrameWriter:
-    """``df.write``: ``mode`` (error, overwrite, ignore), then ``parquet``, ``csv``, ``json`` or ``text``.
+    """``df.write``: ``mode`` (error, overwrite, append, ignore), then ``parquet``, ``csv``, ``json`` or ``text``.
 
     >>> spark.range(2).write.mode("overwrite").json(tmp_dir + "/w")
     >>> sorted(r.id for r in spark.read.json(tmp_dir + "/w").collect())
@@ -251,7 +252,9 @@ class DataFrameWriter:
         self._df, self._mode, self._options, self._format = df, "error", {}, "parquet"
 
     def mode(self, saveMode: str | None) -> "DataFrameWriter":
-        """What to do when the path exists: ``error`` (default), ``overwrite``, ``ignore``.
+        """What to do when the path exists: ``error`` (default), ``overwrite`` (the new data
+        replaces it once written whole: the old stays if the job fails), ``append`` (new
+        part files beside its own), ``ignore`` (write nothing); ``save_modes.py``.
 
         >>> spark.range(1).write.mode("ignore")._mode
         'ignore'
@@ -259,11 +262,9 @@ class DataFrameWriter:
         m = (saveMode or "error").lower()
         if m == "errorifexists":
             m = "error"
-        if m == "append":
-            raise UnsupportedOperation("write mode 'append' is not supported yet: write to a new directory and "
-                                       "read both (spark.read.parquet(a, b))")
-        if m not in ("error", "overwrite", "ignore"):
-            raise ValueError(f"Unknown save mode: {saveMode}. Accepted: error, errorifexists, overwrite, ignore")
+        if m not in ("error", "overwrite", "append", "ignore"):
+            raise ValueError(f"Unknown save mode: {saveMode}. Accepted: error, errorifexists, overwrite, append, "
+                             f"ignore")
         self._mode = m
         return self
 
@@ -308,23 +309,15 @@ class DataFrameWriter:
         self._options.update(options)
         getattr(self, self._format)(path)
 
-    def _ready(self, path: str) -> bool:
-        """False when nothing is to be written (``ignore`` and the path exists)."""
-        import fsspec
+    def _write(self, path: str, fmt: str, parts: Any, save: str) -> None:
+        """The frame's partitions mapped by ``parts`` (a function of schema, names, value),
+        written by the dataset's ``save`` method under the save mode."""
+        def write(target: str) -> None:
+            plan = self._df._current
+            ds = plan.dataset().map_partitions(functools.partial(parts, plan.schema, [f.name for f in plan.fields]))
+            getattr(ds, save)(target)
 
-        fs, _, (p,) = fsspec.get_fs_token_paths(str(path))
-        if fs.exists(p):
-            if self._mode == "ignore":
-                return False
-            if self._mode == "error":
-                raise AnalysisException(f"[PATH_ALREADY_EXISTS] Path {path} already exists. Set mode as "
-                                        f"\"overwrite\" to overwrite the existing path.", "PATH_ALREADY_EXISTS")
-            fs.rm(p, recursive=True)
-        return True
-
-    def _plan(self) -> tuple[Any, pa.Schema, list[str]]:
-        plan = self._df._current
-        return plan.dataset(), plan.schema, [f.name for f in plan.fields]
+        write_with_mode(path, self._mode, write, fmt)
 
     def parquet(self, path: str, mode: str | None = None, **options: Any) -> None:
         """Parquet, a part file per partition.
@@ -334,9 +327,7 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        if self._ready(path):
-            ds, schema, names = self._plan()
-            ds.map_partitions(functools.partial(_named, schema, names)).save_as_parquet(path)
+        self._write(path, "parquet", _named, "save_as_parquet")
 
     def csv(self, path: str, mode: str | None = None, header: Any = None, sep: str | None = None,
             **options: Any) -> None:
@@ -351,10 +342,8 @@ class DataFrameWriter:
         o = {**self._options, **options}
         if header is not None:
             o["header"] = header
-        if self._ready(path):
-            ds, schema, names = self._plan()
-            ds.map_partitions(functools.partial(_csv_text, schema, names, _truthy(o.get("header", False)),
-                                                o.get("sep", sep or ","))).save_as_text_file(path)
+        lines = functools.partial(_csv_lines, _truthy(o.get("header", False)), o.get("sep", sep or ","))
+        self._write(path, "csv", lines, "save_as_text_file")
 
     def json(self, path: str, mode: str | None = None, **options: Any) -> None:
         """JSON lines (nulls left out, as Spark writes them).
@@ -365,9 +354,7 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        if self._ready(path):
-            ds, schema, names = self._plan()
-            ds.map_partitions(functools.partial(_json_lines, schema, names)).save_as_text_file(path)
+        self._write(path, "json", _json_lines, "save_as_text_file")
 
     def text(self, path: str, **options: Any) -> None:
         """One string column, a line per row.
@@ -376,17 +363,15 @@ class DataFrameWriter:
         >>> spark.read.text(tmp_dir + "/tx").count()
         2
         """
-        if self._ready(path):
-            ds, schema, names = self._plan()
-            if len(names) != 1:
-                raise AnalysisException(f"Text data source supports only a single column, and you have "
-                                        f"{len(names)} columns.", "UNSUPPORTED_DATA_TYPE")
-            ds.map_partitions(functools.partial(_text_lines, schema)).save_as_text_file(path)
+        if len(self._df._current.fields) != 1:
+            raise AnalysisException(f"Text data source supports only a single column, and you have "
+                                    f"{len(self._df._current.fields)} columns.", "UNSUPPORTED_DATA_TYPE")
+        self._write(path, "text", _text_lines, "save_as_text_file")
 
 
 def _named(schema: pa.Schema, names: list[str], value: Any) -> pa.Table:
     return as_table(value, schema).rename_columns(names)
 
 
-def _text_lines(schema: pa.Schema, value: Any) -> list[str]:
+def _text_lines(schema: pa.Schema, names: list[str], value: Any) -> list[str]:
     return [v for v in as_table(value, schema).column(0).to_pylist() if v is not None]

@@ -29,19 +29,19 @@ _FD_DIR = "/proc/self/fd"
 _MAPS = "/proc/self/maps"
 
 
-def _open_process_lifetime_descriptors() -> None:
-    """pyarrow's first ``read_csv`` in a process opens a pipe (two descriptors) for its
-    signal handling and keeps it for the life of the process. Opened here, before any test,
-    so that ``no_leaks`` does not count it against whichever test reads a CSV first in a
-    worker (which depends on how the run shares the files among its workers)."""
-    import io
+def _no_pyarrow_signal_pipe() -> None:
+    """pyarrow's readers (``read_csv`` on the main thread) install a SIGINT handler with a
+    self-pipe (two descriptors) that outlives the call, and opening it first did not keep
+    it from coming back later in a worker's run: ``no_leaks`` then counted it against
+    whichever test read a CSV next, which depends on how the run shares the files among
+    its workers. The tests' process turns pyarrow's signal handling off; the Ctrl-C tests
+    run their drivers in processes of their own, where it stays on."""
+    import pyarrow
 
-    import pyarrow.csv as pacsv
-
-    pacsv.read_csv(io.BytesIO(b"a\n1\n"))
+    pyarrow.enable_signal_handlers(False)
 
 
-_open_process_lifetime_descriptors()
+_no_pyarrow_signal_pipe()
 
 # The test run's own shared store (each worker's, removed at its end), not the user's: the
 # input cache keeps what the tests' readers decode (issue 53), and a test run must neither

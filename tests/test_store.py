@@ -135,6 +135,34 @@ def test_kill_9_of_a_reader_leaves_its_dataset_whole_and_its_lease_swept(root, t
     assert _block_files(root) == []
 
 
+def test_a_lease_released_while_the_sweep_looks_at_it_is_no_error(root, monkeypatch):
+    """A reader releases its lease without the gc lock: unlink, then unlock. A sweep that
+    found the lease unheld may find its file gone when it unlinks it (CI met this race on
+    the Ray store server). The release happens here exactly in that gap."""
+    from strataflow.store import sweep as sweep_mod
+    from strataflow.store.locks import Lease
+
+    store = Store(root)
+    with _ctx(root) as ctx:
+        ctx.store.save(ctx.from_numpy(np.arange(40.0).reshape(-1, 4), 2), "kept")
+    lease = Lease(store.root.path, "some-dataset")
+    real = sweep_mod.is_held
+
+    def released_meanwhile(path):
+        held = real(path)
+        if path == lease.path:
+            lease.release()  # the owner closes between the check and the unlink
+            return False
+        return held
+
+    monkeypatch.setattr(sweep_mod, "is_held", released_meanwhile)
+    out = sweep_mod.sweep(store.root)
+    assert out["dead_leases"] == 0 and not os.path.exists(lease.path)
+    assert out["datasets"] == []
+    with _ctx(root) as ctx:  # what is published stays whole
+        assert ctx.store.open("kept").map_partitions(lambda a: [a.sum()]).sum() == np.arange(40.0).sum()
+
+
 def _wait_for(cond, limit: float = 120.0) -> None:
     """Polls ``cond`` (a file appearing, a process state) until true; fails past ``limit``
     seconds, which bound a hang, not a timing the test measures."""

@@ -53,6 +53,17 @@ def _ls(d: str) -> list[str]:
         return []
 
 
+def _unlink(path: str) -> bool:
+    """Removes ``path``; False when it was already gone. A lease's owner removes its own
+    file when it closes, without the gc lock, so a lease seen unheld may vanish before the
+    sweep's unlink: gone either way, which is what the sweep wants."""
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
 def sweep(root: StoreRoot) -> dict:
     """Cleans ``root``'s leftovers; returns what it removed (for ``status`` and the tests)."""
     out: dict = {"datasets": [], "dead_writers": [], "dead_leases": 0, "temp_files": 0}
@@ -64,8 +75,7 @@ def sweep(root: StoreRoot) -> dict:
                 continue
             if is_held(path):
                 writing.add(f[:-5])
-            else:
-                os.unlink(path)
+            elif _unlink(path):
                 out["dead_writers"].append(f[:-5])
         leased = set()
         for did in _ls(root.sub("leases")):
@@ -75,12 +85,10 @@ def sweep(root: StoreRoot) -> dict:
             for f in _ls(d):
                 if is_held(os.path.join(d, f)):
                     leased.add(did)
-                else:
-                    os.unlink(os.path.join(d, f))
+                elif _unlink(os.path.join(d, f)):
                     out["dead_leases"] += 1
         for f in _ls(root.catalog_dir):
-            if f.startswith(".") and f.endswith(".tmp"):
-                os.unlink(os.path.join(root.catalog_dir, f))
+            if f.startswith(".") and f.endswith(".tmp") and _unlink(os.path.join(root.catalog_dir, f)):
                 out["temp_files"] += 1
         out["temp_files"] += sweep_inputs(root.path)
         referenced = referenced_ids(root.path)
@@ -100,12 +108,12 @@ def sweep(root: StoreRoot) -> dict:
         for f in _ls(lineage_dir(root.path)):
             did = f[1:].split(".")[0] if f.startswith(".") else f[:-4]  # a temporary file's, or a file's
             if did not in referenced | writing:
-                os.unlink(os.path.join(lineage_dir(root.path), f))
+                _unlink(os.path.join(lineage_dir(root.path), f))
         prune(root.path)
         for did in _ls(root.sub("leases")):
             if did.startswith("."):
                 if did.endswith(".opened") and did[1:-7] not in referenced:
-                    os.unlink(root.sub("leases", did))
+                    _unlink(root.sub("leases", did))
             elif did not in keep:
                 shutil.rmtree(root.sub("leases", did), ignore_errors=True)
     return out
@@ -119,10 +127,7 @@ def _leased(root: StoreRoot, dataset_id: str) -> bool:
         if is_held(os.path.join(d, f)):
             held = True
         else:
-            try:
-                os.unlink(os.path.join(d, f))
-            except FileNotFoundError:
-                pass
+            _unlink(os.path.join(d, f))
     return held
 
 
@@ -146,9 +151,6 @@ def free_unheld(root: StoreRoot, dataset_ids: Iterable[str]) -> list[str]:
             shutil.rmtree(root.sub("verified", did), ignore_errors=True)
             shutil.rmtree(root.sub("leases", did), ignore_errors=True)
             for path in (os.path.join(lineage_dir(root.path), f"{did}.pkl"), root.sub("leases", f".{did}.opened")):
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
+                _unlink(path)
             freed.append(did)
     return freed

@@ -36,7 +36,7 @@ calibration (a pure-Python loop in 1 and in nproc forked processes, at the start
 the end) gives the cores actually available, as the machine may be shared. A variant that
 raises is recorded with its traceback and the run goes on.
 
-    python benchmarks/scaling.py [--scale 1] [--repeat 1] [--max-parallelism N] [--out DIR]
+    python benchmarks/scaling.py [--scale 1] [--repeat 1] [--max-parallelism N | --parallelisms 1,2,4,8,16] [--out DIR]
         [--points 2000000] [--k 8] [--iterations 6] [--wc-mb 512] [--parts-per-worker 4]
 
 Output in ``--out``: ``scaling.json`` (every raw timing, medians, nproc, sizes),
@@ -484,6 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks-per-worker", type=int, default=200, help="empty tasks per worker for the overhead job")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--max-parallelism", type=int, default=None, help="default: os.cpu_count()")
+    ap.add_argument("--parallelisms", default=None,
+                    help="the P to run, comma-separated (e.g. 1,2,4,8,16 on a 16-core machine); default 1..--max-parallelism")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variant-timeout", type=int, default=600, help="seconds before a variant is abandoned")
     ap.add_argument("--tmp", default=None, help="base for the temporary data, cache and shuffle dirs")
@@ -493,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     kmeans_kernel = KERNELS[args.kernel]
 
     nproc = os.cpu_count() or 1
-    ps = list(range(1, (args.max_parallelism or nproc) + 1))
+    ps = ([int(p) for p in args.parallelisms.split(",")] if args.parallelisms
+          else list(range(1, (args.max_parallelism or nproc) + 1)))
     n = max(args.k, int(args.points * args.scale))
     wc_bytes = max(1 << 16, int(args.wc_mb * args.scale * MB))
     os.makedirs(args.out, exist_ok=True)

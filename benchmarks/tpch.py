@@ -2,7 +2,7 @@
 Parquet files), on strataflow, PySpark ``local[2]`` and Polars, each answer checked.
 
     pip install tpchgen-cli        # the TPC-H data generator (tpchgen-rs), writes Parquet
-    python benchmarks/tpch.py --sf 1 [--systems strataflow,pyspark,polars] [--data DIR]
+    python benchmarks/tpch.py --sf 1 [--systems strataflow,pyspark,polars] [--data DIR] [--cores 2]
 
 The queries (``tpch_queries.py``) are the specification's, with its validation
 parameters; strataflow and PySpark run the same strings, only the import differs.
@@ -86,10 +86,14 @@ def _spark_like(session, data: str, queries: list[int]) -> dict:
     return res
 
 
+#: the cores each system is given: ``local[N]`` for strataflow and PySpark (``--cores``)
+CORES = int(os.environ.get("TPCH_CORES", "2"))
+
+
 def run_strataflow(data: str, queries: list[int]) -> dict:
     from strataflow.pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.master("local[2]").appName("tpch").getOrCreate()
+    spark = SparkSession.builder.master(f"local[{CORES}]").appName("tpch").getOrCreate()
     try:
         return _spark_like(spark, data, queries)
     finally:
@@ -99,7 +103,7 @@ def run_strataflow(data: str, queries: list[int]) -> dict:
 def run_pyspark(data: str, queries: list[int]) -> dict:
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("tpch").config("spark.driver.memory", "4g")
+    spark = (SparkSession.builder.master(f"local[{CORES}]").appName("tpch").config("spark.driver.memory", "4g")
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -148,8 +152,12 @@ def main() -> None:
     ap.add_argument("--systems", default="strataflow,pyspark,polars")
     ap.add_argument("--queries", default=",".join(map(str, QUERIES)))
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--cores", type=int, default=2, help="local[N] for strataflow and PySpark (Polars takes every core)")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one system, print JSON
     args = ap.parse_args()
+    os.environ["TPCH_CORES"] = str(args.cores)  # for the --one processes below
+    global CORES
+    CORES = args.cores
     data = args.data or f"/tmp/tpch-sf{args.sf}"
     queries = [int(q) for q in args.queries.split(",")]
     if args.one:
@@ -173,7 +181,7 @@ def main() -> None:
                                     "error": r.get("error")} for n, r in got.items()}
         print(f"{system}: done in {time.perf_counter() - t0:.0f} s (process included)", file=sys.stderr)
     systems = list(results)
-    print(f"TPC-H SF{args.sf}, {data}; seconds per query (x: a wrong answer, -: an error)")
+    print(f"TPC-H SF{args.sf}, {data}, local[{args.cores}]; seconds per query (x: a wrong answer, -: an error)")
     print("query " + " ".join(f"{s:>11}" for s in systems))
     for n in queries:
         cells = []
@@ -190,7 +198,7 @@ def main() -> None:
             if s != "strataflow" and totals["strataflow"]:
                 print(f"{s} / strataflow (total): {totals[s] / totals['strataflow']:.2f}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"sf": args.sf, "results": results, "totals": totals}, indent=1))
+        Path(args.out).write_text(json.dumps({"sf": args.sf, "cores": args.cores, "results": results, "totals": totals}, indent=1))
 
 
 if __name__ == "__main__":

@@ -89,12 +89,18 @@ def joined(sql: str, left_schema: pa.Schema, right_schema: pa.Schema, left: Any,
     return run_query(sql, {"__l": as_table(left, left_schema), "__r": as_table(right, right_schema)})
 
 
-def with_right_table(sql: str, left_schema: pa.Schema, right: pa.Table, left: Any) -> pa.Table:
-    return run_query(sql, {"__l": as_table(left, left_schema), "__r": right})
+def with_right_table(sql: str, left_schema: pa.Schema, right: Any, left: Any) -> pa.Table:
+    """A partition of the left side joined with all of the right (a table, or a broadcast of one)."""
+    return run_query(sql, {"__l": as_table(left, left_schema), "__r": _value(right)})
 
 
-def with_left_table(sql: str, right_schema: pa.Schema, left: pa.Table, right: Any) -> pa.Table:
-    return run_query(sql, {"__l": left, "__r": as_table(right, right_schema)})
+def with_left_table(sql: str, right_schema: pa.Schema, left: Any, right: Any) -> pa.Table:
+    return run_query(sql, {"__l": _value(left), "__r": as_table(right, right_schema)})
+
+
+def _value(table: Any) -> pa.Table:
+    """A broadcast side's table: a Broadcast's value (loaded once per executor), or the table."""
+    return table if isinstance(table, pa.Table) else table.value
 
 
 def same(value: Any) -> Any:

@@ -50,6 +50,19 @@ def test_a_large_broadcast_travels_as_a_reference(tmp_path):
         assert np.array_equal(copy.value, np.arange(1_000_000))
 
 
+def test_a_broadcast_over_64_kb_is_written_and_a_smaller_one_travels_in_line(tmp_path):
+    """A broadcast is loaded once per executor and kept, so one of a few hundred KB is
+    written once rather than sent with every stage to every executor; a tiny one (a
+    lookup dict) is cheaper in line."""
+    with Context(memory="64MB", parallelism=1, backend="threads", local_dirs=str(tmp_path)) as ctx:
+        mid, tiny = ctx.broadcast(np.arange(25_000)), ctx.broadcast({"a": 1})  # 200 KB; a few bytes
+        with spilling_sources(SourceStore(str(tmp_path))):
+            mid_bytes, tiny_bytes = pickle.dumps(mid), pickle.dumps(tiny)
+        assert len(mid_bytes) < 1000 and np.array_equal(pickle.loads(mid_bytes).value, np.arange(25_000))
+        assert b"a" in tiny_bytes and pickle.loads(tiny_bytes).value == {"a": 1}
+        assert pickle.loads(tiny_bytes)._ref is None and pickle.loads(mid_bytes)._ref is not None
+
+
 def test_unpersist_reloads_and_destroy_fails_loudly(ctx):
     b = ctx.broadcast(list(range(300_000)))
     ds = ctx.range(100, num_partitions=4)

@@ -7,8 +7,11 @@ travels as a reference. Its value is written once, by the stage pickling that fi
 it, through the driver's source store (``executor/source_store.py``: an authenticated
 file under the application's directory on one machine, Ray's object store on a cluster);
 each executor process loads it on first use and keeps it for every later task and stage
-(``_loaded``). A small value (under ``INLINE_BYTES``) travels in line instead, which is
-cheaper than a file. The threads backend pickles nothing: tasks read the driver's object.
+(``_loaded``). A small value (under ``INLINE_BYTES``, 64 KB) travels in line instead,
+which is cheaper than a file. The bound is lower than a source's (1 MB): in line, a value
+travels with every stage that uses it to every executor, while written it is loaded once
+per executor and kept; a DataFrame's 600 KB broadcast join side went 16 times with each
+of the 5 stages after the join at ``local[16]``. The threads backend pickles nothing: tasks read the driver's object.
 
 ``unpersist()`` drops the executors' copies (the next use loads it again); ``destroy()``
 also removes the written copy, and any later use fails: on the driver at once, and a stage
@@ -34,6 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Broadcast", "BroadcastDestroyed", "forget_loaded"]
 
 T = TypeVar("T")
+
+#: a broadcast value smaller than this (by its estimated size) travels in line
+INLINE_BYTES = 64 << 10
 
 #: this process's loaded broadcast values (executors), by id
 _loaded: dict[str, Any] = {}
@@ -119,7 +125,7 @@ class Broadcast(Generic[T]):
             raise BroadcastDestroyed(f"broadcast {self.bid} was destroyed; a stage that uses it cannot run")
         if self._ctx is None:  # an executor's copy, pickled again (a peer): same reference
             return _rebuild, (self.bid, self._ref, self._value if self._ref is None else None)
-        from strataflow.shipping.source_store import INLINE_BYTES, current_store
+        from strataflow.shipping.source_store import current_store
         from strataflow.storage.blocks.sizing import estimate_size
 
         store = current_store()

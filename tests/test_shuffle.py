@@ -274,6 +274,35 @@ def test_an_output_damaged_at_every_write_gives_up_naming_it(tmp_path):
 
 
 # -- a wide shuffle costs its data, not maps x reducers (issue 41) -------------------------------
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(min_value=-(1 << 62), max_value=1 << 62), min_size=0, max_size=300),
+       st.sampled_from([1, 2, 7, 16, 40_000]), st.integers(min_value=1, max_value=5))
+def test_batch_buckets_hold_their_rows_in_map_order_as_a_model_says(keys, n, chunks):
+    """A batch's buckets (a table of several chunks, an ndarray, a DataFrame; bucket counts
+    over the 16-bit radix-sort bound too) hold exactly the rows whose key hashes to them, in
+    the map's order: the plain-Python model of a shuffle's split."""
+    import pandas as pd
+
+    from strataflow.shuffle import split_nonempty
+
+    rows = [(k, f"r{i}", None if i % 3 == 0 else i * 0.5) for i, k in enumerate(keys)]
+    part = HashPartitioner(n)
+    model = {b: [r for r in rows if part.partition(r[0]) == b] for b in range(n)}
+    bounds = [len(rows) * c // chunks for c in range(chunks + 1)]
+    schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("x", pa.float64())])
+    table = pa.concat_tables([pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows[a:b]], schema)
+                              for a, b in zip(bounds, bounds[1:])])
+    got = split_nonempty(table, n, part)
+    assert sorted(got) == list(range(n))
+    assert {b: [tuple(r.values()) for r in t.to_pylist()] for b, t in got.items()} == model
+    array = np.array([(k, i) for i, (k, _, _) in enumerate(rows)], dtype=[("k", "i8"), ("i", "i8")])
+    assert {b: a.tolist() for b, a in split_nonempty(array, n, part).items()} == \
+        {b: [(r[0], rows.index(r)) for r in m] for b, m in model.items()}
+    frame = pd.DataFrame({"k": [r[0] for r in rows], "s": [r[1] for r in rows]}, columns=["k", "s"])
+    assert {b: list(f["s"]) for b, f in split_nonempty(frame, n, part).items()} == \
+        {b: [r[1] for r in m] for b, m in model.items()}
+
+
 def test_split_nonempty_keeps_records_buckets_with_rows_only_and_batches_whole():
     from strataflow.shuffle import split_into_buckets, split_nonempty
 

@@ -87,7 +87,7 @@ def _spark_like(session, data: str, queries: list[int]) -> dict:
 
 
 #: the cores each system is given: ``local[N]`` for strataflow and PySpark (``--cores``)
-CORES = int(os.environ.get("TPCH_CORES", "2"))
+CORES = 2
 
 
 def run_strataflow(data: str, queries: list[int]) -> dict:
@@ -155,7 +155,6 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2, help="local[N] for strataflow and PySpark (Polars takes every core)")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one system, print JSON
     args = ap.parse_args()
-    os.environ["TPCH_CORES"] = str(args.cores)  # for the --one processes below
     global CORES
     CORES = args.cores
     data = args.data or f"/tmp/tpch-sf{args.sf}"
@@ -170,7 +169,7 @@ def main() -> None:
     for system in args.systems.split(","):
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--sf", str(args.sf), "--data", data, "--queries",
-                               args.queries, "--one", system], capture_output=True, text=True, env=os.environ)
+                               args.queries, "--cores", str(args.cores), "--one", system], capture_output=True, text=True, env=os.environ)
         if proc.returncode != 0:
             print(f"{system}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
             continue

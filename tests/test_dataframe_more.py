@@ -297,6 +297,29 @@ def test_a_broadcast_side_travels_once_not_inside_every_stage(spark, monkeypatch
     assert sent and max(sent) < 1 << 20, sent  # the 3 MB side went as a reference
 
 
+def test_a_joins_planned_types_are_the_types_its_partitions_have(spark):
+    """A join of plain columns is typed from its sides, without asking DuckDB: the planned
+    schema must be what the executors' tables hold, for every kind of join and the types
+    users bring (dates, timestamps, decimals, unicode, lists, structs, booleans, nulls)."""
+    import datetime
+    import decimal
+
+    left = spark.createDataFrame(
+        [(1, datetime.date(2024, 2, 29), decimal.Decimal("1.25"), "ä", [1, 2], True),
+         (2, None, None, None, None, None), (3, datetime.date(1970, 1, 1), decimal.Decimal("-3.50"), "🙂", [], False)],
+        "k int, d date, m decimal(10,2), s string, xs array<bigint>, b boolean")
+    right = spark.createDataFrame(
+        [(1, datetime.datetime(2024, 1, 1, 12, 30), {"a": 1.5}), (4, None, None), (3, None, {"a": None})],
+        "k long, t timestamp, st struct<a:double>")
+    for how in ("inner", "left", "right", "full", "semi", "anti"):
+        for joined in (left.join(right, "k", how), left.join(right, left.k == right.k, how)):
+            got = joined.toArrow()
+            planned = joined._current.schema
+            assert got.schema.types == planned.types, how
+    inner = left.join(right, "k").collect()
+    assert sorted((r.k, r.s, r.t) for r in inner) == [(1, "ä", datetime.datetime(2024, 1, 1, 12, 30)), (3, "🙂", None)]
+
+
 def test_rows_already_hashed_by_the_keys_are_not_shuffled_again(spark):
     """An aggregate's output joined by its keys, a join's output grouped by its keys: the
     rows are where the next step needs them, so one shuffle fewer; answers as a model's."""

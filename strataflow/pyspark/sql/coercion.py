@@ -47,6 +47,8 @@ def spark_coercions(e: exp.Expression, schema: pa.Schema, table: str) -> exp.Exp
     empty = {table: schema.empty_table()}
 
     def type_of(node: exp.Expression) -> pa.DataType | None:
+        if isinstance(node, exp.Column) and node.table in ("", table) and schema.get_field_index(node.name) >= 0:
+            return schema.field(node.name).type  # a column's own type: no query
         try:
             return run_query(to_sql(exp.select(node.copy()).from_(table)), empty).schema.types[0]
         except Exception:  # the query itself will say what is wrong, naming it

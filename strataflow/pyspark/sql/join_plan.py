@@ -66,8 +66,11 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
     sel = exp.select(*[exp.alias_(e, p, quoted=True) for (e, _, _), p in zip(out, phys)])
     on = f" ON {to_sql(cond)}" if cond is not None and kind != "cross" else (" ON TRUE" if kind not in ("cross",) else "")
     sql = f"{to_sql(sel)} FROM __l {_SQL_JOIN[kind]} __r{on}"
-    types = run_query(sql, {"__l": lp.schema.empty_table(), "__r": rp.schema.empty_table()}).schema
-    fields = [Field(n, p, types.field(i).type, o) for i, ((_, n, o), p) in enumerate(zip(out, phys))]
+    types = _column_types([e for e, _, _ in out], lp, rp)
+    if types is None:
+        got = run_query(sql, {"__l": lp.schema.empty_table(), "__r": rp.schema.empty_table()}).schema
+        types = [got.field(i).type for i in range(len(out))]
+    fields = [Field(n, p, t, o) for t, ((_, n, o), p) in zip(types, zip(out, phys))]
     schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
     rows = lp.rows if kind in ("semi", "anti") else None
     small = _broadcast_side(left, right, kind)
@@ -105,6 +108,16 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
     rtable = _gathered(rp)
     ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema, _shipped(lp, rtable)))
     return _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
+
+
+def _column_types(exprs: list[exp.Expression], lp: Plan, rp: Plan) -> list[pa.DataType] | None:
+    """The output types of a join whose every item is a column of one side, as they are
+    there (a join changes no column's type); None when some item is an expression, which
+    DuckDB types over empty inputs (5-8 ms a join on the driver, 65 of them in TPC-H)."""
+    sides = {"__l": {f.phys: f.type for f in lp.fields}, "__r": {f.phys: f.type for f in rp.fields}}
+    if not all(isinstance(e, exp.Column) and e.table in sides and e.name in sides[e.table] for e in exprs):
+        return None
+    return [sides[e.table][e.name] for e in exprs]
 
 
 def _narrowed(plan: Plan, kind: str) -> Plan:

@@ -11,7 +11,8 @@ each executor process loads it on first use and keeps it for every later task an
 which is cheaper than a file. The bound is lower than a source's (1 MB): in line, a value
 travels with every stage that uses it to every executor, while written it is loaded once
 per executor and kept; a DataFrame's 600 KB broadcast join side went 16 times with each
-of the 5 stages after the join at ``local[16]``. The threads backend pickles nothing: tasks read the driver's object.
+of the 5 stages after the join at ``local[16]``. The threads backend pickles nothing:
+tasks read the driver's object.
 
 ``unpersist()`` drops the executors' copies (the next use loads it again); ``destroy()``
 also removes the written copy, and any later use fails: on the driver at once, and a stage

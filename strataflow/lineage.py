@@ -13,9 +13,9 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from strataflow.common.batch import concat, materialize, rows_list
+from strataflow.common.batch import concat, iter_rows, materialize
 from strataflow.shuffle.partitioner import Partitioner
-from strataflow.shuffle import Aggregator, ExternalAggregator
+from strataflow.shuffle import Aggregator, ExternalAggregator, Grouping, SortOrder
 
 if TYPE_CHECKING:
     from strataflow.dataset import Dataset
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Dependency", "NarrowDependency", "ShuffleDependency", "Node", "SourceNode",
-    "MapPartitionsNode", "ZippedPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode", "narrow_ancestors",
+    "MapPartitionsNode", "ZippedPartitionsNode", "UnionNode", "CoalescedNode", "ShuffledNode", "CombinedNode",
+    "CoGroupedNode", "narrow_ancestors",
 ]
 
 
@@ -226,10 +227,13 @@ class CoalescedNode(Node):
 
 
 class ShuffledNode(Node):
-    """The reduce side of a shuffle: reads its bucket of every map output, then combines
-    by key (with an aggregator), sorts by key (``key_order``), or concatenates."""
+    """The reduce side of a shuffle: reads its bucket of every map output, then groups by
+    key (a :class:`Grouping`), combines by key (another aggregator), sorts (``key_order``),
+    or concatenates. Grouping, combining and sorting are the task's work structures: each
+    holds what it has within the task's execution memory and spills sorted runs beyond it
+    (``shuffle/spillable_group.py``, ``aggregator.py``, ``external_sort.py``)."""
 
-    def __init__(self, dep: ShuffleDependency, key_order: Callable[[list], list] | None = None) -> None:
+    def __init__(self, dep: ShuffleDependency, key_order: SortOrder | None = None) -> None:
         self.deps = [dep]
         self.dep = dep
         self.num_partitions = dep.num_partitions
@@ -239,18 +243,30 @@ class ShuffledNode(Node):
     def compute(self, split: int, tc: "TaskContext") -> Any:
         dep = self.dep
         buckets = tc.read_shuffle(dep.shuffle_id, split, dep.parent.num_partitions)
-        if dep.aggregator is not None:
+        if isinstance(dep.aggregator, Grouping):
+            grouper = tc.grouper(dep.aggregator)
+            for b in buckets:
+                grouper.insert(iter_rows(b))
+            out = list(grouper.groups())
+        elif dep.aggregator is not None:
             combiner = tc.aggregator(dep.aggregator)
             for b in buckets:
                 if dep.map_side_combine:
-                    combiner.insert_combiners(rows_list(b))
+                    combiner.insert_combiners(iter_rows(b))
                 else:
-                    combiner.insert_values(rows_list(b))
+                    combiner.insert_values(iter_rows(b))
             out = list(combiner.items())
+        elif self.key_order is not None:
+            sorter = tc.sorter(self.key_order)
+            for b in buckets:
+                sorter.insert_all(iter_rows(b))
+            return list(sorter.sorted_records())
         else:
-            out = concat(list(buckets))
+            return concat(list(buckets))
         if self.key_order is not None:
-            out = self.key_order(rows_list(out))
+            sorter = tc.sorter(self.key_order)
+            sorter.insert_all(out)
+            out = list(sorter.sorted_records())
         return out
 
     def describe(self) -> str:
@@ -259,9 +275,10 @@ class ShuffledNode(Node):
 
 
 class CombinedNode(Node):
-    """Values combined by key within each partition of a parent already partitioned by
-    key (no key spans two partitions), so an aggregation needs no shuffle: Spark's and
-    PySpark's ``combineByKey`` on a dataset whose partitioner is the one asked for."""
+    """Values combined (or grouped) by key within each partition of a parent already
+    partitioned by key (no key spans two partitions), so an aggregation needs no shuffle:
+    Spark's and PySpark's ``combineByKey`` on a dataset whose partitioner is the one asked
+    for."""
 
     def __init__(self, parent: "Dataset", aggregator: Aggregator) -> None:
         self.deps = [NarrowDependency(parent)]
@@ -270,16 +287,41 @@ class CombinedNode(Node):
         self.partitioner = parent.partitioner
 
     def compute(self, split: int, tc: "TaskContext") -> Any:
+        value = self.deps[0].parent.iterator(split, tc)
+        if isinstance(self.aggregator, Grouping):
+            grouper = tc.grouper(self.aggregator)
+            grouper.insert(iter_rows(value))
+            return list(grouper.groups())
         combiner = tc.aggregator(self.aggregator)
-        combiner.insert_values(rows_list(self.deps[0].parent.iterator(split, tc)))
+        combiner.insert_values(iter_rows(value))
         return list(combiner.items())
 
     def describe(self) -> str:
         return "combined in place: already partitioned by key"
 
 
+class CoGroupedNode(Node):
+    """``(key, (values of parent 0, values of parent 1, ...))`` for parents partitioned
+    alike (Spark's CoGroupedRDD without a shuffle): partition ``split`` of every parent is
+    grouped in one task, through the task's grouper (groups may be larger than memory)."""
+
+    def __init__(self, parents: Sequence["Dataset"], partitioner: Partitioner) -> None:
+        self.deps = [NarrowDependency(p) for p in parents]
+        self.num_partitions = parents[0].num_partitions
+        self.partitioner = partitioner
+
+    def compute(self, split: int, tc: "TaskContext") -> Any:
+        grouper = tc.grouper(Grouping(width=len(self.deps)))
+        for i, dep in enumerate(self.deps):
+            grouper.insert((k, (i, x)) for k, x in iter_rows(dep.parent.iterator(split, tc)))
+        return list(grouper.groups())
+
+    def describe(self) -> str:
+        return f"cogroup of {len(self.deps)} datasets partitioned alike"
+
+
 def map_side_combine(value: Any, agg: Aggregator, tc: "TaskContext") -> list:
     """A map task's records combined by key before they are written."""
     combiner: ExternalAggregator = tc.aggregator(agg)
-    combiner.insert_values(rows_list(value))
+    combiner.insert_values(iter_rows(value))
     return list(combiner.items())

@@ -37,6 +37,7 @@ from strataflow.io.manifest import SUCCESS, new_output_dir
 from strataflow.io.paths import OutputDir
 from strataflow.io.reach import check_reachable
 from strataflow.io.compression import codec_name
+from strataflow.shuffle import Aggregator
 from strataflow.io.writers import finish_npy, finish_parquet, npy_part, parquet_part, text_part
 from strataflow.scheduler.dag import TaskFailedError
 
@@ -92,9 +93,12 @@ def _fold_rows(value, zero, op):
 
 
 class ActionOps:
-    def _run(self, func: Callable[[Any], Any], partitions=None, description: str | None = None) -> list:
+    def _run(self, func: Callable[[Any], Any], partitions=None, description: str | None = None,
+             with_task: bool = False) -> list:
+        """``func(value)`` on each partition (``func(tc, value)`` ``with_task``: a function
+        that builds a work structure within the task's execution memory)."""
         try:
-            return self.ctx.scheduler.run_job(self, lambda tc, v: func(v), partitions,
+            return self.ctx.scheduler.run_job(self, func if with_task else lambda tc, v: func(v), partitions,
                                               description or f"{func.__name__ if hasattr(func, '__name__') else 'job'}")
         except TaskFailedError as exc:
             cause = exc.__cause__
@@ -298,12 +302,13 @@ class ActionOps:
 
     def count_by_value(self) -> dict:
         """How many times each distinct record occurs, as a dict on the caller (one job, no shuffle).
+        Each task counts in its aggregator, which spills within the task's execution memory.
 
         >>> sorted(ctx.parallelize([1, 2, 1, 1]).count_by_value().items())
         [(1, 3), (2, 1)]
         """
         counts: Counter = Counter()
-        for part in self._run(lambda v: Counter(iter_rows(v)), description=f"count_by_value {self.label}"):
+        for part in self._run(_count_partition, description=f"count_by_value {self.label}", with_task=True):
             counts.update(part)
         return dict(counts)
 
@@ -392,3 +397,21 @@ class ActionOps:
         """
         out = self._output_dir(path, "save_as_npy")
         finish_npy(out, self._write_parts(out, npy_part, "save_as_npy"), self.label)
+
+
+def _one(_: Any) -> int:
+    return 1
+
+
+def _plus_one(count: int, _: Any) -> int:
+    return count + 1
+
+
+_COUNTING = Aggregator(_one, _plus_one, operator.add)
+
+
+def _count_partition(tc: Any, value: Any) -> dict:
+    """A partition's records counted by value in the task's aggregator (bounded memory)."""
+    counter = tc.aggregator(_COUNTING)
+    counter.insert_values((r, None) for r in iter_rows(value))
+    return dict(counter.items())

@@ -362,11 +362,12 @@ class CheckpointOps:
         """
         return self._checkpoint_path if self._checkpoint_kind == "reliable" else None
 
-    def _run(self, func: Callable[[Any], Any], partitions=None, description: str | None = None) -> list:
+    def _run(self, func: Callable[[Any], Any], partitions=None, description: str | None = None,
+             with_task: bool = False) -> list:
         repaired: set[int] = set()
         while True:
             try:
-                result = super()._run(func, partitions, description)
+                result = super()._run(func, partitions, description, with_task)
                 break
             except CheckpointCorrupt as exc:  # the job's error has the type of the task's (scheduler/errors.py)
                 refused = _refusal(exc)

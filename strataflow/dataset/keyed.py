@@ -17,11 +17,11 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from strataflow.common.batch import iter_rows
-from strataflow.lineage import CombinedNode, MapPartitionsNode, ShuffleDependency, ShuffledNode, ZippedPartitionsNode
+from strataflow.lineage import CoGroupedNode, CombinedNode, MapPartitionsNode, ShuffleDependency, ShuffledNode
 from strataflow.config.backends import backend_class
 from strataflow.shuffle.partitioner import (HashPartitioner, Partitioner, RangePartitioner, default_partitioner, is_portable,
                                            portable_hash)
-from strataflow.shuffle import Aggregator
+from strataflow.shuffle import Aggregator, Grouping, SortOrder
 
 if TYPE_CHECKING:
     from strataflow.dataset import Dataset
@@ -178,13 +178,21 @@ class PairOps:
                                    num_partitions, partition_func, _op="aggregate_by_key")
 
     def group_by_key(self, num_partitions: int | None = None, partition_func: Callable = portable_hash) -> "Dataset":
-        """``(key, [values])``; no map-side combine (it would only copy lists), as Spark.
+        """``(key, values)``; no map-side combine (it would only copy lists), as Spark.
+
+        A group is a list, or, when it is larger than the task's execution memory (one
+        key with half the records), a :class:`~strataflow.shuffle.SpilledGroup`: a
+        read-only sequence backed by a spill file (``len``, iteration, indexing, ``==``
+        with a list), which arrives as a list wherever it is pickled (``collect`` from
+        executor processes). ``map_values(len)`` streams it; ``map_values(sorted)`` or
+        ``map_values(list)`` bring it into memory, as asked.
 
         >>> sorted(ctx.parallelize([("a", 1), ("b", 2), ("a", 3)]).group_by_key().collect())
         [('a', [1, 3]), ('b', [2])]
         """
-        return self.combine_by_key(lambda v: [v], _append, _extend, num_partitions, partition_func,
-                                   map_side_combine=False, _op="group_by_key")
+        part = HashPartitioner(self._num_out(num_partitions),
+                               None if partition_func is portable_hash else partition_func)
+        return self._combine(part, Grouping(), False, "group_by_key")
 
     def group_by(self, f: Callable[[Any], Any], num_partitions: int | None = None) -> "Dataset":
         """``(f(record), [records])`` for every distinct ``f(record)``.
@@ -222,24 +230,9 @@ class PairOps:
             # Spark's CoGroupedRDD: inputs already hash-partitioned alike (e.g. PageRank's
             # cached links and the ranks derived from them) are grouped partition by
             # partition, without shuffling them again.
-            def local(*values):
-                groups: dict = {}
-                for i, v in enumerate(values):
-                    for k, x in iter_rows(v):
-                        groups.setdefault(k, tuple([] for _ in range(width)))[i].append(x)
-                return list(groups.items())
-
-            return self._derive(ZippedPartitionsNode(sources, local, part), "cogroup")
+            return self._derive(CoGroupedNode(sources, part), "cogroup")
         tagged = [ds.map_values(lambda v, i=i: (i, v)) for i, ds in enumerate(sources)]
-
-        def split(tagged_values):
-            out = tuple([] for _ in range(width))
-            for i, v in tagged_values:
-                out[i].append(v)
-            return out
-
-        grouped = tagged[0].union(*tagged[1:])._combine(part, Aggregator(_single, _append, _extend), False, "cogroup")
-        return grouped.map_values(split)
+        return tagged[0].union(*tagged[1:])._combine(part, Grouping(width=width), False, "cogroup")
 
     def join(self, other: "Dataset", num_partitions: int | None = None) -> "Dataset":
         """``(key, (left, right))`` for every pair of values that share a key (an inner join, by hash
@@ -379,9 +372,7 @@ class PairOps:
         keys = self.map_partitions(sample).collect() if n > 1 else []
         part = RangePartitioner.from_sample(keys, n, ascending, key_func)
 
-        def order(rows: list) -> list:
-            return sorted(rows, key=lambda kv: kf(kv[0]), reverse=not ascending)
-
+        order = SortOrder(lambda kv: kf(kv[0]), not ascending)
         return self._shuffle(part, part.num_partitions, "sort_by_key", key_order=order)
 
     def repartition_and_sort_within_partitions(self, num_partitions: int | None = None,
@@ -399,9 +390,7 @@ class PairOps:
         part = HashPartitioner(n, None if partition_func is portable_hash else partition_func)
         kf = key_func or _identity
 
-        def order(rows: list) -> list:
-            return sorted(rows, key=lambda kv: kf(kv[0]), reverse=not ascending)
-
+        order = SortOrder(lambda kv: kf(kv[0]), not ascending)
         return self._shuffle(part, n, "repartition_and_sort_within_partitions", key_order=order)
 
     def sort_by(self, key_func: Callable[[Any], Any], ascending: bool = True,
@@ -413,20 +402,6 @@ class PairOps:
         ['a', 'bb', 'ccc']
         """
         return self.key_by(key_func).sort_by_key(ascending, num_partitions).values()
-
-
-def _single(v: Any) -> list:
-    return [v]
-
-
-def _append(acc: list, v: Any) -> list:
-    acc.append(v)
-    return acc
-
-
-def _extend(a: list, b: list) -> list:
-    a.extend(b)
-    return a
 
 
 def _identity(x: Any) -> Any:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from strataflow.common.batch import num_rows
 from strataflow.storage.task_reads import HeldBlock
-from strataflow.shuffle import Aggregator, ExternalAggregator, FetchFailed, MapOutput, read_buckets, split_nonempty
+from strataflow.shuffle import (Aggregator, ExternalAggregator, ExternalGrouper, ExternalSorter, FetchFailed, Grouping,
+                                MapOutput, SortOrder, read_buckets, split_nonempty)
 
 if TYPE_CHECKING:
     from strataflow.dataset import Dataset
@@ -71,17 +72,30 @@ class TaskContext:
             raise FetchFailed(shuffle_id, 0, "the stage was sent no map outputs for this shuffle")
         return read_buckets(outputs, shuffle_id, reduce_id, on_bytes=count, read=self.runtime.read_bucket)
 
-    def aggregator(self, agg: Aggregator) -> ExternalAggregator:
+    def _spilled(self, n: int) -> None:
+        """A work structure of this task wrote ``n`` bytes of spill: counted in the task's
+        metrics (its TaskEnd event and the stage's totals); with a memory split, the
+        spill's round trip is a heap miss (execution was short of heap)."""
+        self.metrics.spill_bytes += n
         split = self.runtime.block_manager.split
+        if split is not None:
+            split.miss("heap", None, n, split.spill_cost(n))
 
-        def spilled(n: int) -> None:
-            self.metrics.spill_bytes += n
-            if split is not None:  # execution short of heap: the spill's round trip is a heap miss
-                split.miss("heap", None, n, split.spill_cost(n))
+    def aggregator(self, agg: Aggregator) -> ExternalAggregator:
+        """A combine-by-key structure within this task's execution memory."""
+        rt = self.runtime
+        return ExternalAggregator(agg, rt.memory, self.task_id, rt.spill_dir(self.task_id), on_spill=self._spilled)
 
-        return ExternalAggregator(
-            agg, self.runtime.memory, self.task_id, self.runtime.spill_dir(self.task_id), on_spill=spilled
-        )
+    def sorter(self, order: SortOrder) -> ExternalSorter:
+        """An external sort within this task's execution memory."""
+        rt = self.runtime
+        return ExternalSorter(order, rt.memory, self.task_id, rt.spill_dir(self.task_id), on_spill=self._spilled)
+
+    def grouper(self, grouping: Grouping) -> ExternalGrouper:
+        """A group-by-key (or cogroup) structure within this task's execution memory, whose
+        groups may be larger than it."""
+        rt = self.runtime
+        return ExternalGrouper(grouping, rt.memory, self.task_id, rt.spill_dir(self.task_id), on_spill=self._spilled)
 
 
 class ShuffleMapTask:

@@ -21,6 +21,7 @@ from strataflow.pyspark.sql.dialect import duck_type
 from strataflow.pyspark.sql.engine import run_query
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.resolve import Field, field_of
+from strataflow.pyspark.sql.task_memory import zip_queries
 from strataflow.pyspark.sql.tasks import offset_rows, set_op
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class DataFrameSets:
         n = self._shuffle_partitions()
         lx = left.exchange_hash([exp.column(f.phys, quoted=True) for f in left.fields], n)
         rx = right.exchange_hash([exp.column(f.phys, quoted=True) for f in right.fields], n)
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(
+        ds = zip_queries(lx.dataset(), rx.dataset(), functools.partial(
             set_op, f"SELECT * FROM __l {op} SELECT * FROM __r", lx.schema, rx.schema))
         return self._new(Plan(left.session, ds, pa.schema([pa.field(f.phys, f.type) for f in fields]), fields))
 

@@ -21,6 +21,7 @@ from strataflow.pyspark.sql.engine import as_table, run_query
 from strataflow.pyspark.sql.frame_sets import _cast
 from strataflow.pyspark.sql.plan import Plan, estimated_bytes, to_sql
 from strataflow.pyspark.sql.resolve import Field, physical_names
+from strataflow.pyspark.sql.task_memory import map_queries, zip_queries
 from strataflow.pyspark.sql.tasks import joined, with_left_table, with_right_table
 
 __all__ = ["join_plan", "equi_pairs"]
@@ -79,11 +80,11 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
         small, gathered, lp, rp = _adaptive(left, right, kind, lp, rp)
     if pairs and small == "left":  # each partition of the right side joins all of the (small) left one
         ltable = gathered.get("left") or _gathered(lp)
-        ds = rp.dataset().map_partitions(functools.partial(with_left_table, sql, rp.schema, _shipped(lp, ltable)))
+        ds = map_queries(rp.dataset(), functools.partial(with_left_table, sql, rp.schema, _shipped(lp, ltable)))
         return Plan(lp.session, ds, schema, fields)
     if pairs and small == "right" and "right" in gathered:
-        ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema,
-                                                           _shipped(lp, gathered["right"])))
+        ds = map_queries(lp.dataset(), functools.partial(with_right_table, sql, lp.schema,
+                                                         _shipped(lp, gathered["right"])))
         return _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
     if pairs and small is None:
         n = left._shuffle_partitions()
@@ -91,7 +92,7 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
         lkeys = [_cast(_strip(a), t) for (a, _), t in zip(pairs, casts)]
         rkeys = [_cast(_strip(b), t) for (_, b), t in zip(pairs, casts)]
         lx, rx = lp.exchange_hash(lkeys, n), rp.exchange_hash(rkeys, n)
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(joined, sql, lx.schema, rx.schema))
+        ds = zip_queries(lx.dataset(), rx.dataset(), functools.partial(joined, sql, lx.schema, rx.schema))
         out_plan = _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
         by = rx if kind == "right" else lx  # a right join's left keys may be null where its right ones are not
         if kind != "full" and by.hashed is not None:
@@ -103,10 +104,10 @@ def join_plan(left: Any, right: Any, kind: str, cond: exp.Expression | None,
         return out_plan
     if kind in ("right", "full"):  # every right row must meet every left row in one place
         lx, rx = lp.exchange_single(), rp.exchange_single()
-        ds = lx.dataset().zip_partitions(rx.dataset(), f=functools.partial(joined, sql, lx.schema, rx.schema))
+        ds = zip_queries(lx.dataset(), rx.dataset(), functools.partial(joined, sql, lx.schema, rx.schema))
         return Plan(lp.session, ds, schema, fields)
     rtable = _gathered(rp)
-    ds = lp.dataset().map_partitions(functools.partial(with_right_table, sql, lp.schema, _shipped(lp, rtable)))
+    ds = map_queries(lp.dataset(), functools.partial(with_right_table, sql, lp.schema, _shipped(lp, rtable)))
     return _narrowed(Plan(lp.session, ds, schema, fields, rows=rows), kind)
 
 

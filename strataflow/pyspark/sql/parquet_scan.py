@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from strataflow.lineage import SourceNode
 from strataflow.pyspark.sql.engine import run_on_view
+from strataflow.pyspark.sql.task_memory import within_task_memory
 from strataflow.pyspark.sql.tasks import T, run_partition
 
 __all__ = ["ParquetQuery", "direct_views"]
@@ -102,10 +103,11 @@ class ParquetQuery(SourceNode):
             import duckdb
 
             try:
-                return run_on_view(self.sql, T, view)
+                return within_task_memory(tc, [], lambda: run_on_view(self.sql, T, view))
             except duckdb.Error:  # a file DuckDB cannot read: pyarrow's reader reads it or says why
                 pass
-        return run_partition(self.sql, self.schema, (), self.source.compute(split, tc))
+        value = self.source.compute(split, tc)
+        return within_task_memory(tc, [value], lambda: run_partition(self.sql, self.schema, (), value))
 
     def describe(self) -> str:
         return self.source.describe()

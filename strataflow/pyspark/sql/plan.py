@@ -30,6 +30,7 @@ from strataflow.pyspark.sql.engine import normalize, run_query
 from strataflow.pyspark.sql.parquet_scan import ParquetQuery, direct_views
 from strataflow.pyspark.sql.resolve import Field, physical_names
 from strataflow.pyspark.sql.udf import udf_defs
+from strataflow.pyspark.sql.task_memory import map_queries
 from strataflow.pyspark.sql.tasks import (T, assign_and_tag, hash_assign, normalized, range_assign, renamed,
                                           run_partition, sample_key, untag_schema, zeros)
 
@@ -108,7 +109,7 @@ class Plan:
             keep = [f for f in schema if f.name in named]
             if keep and len(keep) < len(schema):
                 source, schema = self.rescan([f.name for f in keep]), pa.schema(keep)
-        return source.map_partitions(functools.partial(run_partition, self.sql(), schema, udfs))
+        return map_queries(source, functools.partial(run_partition, self.sql(), schema, udfs))
 
     def _from(self) -> exp.Expression:
         if self.query is None:

@@ -222,3 +222,33 @@ def test_what_a_structure_holds_stays_within_its_grant(tmp_path, kind):
         assert mm.held_by(1) <= 2 << 20 and mm.held_by(1) + mm.held_by(2) <= mm.total
     assert worst <= slack, f"{kind} held {worst} bytes beyond its grant (allowed: {slack})"
     assert s.files.spilled_bytes > 0
+
+
+def _fails_on_the_last(value):
+    if value == f"v{N - 1:07d}":
+        raise ValueError("a user function fails on the last record")
+    return value
+
+
+def failed_spills(log) -> int:
+    """Bytes spilled by tasks that failed (their TaskEnd events)."""
+    with open(log) as f:
+        ends = [json.loads(line) for line in f if '"TaskEnd"' in line]
+    return sum(e.get("spill_bytes", 0) for e in ends if not e.get("ok"))
+
+
+@pytest.mark.parametrize("op", ["sort", "group"])
+def test_a_task_that_fails_mid_work_leaves_no_spill_files(small, op):
+    ctx, left, right, shuffle, log = small
+    before = failed_spills(log)
+    if op == "sort":
+        # the sort key is used in the reduce task alone, where it fails once runs are spilled
+        job = left.map(lambda kv: (kv[1], kv[0])).repartition_and_sort_within_partitions(
+            2, lambda k: int(k[-1]) % 2, key_func=_fails_on_the_last).count
+    else:  # the groups are written, then the user's function fails on the hot one
+        job = left.group_by_key().map_values(lambda g: [_fails_on_the_last(v) for v in g]).count
+    with pytest.raises(Exception, match="fails on the last record"):
+        job()
+    assert failed_spills(log) > before, "the failing task had not spilled yet: the test would prove nothing"
+    gc.collect()
+    assert not [p for p in shuffle.rglob("spill-*")], "a failed task's spill files outlived it"

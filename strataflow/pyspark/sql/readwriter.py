@@ -27,21 +27,6 @@ def _truthy(v: Any) -> bool:
     return str(v).lower() == "true"
 
 
-def _json_table(schema: pa.Schema | None, lines: Any) -> pa.Table:
-    import pyarrow.json as pj
-
-    text = "\n".join(line for line in lines if line.strip())
-    if not text:
-        return schema.empty_table() if schema is not None else pa.table({})
-    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore") if schema else None
-    t = pj.read_json(io.BytesIO(text.encode()), parse_options=opts) if opts else pj.read_json(io.BytesIO(text.encode()))
-    return t.select(sorted(t.column_names)) if schema is None else t
-
-
-def _lines_table(lines: Any) -> pa.Table:
-    return pa.table({"value": pa.array(list(lines), pa.string())})
-
-
 def _schema_of(ds: Any) -> pa.Schema:
     """The schema of a Dataset of Tables: a file source's own (its footers), else its first
     partition's (a job)."""
@@ -51,6 +36,12 @@ def _schema_of(ds: Any) -> pa.Schema:
     if ds.num_partitions == 0:
         return pa.schema([])
     return ds._run(lambda v: v.schema if isinstance(v, pa.Table) else pa.table({}).schema, [0], "schema")[0]
+
+
+def _path_list(path: Any) -> list[str]:
+    if isinstance(path, (list, tuple)):
+        return [str(p) for p in path]
+    return [str(path)]
 
 
 class DataFrameReader:
@@ -122,75 +113,88 @@ class DataFrameReader:
     def _frame(self, ds: Any, schema: pa.Schema, rescan: Any = None) -> Any:
         return self._session._frame_of(ds, schema, "read", rescan)
 
+    def _read_options(self, fmt: str, given: dict[str, Any]) -> Any:
+        from strataflow.pyspark.sql.reader_options import reader_options
+
+        return reader_options(fmt, {**self._options, **{k: v for k, v in given.items() if v is not None}})
+
+    def _listed(self, paths: list[str], opts: Any, fmt: str) -> Any:
+        from strataflow.pyspark.sql.file_frames import _session_zone
+        from strataflow.pyspark.sql.partition_discovery import list_input
+
+        return list_input(paths, opts, _session_zone(self._session), fmt)
+
     def parquet(self, *paths: Any, **options: Any) -> Any:
-        """Parquet files (a file, a directory, a glob).
+        """Parquet files (a file, a directory, a glob; ``key=value`` directories give
+        partition columns). Options: ``mergeSchema`` (columns of every file; strataflow
+        always unifies the files' schemas), ``pathGlobFilter``, ``recursiveFileLookup``,
+        ``modifiedBefore``/``modifiedAfter``.
 
         >>> spark.createDataFrame([(1.5,)], ["x"]).write.parquet(tmp_dir + "/x")
         >>> spark.read.parquet(tmp_dir + "/x").first()
         Row(x=1.5)
         """
-        ctx = self._session.sparkContext.ctx
-        where = list(paths) if len(paths) > 1 else paths[0]
-        ds = ctx.parquet_file(where)
-        return self._frame(ds, _schema_of(ds), functools.partial(_parquet_columns, ctx, where))
+        from strataflow.pyspark.sql.parquet_dirs import parquet_frame
 
-    def csv(self, path: Any, schema: Any = None, sep: str | None = None, header: Any = None,
-            inferSchema: Any = None, mode: str | None = None, **options: Any) -> Any:
-        """Delimited text: ``header``, ``inferSchema`` (default false: strings, as Spark),
-        ``sep``, ``mode`` (PERMISSIVE, DROPMALFORMED, FAILFAST), ``schema``.
+        opts = self._read_options("parquet", options)
+        listed = self._listed([p for path in paths for p in _path_list(path)], opts, "parquet")
+        ds, schema, rescan = parquet_frame(self._session.sparkContext.ctx, paths, listed, opts, self._schema)
+        return self._frame(ds, schema, rescan)
+
+    def csv(self, path: Any, schema: Any = None, **options: Any) -> Any:
+        """Delimited text with every option of PySpark's ``DataFrameReader.csv`` (``header``,
+        ``inferSchema``, ``sep``, ``nullValue``, ``emptyValue``, ``dateFormat``, ``multiLine``,
+        ``encoding``, ``comment``, ``escape`` (``\\`` by default, as Spark), ``quote``,
+        ``lineSep``, ``mode`` and ``columnNameOfCorruptRecord``...), read as Spark reads it
+        (``csv_records.py``); an option value strataflow does not implement is refused.
 
         >>> spark.createDataFrame([(1, "a")], ["n", "s"]).write.csv(tmp_dir + "/c")
         >>> spark.read.csv(tmp_dir + "/c").collect()
         [Row(_c0='1', _c1='a')]
         """
-        o = {**self._options, **options}
-        for k, v in (("sep", sep), ("header", header), ("inferSchema", inferSchema), ("mode", mode)):
-            if v is not None:
-                o[k] = v
+        from strataflow.pyspark.sql.file_frames import csv_frame
+
         if schema is not None:
             self.schema(schema)
-        kwargs: dict[str, Any] = {"delimiter": o.get("sep", o.get("delimiter", ",")),
-                                  "header": _truthy(o.get("header", False)),
-                                  "infer_schema": _truthy(o.get("inferSchema", False)),
-                                  "mode": str(o.get("mode", "PERMISSIVE")).upper(), "corrupt_record_column": None}
-        if self._schema is not None:
-            kwargs["column_names"] = self._schema.names
-            kwargs["column_types"] = {f.name: f.dataType.to_arrow() for f in self._schema}
-        ds = self._session.sparkContext.ctx.csv_file(path, **kwargs)
-        schema_ = _schema_of(ds)
-        ds = ds.map_partitions(_empty_is_null)  # Spark reads an empty field as null
-        if self._schema is None and not kwargs["header"]:
-            names = [f"_c{i}" for i in range(len(schema_))]
-            ds = ds.map_partitions(functools.partial(_renamed, names))
-            schema_ = pa.schema([f.with_name(n) for f, n in zip(schema_, names)])
-        return self._frame(ds, schema_)
+        opts = self._read_options("csv", options)
+        ds, arrow = csv_frame(self._session, self._listed(_path_list(path), opts, "csv"), opts, self._schema)
+        return self._frame(ds, arrow)
 
     def json(self, path: Any, schema: Any = None, **options: Any) -> Any:
-        """JSON lines, one object per line; fields in name order unless ``schema`` is given.
+        """JSON lines (one object per line; a file per record with ``multiLine``), or an RDD of
+        JSON strings; the schema inferred as Spark does (fields in name order, ISO dates kept
+        as strings) unless given; ``mode`` and ``columnNameOfCorruptRecord`` as Spark's.
 
         >>> spark.createDataFrame([(1, "a")], ["n", "s"]).write.json(tmp_dir + "/j")
         >>> spark.read.json(tmp_dir + "/j").collect()
         [Row(n=1, s='a')]
         """
+        from strataflow.pyspark.sql.file_frames import json_frame, json_lines_frame
+
         if schema is not None:
             self.schema(schema)
-        lines = self._session.sparkContext.ctx.text_file(path)
-        if self._schema is not None:
-            arrow = self._schema.to_arrow()
+        opts = self._read_options("json", options)
+        dataset = getattr(path, "dataset", None)
+        if dataset is not None and hasattr(path, "collect"):  # an RDD of JSON strings
+            ds, arrow = json_lines_frame(self._session, dataset, opts, self._schema)
         else:
-            first = lines.map_partitions(functools.partial(_json_table, None))
-            arrow = _schema_of(first) if lines.num_partitions else pa.schema([])
-        return self._frame(lines.map_partitions(functools.partial(_json_table, arrow)), arrow)
+            ds, arrow = json_frame(self._session, self._listed(_path_list(path), opts, "json"), opts, self._schema)
+        return self._frame(ds, arrow)
 
-    def text(self, paths: Any, **options: Any) -> Any:
-        """Text lines as one string column, ``value``.
+    def text(self, paths: Any, wholetext: bool = False, lineSep: str | None = None, **options: Any) -> Any:
+        """Text lines (or whole files, ``wholetext``) as one string column, ``value``; lines
+        end at ``\\n``, ``\\r\\n`` or ``\\r`` unless ``lineSep`` says otherwise.
 
         >>> spark.createDataFrame([("hi",)], ["value"]).write.text(tmp_dir + "/txt")
         >>> spark.read.text(tmp_dir + "/txt").collect()
         [Row(value='hi')]
         """
-        ds = self._session.sparkContext.ctx.text_file(paths).map_partitions(_lines_table)
-        return self._frame(ds, pa.schema([("value", pa.string())]))
+        from strataflow.pyspark.sql.file_frames import text_frame
+
+        # as PySpark's, the keyword's default (False) replaces an .option("wholetext", ...)
+        opts = self._read_options("text", {**options, "wholetext": wholetext, "lineSep": lineSep})
+        ds, arrow = text_frame(self._session, self._listed(_path_list(paths), opts, "text"), opts)
+        return self._frame(ds, arrow)
 
     def table(self, tableName: str) -> Any:
         """A temporary view by name (``spark.table``).
@@ -200,24 +204,6 @@ class DataFrameReader:
         1
         """
         return self._session.table(tableName)
-
-
-def _empty_is_null(value: Any) -> Any:
-    if not isinstance(value, pa.Table):
-        return value
-    import pyarrow.compute as pc
-
-    cols = [pc.if_else(pc.equal(c, ""), pa.scalar(None, c.type), c) if pa.types.is_string(c.type) else c
-            for c in value.columns]
-    return pa.Table.from_arrays(cols, schema=value.schema)
-
-
-def _parquet_columns(ctx: Any, where: Any, columns: list[str]) -> Any:
-    return ctx.parquet_file(where, columns=columns)
-
-
-def _renamed(names: list[str], value: Any) -> Any:
-    return value.rename_columns(names) if isinstance(value, pa.Table) else value
 
 
 def _csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value: Any) -> list[str]:
@@ -250,6 +236,28 @@ class DataFrameWriter:
 
     def __init__(self, df: Any) -> None:
         self._df, self._mode, self._options, self._format = df, "error", {}, "parquet"
+        self._partition_by: list[str] = []
+
+    def partitionBy(self, *cols: Any) -> "DataFrameWriter":
+        """Writes the rows in ``col=value`` directories, the columns left out of the files
+        (``partitioned_writes.py``); ``spark.read`` gives them back as columns.
+
+        >>> df = spark.createDataFrame([(1, "a"), (2, "b")], ["n", "k"])
+        >>> df.write.partitionBy("k").parquet(tmp_dir + "/by_k")
+        >>> sorted(r.k for r in spark.read.parquet(tmp_dir + "/by_k").collect())
+        ['a', 'b']
+        """
+        names = [c for arg in cols for c in (arg if isinstance(arg, (list, tuple)) else [arg])]
+        have = [f.name for f in self._df._current.fields]
+        missing = [c for c in names if c not in have]
+        if missing:
+            raise AnalysisException(f"[COLUMN_NOT_DEFINED_IN_TABLE] partition column(s) {missing} not found in the "
+                                    f"DataFrame's columns {have}", "COLUMN_NOT_DEFINED_IN_TABLE")
+        if names and len(set(names)) == len(have):
+            raise AnalysisException("[ALL_PARTITION_COLUMNS_NOT_ALLOWED] Cannot use all columns for partition "
+                                    "columns.", "ALL_PARTITION_COLUMNS_NOT_ALLOWED")
+        self._partition_by = names
+        return self
 
     def mode(self, saveMode: str | None) -> "DataFrameWriter":
         """What to do when the path exists: ``error`` (default), ``overwrite`` (the new data
@@ -309,12 +317,26 @@ class DataFrameWriter:
         self._options.update(options)
         getattr(self, self._format)(path)
 
-    def _write(self, path: str, fmt: str, parts: Any, save: str) -> None:
+    def _write(self, path: str, fmt: str, parts: Any, save: str, options: dict[str, Any]) -> None:
         """The frame's partitions mapped by ``parts`` (a function of schema, names, value),
-        written by the dataset's ``save`` method under the save mode."""
+        written by the dataset's ``save`` method under the save mode (or, partitioned, a
+        file per task and partition value)."""
+        _check_write_options(fmt, options)
+        keys = self._partition_by
+
         def write(target: str) -> None:
             plan = self._df._current
-            ds = plan.dataset().map_partitions(functools.partial(parts, plan.schema, [f.name for f in plan.fields]))
+            names = [f.name for f in plan.fields]
+            if keys:
+                from strataflow.pyspark.sql.partitioned_writes import lines_bytes, parquet_bytes, write_partitioned
+
+                ds = plan.dataset().map_partitions(functools.partial(_named, plan.schema, names))
+                encode = parquet_bytes if fmt == "parquet" else functools.partial(
+                    lines_bytes, functools.partial(_table_lines, parts))
+                ext = {"parquet": ".snappy.parquet", "csv": ".csv", "json": ".json", "text": ".txt"}[fmt]
+                write_partitioned(ds, keys, encode, ext, target)
+                return
+            ds = plan.dataset().map_partitions(functools.partial(parts, plan.schema, names))
             getattr(ds, save)(target)
 
         write_with_mode(path, self._mode, write, fmt)
@@ -327,7 +349,7 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        self._write(path, "parquet", _named, "save_as_parquet")
+        self._write(path, "parquet", _named, "save_as_parquet", {**self._options, **options})
 
     def csv(self, path: str, mode: str | None = None, header: Any = None, sep: str | None = None,
             **options: Any) -> None:
@@ -342,8 +364,10 @@ class DataFrameWriter:
         o = {**self._options, **options}
         if header is not None:
             o["header"] = header
-        lines = functools.partial(_csv_lines, _truthy(o.get("header", False)), o.get("sep", sep or ","))
-        self._write(path, "csv", lines, "save_as_text_file")
+        if sep is not None:
+            o["sep"] = sep
+        lines = functools.partial(_csv_lines, _truthy(o.get("header", False)), o.get("sep", o.get("delimiter", ",")))
+        self._write(path, "csv", lines, "save_as_text_file", o)
 
     def json(self, path: str, mode: str | None = None, **options: Any) -> None:
         """JSON lines (nulls left out, as Spark writes them).
@@ -354,7 +378,7 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        self._write(path, "json", _json_lines, "save_as_text_file")
+        self._write(path, "json", _json_lines, "save_as_text_file", {**self._options, **options})
 
     def text(self, path: str, **options: Any) -> None:
         """One string column, a line per row.
@@ -366,7 +390,36 @@ class DataFrameWriter:
         if len(self._df._current.fields) != 1:
             raise AnalysisException(f"Text data source supports only a single column, and you have "
                                     f"{len(self._df._current.fields)} columns.", "UNSUPPORTED_DATA_TYPE")
-        self._write(path, "text", _text_lines, "save_as_text_file")
+        self._write(path, "text", _text_lines, "save_as_text_file", {**self._options, **options})
+
+
+#: the writer options each format honours, with the values strataflow writes (any other is refused)
+_WRITE_OPTIONS: dict[str, dict[str, Any]] = {
+    "parquet": {"compression": ("snappy",)},
+    "csv": {"header": None, "sep": None, "delimiter": None, "compression": ("none", "uncompressed")},
+    "json": {"compression": ("none", "uncompressed")},
+    "text": {"compression": ("none", "uncompressed")},
+}
+
+
+def _check_write_options(fmt: str, options: dict[str, Any]) -> None:
+    """Refuses, by name, a writer option strataflow would not apply (Spark's ``nullValue``,
+    ``dateFormat``, a compression codec...), rather than write other bytes than asked."""
+    table = _WRITE_OPTIONS[fmt]
+    for key, value in options.items():
+        if value is None:
+            continue
+        allowed = table.get(key) if key in table else table.get(key.lower(), "unknown")
+        if allowed == "unknown":
+            raise UnsupportedOperation(f"[UNSUPPORTED_OPTION] df.write.{fmt} option {key!r} is not supported by "
+                                       f"strataflow; it takes: {', '.join(sorted(table))}")
+        if allowed is not None and str(value).lower() not in allowed:
+            raise UnsupportedOperation(f"[UNSUPPORTED_OPTION] df.write.{fmt} option {key}={value!r} is not "
+                                       f"supported; strataflow writes {allowed[0]}")
+
+
+def _table_lines(parts: Any, table: pa.Table) -> list[str]:
+    return parts(table.schema, table.column_names, table)
 
 
 def _named(schema: pa.Schema, names: list[str], value: Any) -> pa.Table:

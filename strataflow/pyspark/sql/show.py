@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -67,23 +68,51 @@ def cell(v: Any, t: pa.DataType) -> str:
     return str(v)
 
 
+_META = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f", "\b": "\\b",
+                       "\u000b": "\\v", "\u0007": "\\a"})
+#: the characters Spark's ``Utils.stringHalfWidth`` counts twice (East Asian full width, BMP only)
+_FULL_WIDTH = re.compile("[\u1100-\u115F\u2E80-\uA4CF\uAC00-\uD7A3\uF900-\uFAFF\uFE10-\uFE19\uFE30-\uFE6F"
+                         "\uFF00-\uFF60\uFFE0-\uFFE6]")
+
+
+def _utf16(s: str) -> int:
+    """Java's ``String.length``: UTF-16 code units (a character outside the BMP is two)."""
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+
+
+def _cut(s: str, units: int) -> str:
+    """Java's ``substring(0, units)``; half of a surrogate pair prints as ``?``, as PySpark shows it."""
+    out, n = [], 0
+    for ch in s:
+        w = 2 if ord(ch) > 0xFFFF else 1
+        if n + w > units:
+            if n < units:
+                out.append("?")
+            break
+        out.append(ch)
+        n += w
+    return "".join(out)
+
+
+def _truncated(s: str, width: int) -> str:
+    if width and _utf16(s) > width:
+        return _cut(s, width) if width < 4 else _cut(s, width - 3) + "..."
+    return s
+
+
 def show_string(table: pa.Table, names: list[str], n: int, truncate: "bool | int", vertical: bool,
                 more: bool) -> str:
-    """The text ``show`` prints (without its final newline)."""
+    """The text ``show`` prints (PySpark's ``_show_string``: Spark's ``showString``, whose
+    last newline PySpark leaves out after "only showing top n rows")."""
     width = 20 if truncate is True else int(truncate) if truncate else 0
     rows = []
     for row in zip(*[c.to_pylist() for c in table.columns]) if table.num_columns else [()] * table.num_rows:
-        cells = []
-        for v, f in zip(row, table.schema):
-            s = cell(v, f.type)
-            if width and len(s) > width:
-                s = s[:width - 3] + "..." if width >= 4 else s[:width]
-            cells.append(s)
-        rows.append(cells)
+        rows.append([_truncated(cell(v, f.type).translate(_META), width) for v, f in zip(row, table.schema)])
+    header = [_truncated(h, width) for h in names]
     footer = f"only showing top {n} {'row' if n == 1 else 'rows'}" if more else ""
     if vertical:
-        return _vertical(names, rows, footer)
-    widths = [max([3, _w(h)] + [_w(r[i]) for r in rows]) for i, h in enumerate(names)]
+        return _vertical(header, rows, footer)
+    widths = [max([3, _w(h)] + [_w(r[i]) for r in rows]) for i, h in enumerate(header)]
     sep = "+" + "+".join("-" * w for w in widths) + "+"
 
     def line(cells: list[str]) -> str:
@@ -91,10 +120,8 @@ def show_string(table: pa.Table, names: list[str], n: int, truncate: "bool | int
             return "|" + "|".join(" " * (w - _w(c)) + c for c, w in zip(cells, widths)) + "|"
         return "|" + "|".join(c + " " * (w - _w(c)) for c, w in zip(cells, widths)) + "|"
 
-    out = [sep, line(names), sep, *(line(r) for r in rows), sep]
-    if footer:
-        out.append(footer)
-    return "\n".join(out) + "\n"
+    out = [sep, line(header), sep, *(line(r) for r in rows), sep]
+    return "\n".join(out) + ("\n" + footer if footer else "\n")
 
 
 def _vertical(names: list[str], rows: list[list[str]], footer: str) -> str:
@@ -107,16 +134,12 @@ def _vertical(names: list[str], rows: list[list[str]], footer: str) -> str:
         head = f"-RECORD {i}"
         out.append(head + "-" * max(0, key_w + val_w + 5 - len(head)))
         out += [f" {n}{' ' * (key_w - _w(n))} | {c}{' ' * (val_w - _w(c))} " for n, c in zip(names, r)]
-    if footer:
-        out.append(footer)
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + ("\n" + footer if footer else "\n")
 
 
 def _w(s: str) -> int:
-    """Display width: East Asian wide characters take two columns, as Spark counts them."""
-    import unicodedata
-
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+    """Display width as Spark's ``Utils.stringHalfWidth``: UTF-16 length plus one per full-width character."""
+    return _utf16(s) + len(_FULL_WIDTH.findall(s))
 
 
 def _py(v: Any, t: pa.DataType) -> Any:

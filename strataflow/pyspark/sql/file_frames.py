@@ -1,0 +1,275 @@
+"""The Datasets behind ``spark.read.csv/json/text``: the listed files (``partition_discovery``)
+cut into partitions of whole files, each parsed into an Arrow table of the frame's schema
+by Spark's rules (``csv_records``, ``json_records``), partition columns appended.
+
+Why whole files per task rather than byte ranges: Spark's options decide where a record
+ends (``multiLine`` quotes across lines, ``lineSep``, a multi-byte ``encoding``), so a
+file is decoded and cut in one piece; the price is that one large file is one task.
+A schema is inferred by a job over every file (each task returns its files' types; the
+driver merges them as Spark's ``compatibleType``), never from a sample, so no row read
+later can fall outside it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from typing import Any
+
+import pyarrow as pa
+
+from strataflow.pyspark.errors import AnalysisException
+from strataflow.pyspark.sql import types as T
+from strataflow.pyspark.sql.csv_records import field_datum, malformed_error, records
+from strataflow.pyspark.sql.json_records import canonical, infer_type, parse_units, record_converter
+from strataflow.pyspark.sql.partition_discovery import InputFiles
+from strataflow.pyspark.sql.reader_values import FieldInference, converter, merge_types
+
+__all__ = ["csv_frame", "json_frame", "text_frame", "json_lines_frame"]
+
+
+def _read_text(url: str, encoding: str) -> str:
+    import fsspec
+
+    with fsspec.open(url, "rb") as fh:
+        data = fh.read()
+    return data.decode(encoding, errors="replace")
+
+
+def _arrow_schema(schema: T.StructType) -> pa.Schema:
+    return pa.schema([pa.field(f.name, T._nested(f.dataType)) for f in schema])
+
+
+def _table(columns: list[list], schema: T.StructType, parts: list[tuple[str, T.DataType]], values: list[tuple]) -> pa.Table:
+    """The table of data columns plus each row's partition values."""
+    arrow = _arrow_schema(schema)
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, arrow)]
+    fields = list(arrow)
+    for i, (name, t) in enumerate(parts):
+        arrays.append(pa.array([v[i] for v in values], type=T._nested(t)))
+        fields.append(pa.field(name, T._nested(t)))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _dataset(session: Any, files: InputFiles, fn: Any) -> Any:
+    ctx = session.sparkContext.ctx
+    items = list(zip([u for u, _ in files.files], files.values))
+    n = max(1, min(len(items), session.sparkContext.defaultParallelism))
+    return ctx.parallelize(items, n).map_partitions(fn)
+
+
+def _session_zone(session: Any) -> dt.tzinfo:
+    from zoneinfo import ZoneInfo
+
+    name = session.conf.get("spark.sql.session.timeZone", None) or "UTC"
+    return dt.timezone.utc if name.upper() in ("UTC", "Z", "GMT") else ZoneInfo(name)
+
+
+def _full_schema(data: T.StructType, files: InputFiles) -> tuple[T.StructType, pa.Schema]:
+    schema = T.StructType(list(data.fields) + [T.StructField(n, t) for n, t in files.columns
+                                               if n not in data.names])
+    return schema, pa.schema(list(_arrow_schema(data)) + [pa.field(n, T._nested(t)) for n, t in files.columns
+                                                          if n not in data.names])
+
+
+# -- CSV -----------------------------------------------------------------------------------------------
+def _csv_infer(opts: Any, zone: dt.tzinfo, items: list) -> list:
+    """Per task: the first record's fields (for the header) and each position's type."""
+    inference = FieldInference(opts, zone)
+    first, types = None, []
+    for url, _ in items:
+        for k, (fields, _) in enumerate(records(_read_text(url, opts.encoding), opts)):
+            if first is None:
+                first = [f[0] for f in fields]
+            if k == 0 and opts.header:
+                continue
+            if not opts.infer_schema:
+                break
+            for i, f in enumerate(fields):
+                if i >= len(types):
+                    types.append(T.NullType())
+                datum = field_datum(f, opts)
+                if datum is not None:
+                    types[i] = inference.infer(types[i], datum)
+    return [(first, types)]
+
+
+def _csv_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, items: list) -> pa.Table:
+    corrupt = opts.corrupt_column if opts.corrupt_column in schema.names else None
+    data = [f for f in schema if f.name != corrupt]
+    convs = [converter(f.dataType, opts, zone, "CSV") for f in data]
+    columns: list[list] = [[] for _ in schema]
+    at = {f.name: i for i, f in enumerate(schema)}
+    data_at = [at[f.name] for f in data]
+    values = []
+    for url, pvalues in items:
+        for k, (fields, raw) in enumerate(records(_read_text(url, opts.encoding), opts)):
+            if k == 0 and opts.header:
+                continue
+            row, bad = [None] * len(data), len(fields) != len(data)
+            for i, f in enumerate(fields[:len(data)]):
+                datum = field_datum(f, opts)
+                if datum is None:
+                    continue
+                try:
+                    row[i] = convs[i](datum)
+                except (ValueError, ArithmeticError):
+                    bad = True
+            if bad:
+                if opts.mode == "FAILFAST":
+                    raise malformed_error(raw, url, f"{len(fields)} fields for {len(data)} columns, or a field "
+                                                    f"not of its column's type")
+                if opts.mode == "DROPMALFORMED":
+                    continue
+            for i, v in zip(data_at, row):
+                columns[i].append(v)
+            if corrupt is not None:
+                columns[at[corrupt]].append(raw if bad else None)
+            values.append(pvalues)
+    return _table(columns, schema, parts, values)
+
+
+def _header_names(first: list[str]) -> list[str]:
+    names, seen = [], {}
+    for i, n in enumerate(first):
+        names.append(n if n else f"_c{i}")
+    lowered = [n.lower() for n in names]
+    for n in lowered:
+        seen[n] = seen.get(n, 0) + 1
+    return [f"{n}{i}" if seen[n.lower()] > 1 else n for i, n in enumerate(names)]
+
+
+def csv_frame(session: Any, files: InputFiles, opts: Any, schema: T.StructType | None) -> tuple[Any, pa.Schema]:
+    """The Dataset and Arrow schema of a CSV read."""
+    zone = _session_zone(session)
+    if schema is None:
+        if not files.files:
+            raise AnalysisException("[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for CSV. It must be specified "
+                                    "manually.", "UNABLE_TO_INFER_SCHEMA")
+        found = _dataset(session, files, functools.partial(_csv_infer, opts, zone)).collect()
+        first = next((f for f, _ in found if f is not None), None) or []
+        names = _header_names(first) if opts.header else [f"_c{i}" for i in range(len(first))]
+        types: list[T.DataType] = [T.NullType()] * len(names)
+        for _, ts in found:
+            types = [merge_types(a, b) for a, b in zip(types, list(ts) + [T.NullType()] * (len(types) - len(ts)))]
+        schema = T.StructType([T.StructField(n, T.StringType() if isinstance(t, T.NullType) else t)
+                               for n, t in zip(names, types)])
+    else:
+        for f in schema:
+            converter(f.dataType, opts, zone, "CSV")  # an unsupported type is refused now, not in a task
+        if opts.corrupt_column in schema.names and not isinstance(schema[opts.corrupt_column].dataType, T.StringType):
+            raise AnalysisException(f"[INVALID_CORRUPT_RECORD_TYPE] The column `{opts.corrupt_column}` for corrupt "
+                                    f"records must have the nullable STRING type", "INVALID_CORRUPT_RECORD_TYPE")
+    full, arrow = _full_schema(schema, files)
+    return _dataset(session, files, functools.partial(_csv_part, opts, zone, schema, files.columns)), arrow
+
+
+# -- JSON ----------------------------------------------------------------------------------------------
+def _json_infer(opts: Any, items: list) -> list:
+    t: T.DataType = T.StructType([])
+    corrupt = False
+    for url, _ in items:
+        for value, raw in parse_units(_read_text(url, opts.encoding), opts):
+            if value is None:
+                if opts.mode == "FAILFAST":
+                    raise malformed_error(raw, url, "not a JSON object")
+                corrupt = True
+                continue
+            t = merge_types(t, infer_type(value, opts))
+    return [(t, corrupt)]
+
+
+def _json_schema(found: list, opts: Any) -> T.StructType:
+    t: T.DataType = T.StructType([])
+    corrupt = False
+    for x, bad in found:
+        t = merge_types(t, x)
+        corrupt = corrupt or bad
+    out = canonical(t, opts.drop_all_null) or T.StructType([])
+    fields = list(out.fields) if isinstance(out, T.StructType) else []
+    if corrupt and opts.mode == "PERMISSIVE" and opts.corrupt_column not in [f.name for f in fields]:
+        fields.append(T.StructField(opts.corrupt_column, T.StringType()))
+    return T.StructType(sorted(fields, key=lambda f: f.name))
+
+
+def _json_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, items: list) -> pa.Table:
+    columns: list[list] = [[] for _ in schema]
+    values = []
+    for url, pvalues in items:
+        row_of = record_converter(schema, opts.corrupt_column, opts, zone, url)
+        for value, raw in parse_units(_read_text(url, opts.encoding), opts):
+            row = row_of(value, raw)
+            if row is None:
+                continue
+            for c, v in zip(columns, row):
+                c.append(v)
+            values.append(pvalues)
+    return _table(columns, schema, parts, values)
+
+
+def json_frame(session: Any, files: InputFiles, opts: Any, schema: T.StructType | None) -> tuple[Any, pa.Schema]:
+    """The Dataset and Arrow schema of a JSON read."""
+    zone = _session_zone(session)
+    if schema is None:
+        if not files.files:
+            raise AnalysisException("[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for JSON. It must be specified "
+                                    "manually.", "UNABLE_TO_INFER_SCHEMA")
+        schema = _json_schema(_dataset(session, files, functools.partial(_json_infer, opts)).collect(), opts)
+    full, arrow = _full_schema(schema, files)
+    return _dataset(session, files, functools.partial(_json_part, opts, zone, schema, files.columns)), arrow
+
+
+def _json_lines_infer(opts: Any, lines: list) -> list:
+    return _json_infer_units(opts, [u for line in lines if line is not None for u in parse_units(line, opts)])
+
+
+def _json_infer_units(opts: Any, units: list) -> list:
+    t: T.DataType = T.StructType([])
+    corrupt = False
+    for value, raw in units:
+        if value is None:
+            if opts.mode == "FAILFAST":
+                raise malformed_error(raw, "the RDD", "not a JSON object")
+            corrupt = True
+            continue
+        t = merge_types(t, infer_type(value, opts))
+    return [(t, corrupt)]
+
+
+def _json_lines_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, lines: list) -> pa.Table:
+    columns: list[list] = [[] for _ in schema]
+    row_of = record_converter(schema, opts.corrupt_column, opts, zone, "the RDD")
+    for line in lines:
+        for value, raw in parse_units(line, opts) if line is not None else []:
+            row = row_of(value, raw)
+            if row is not None:
+                for c, v in zip(columns, row):
+                    c.append(v)
+    return _table(columns, schema, [], [])
+
+
+def json_lines_frame(session: Any, ds: Any, opts: Any, schema: T.StructType | None) -> tuple[Any, pa.Schema]:
+    """``spark.read.json(rdd)``: each string of the Dataset ``ds`` a JSON record."""
+    zone = _session_zone(session)
+    if schema is None:
+        schema = _json_schema(ds.map_partitions(functools.partial(_json_lines_infer, opts)).collect(), opts)
+    return ds.map_partitions(functools.partial(_json_lines_part, opts, zone, schema)), _arrow_schema(schema)
+
+
+# -- text ----------------------------------------------------------------------------------------------
+def _text_part(opts: Any, parts: list, items: list) -> pa.Table:
+    from strataflow.pyspark.sql.csv_records import _lines
+
+    rows, values = [], []
+    for url, pvalues in items:
+        text = _read_text(url, opts.encoding)
+        lines = [text] if opts.whole_text else [line for line, _ in _lines(text, opts.line_sep)]
+        rows.extend(lines)
+        values.extend([pvalues] * len(lines))
+    return _table([rows], T.StructType([T.StructField("value", T.StringType())]), parts, values)
+
+
+def text_frame(session: Any, files: InputFiles, opts: Any) -> tuple[Any, pa.Schema]:
+    """The Dataset and Arrow schema of a text read: a ``value`` line (or file) per row."""
+    _, arrow = _full_schema(T.StructType([T.StructField("value", T.StringType())]), files)
+    return _dataset(session, files, functools.partial(_text_part, opts, files.columns)), arrow

@@ -280,8 +280,9 @@ OPTIONS: tuple[Option, ...] = (
            "its partitions (``partitioner.py``).", from_text=_none_or(int)),
     Option("store", "str | os.PathLike | None", None, "str | None", lambda value, seen: _store_root(value),
            "the root directory of the shared store ``ctx.store`` saves datasets to and opens them from, by name, "
-           "across applications (``docs/store.md``). Default: the user's own, ``/dev/shm/strataflow-store-<uid>`` "
-           "(or under the temp directory), made at the first use of ``ctx.store``; nothing to start.",
+           "across applications (``docs/store.md``). Default: the user's own, on disk, "
+           "``$XDG_CACHE_HOME/strataflow/store`` (``~/.cache/strataflow/store``), made at the first use of "
+           "``ctx.store``; nothing to start.",
            from_text=_none_or(str)),
     Option("input_cache", "str", "auto", "str", lambda value, seen: _input_cache(value),
            "what the store's input cache keeps of the files readers read, for later reads by this and later "

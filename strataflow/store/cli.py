@@ -32,7 +32,7 @@ from strataflow.store.daemon import request
 from strataflow.store.errors import DatasetNotFound, StoreError, StoreNotFound
 from strataflow.store.inputs import figures as input_figures
 from strataflow.store.inputs import list_inputs, remove_inputs
-from strataflow.store.root import default_root, existing_root
+from strataflow.store.root import default_root, existing_root, former_default_root
 from strataflow.store.store import Store
 from strataflow.store.tiers import live_readers, opens
 
@@ -88,13 +88,37 @@ def _rm(store: Store, names: list[str]) -> int:
     return 0
 
 
+def _former_default(root: str | None) -> dict | None:
+    """The default store's former place in memory (``/dev/shm``), when the default store
+    is asked for and that one still holds files: its root, bytes and how to empty it."""
+    former = former_default_root()
+    if root is not None or not os.path.isdir(former):
+        return None
+    size = 0
+    for d, _, files in os.walk(former):
+        for f in files:
+            try:
+                size += os.lstat(os.path.join(d, f)).st_size
+            except OSError:
+                continue
+    return {"root": former, "bytes": size, "medium": "memory",
+            "note": f"memory until removed: strataflow store rm --inputs --root {former}, or rm -r {former}"}
+
+
 def _run(args: Any) -> int:
     command = args.store_command
     try:
         root = _root(args)
         if command in MAKES_A_STORE:
             return _start(args, root)
-        path = existing_root(root)
+        try:
+            path = existing_root(root)
+        except StoreNotFound as exc:
+            former = _former_default(root)
+            if former is None:
+                raise
+            raise StoreNotFound(f"{exc}. The former default store, in memory, is at {former['root']} "
+                                f"({former['bytes']} bytes): --root {former['root']}") from None
         if command == "stop":  # no Store: stopping must not sweep or make anything
             answer = request(path, "stop")
             print(f"stopped the store daemon of {path}" if answer else f"no store daemon runs for {path}")
@@ -105,6 +129,10 @@ def _run(args: Any) -> int:
                                                        "datasets": len(store.ls())}
             answer["figures"] = store.figures()  # bytes per tier, moves, evictions, rebuilds, hits per application
             answer["inputs"] = input_figures(store.root)  # the input cache: entries, bytes, hits, seconds saved
+            answer["tiers"] = store.usage()  # per tier: memory or disk, bytes, the input cache's bytes and bound
+            former = _former_default(root)
+            if former is not None and os.path.realpath(former["root"]) != os.path.realpath(store.path):
+                answer["former_default_store"] = former
             print(json.dumps(answer, indent=1))
             return 0
         if command == "ls" and args.inputs:

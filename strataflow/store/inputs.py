@@ -18,16 +18,19 @@ changed in any way has another key, so a stale entry is never found, only left f
 Writing (:func:`put_input`) follows a save's order: a writer lock on ``in-<key>`` (one writer
 per key: a second process decoding the same partition finds it taken and writes nothing),
 the block file written whole (temporary name, fsync, rename), then the entry published by
-one rename, then the lock released. A writer killed at any point leaves no entry, and the
-next sweep removes its block. A reader (:func:`get_input`) reads the entry first, so it sees
+one rename, then the lock released. A writer killed at any point leaves no entry; the next
+writer of that key takes its lock over at once (``locks.WriterLock``: nobody holds it) and
+removes what it left before writing, and a sweep removes the blocks of keys nobody writes
+again. A reader (:func:`get_input`) reads the entry first, so it sees
 only whole blocks; a block removed between the two (eviction, ``rm``) is a miss, and a miss
 is always safe: the reader decodes the input again. A block that fails its checks is removed
 and is a miss too, never a wrong value.
 
 Room. An input block goes to the fastest tier with room: below its ``capacity``, or, on a
 tier with none, while the input blocks there take at most half of the device's free space
-(counting their own): the cache never fills a disk, nor a ``/dev/shm`` store beyond half of
-the memory tmpfs has left. When no tier has
+(counting their own), and on a memory file system (``/dev/shm``) at most 256 MiB
+(``root.unbounded_room``): the cache never fills a disk, and never pins more of the
+machine's memory than that unless a tier's capacity says so. When no tier has
 room, input entries are evicted to make it (:func:`make_room`), the least valuable first:
 least recently read, then the cheapest to decode again per byte (its measured decode
 seconds). Named datasets are never evicted for inputs.
@@ -47,12 +50,12 @@ from strataflow.storage.blocks.frame_auth import same
 from strataflow.store.blockfile import read_block, write_block
 from strataflow.store.errors import BlockCorrupt
 from strataflow.store.locks import WriterLock, gc_lock
-from strataflow.store.root import StoreRoot, Tier, tier_bytes
+from strataflow.store.root import StoreRoot, Tier, tier_bytes, unbounded_room
 from strataflow.store.source import find_block
 from strataflow.store.access import last_access_of, opens, touch_access
 
 __all__ = ["InputEntry", "PREFIX", "input_id", "get_input", "put_input", "list_inputs", "remove_inputs",
-           "input_ids", "make_room", "tier_room", "balance_inputs", "figures", "taken"]
+           "input_ids", "make_room", "tier_room", "input_bytes", "input_limit", "balance_inputs", "figures", "taken"]
 
 PREFIX = "in-"
 _DIR = "inputs"
@@ -174,7 +177,8 @@ def get_input(root: StoreRoot, key: str, app: str = "") -> tuple[Any, InputEntry
     return value, entry
 
 
-def _input_bytes(tier: Tier) -> int:
+def input_bytes(tier: Tier) -> int:
+    """Bytes of cached inputs' block files in ``tier``."""
     total = 0
     try:
         dirs = [d for d in os.scandir(tier.data_dir()) if d.name.startswith(PREFIX)]
@@ -188,16 +192,18 @@ def _input_bytes(tier: Tier) -> int:
     return total
 
 
+def input_limit(tier: Tier) -> int:
+    """The most bytes of the input cache's blocks ``tier`` takes now: its capacity (shared
+    with named datasets), else ``root.unbounded_room`` (``store status`` shows it)."""
+    return tier.capacity if tier.capacity is not None else unbounded_room(tier.dir, input_bytes(tier))
+
+
 def tier_room(tier: Tier, need: int) -> bool:
     """Whether ``tier`` takes ``need`` more bytes of input blocks (see the module's docstring)."""
     if tier.capacity is not None:
         return tier_bytes(tier) + need <= tier.capacity
-    try:
-        st = os.statvfs(tier.dir)
-    except OSError:
-        return False
-    held = _input_bytes(tier)
-    return held + need <= (st.f_bavail * st.f_frsize + held) // 2
+    held = input_bytes(tier)
+    return held + need <= unbounded_room(tier.dir, held)
 
 
 def put_input(root: StoreRoot, entry: InputEntry, value: Any) -> InputEntry | None:
@@ -214,6 +220,9 @@ def put_input(root: StoreRoot, entry: InputEntry, value: Any) -> InputEntry | No
         except FileExistsError:
             return None  # another process is writing it
     try:
+        if writer.took_over is not None:  # a writer died mid-block: its temporary files go first
+            for t in root.tiers:
+                shutil.rmtree(t.data_dir(did), ignore_errors=True)
         need = _size_hint(value)
         tier = next((t for t in root.tiers if tier_room(t, need)), None)
         if tier is None and make_room(root, need, keep=entry.key):

@@ -8,6 +8,10 @@ clock to trust.
   writer lock held) or published, never between two of these.
 - ``writing/<id>.lock``: held exclusive by the process saving dataset ``<id>`` until it is
   published or abandoned; it also says who (pid, process start time, name) for ``status``.
+  It appears at its name already locked (made under a temporary name, locked, then linked
+  into place), so a lock file nobody holds is a dead writer's (``kill -9``: its file stays,
+  its flock went with it) and the next writer takes it over at once, rather than finding
+  the name taken until a sweep removes the file (:class:`WriterLock`).
 - ``leases/<id>/<pid>-<n>.lease``: held shared by a process that opened dataset ``<id>``,
   until it closes it; a removed dataset's blocks stay on disk while any lease is held, so
   a reader that has not yet mapped a block still finds it. The last reader to close frees
@@ -26,11 +30,13 @@ from typing import Iterator
 
 import psutil
 
-from strataflow.common.private_file import make_private_dirs, open_private
+from strataflow.common.private_file import make_private_dirs, mkstemp_private, open_private
 
 __all__ = ["gc_lock", "WriterLock", "Lease", "is_held", "holder"]
 
 _counter = itertools.count()
+#: rounds of create-or-take-over a writer lock makes while other writers release it meanwhile
+_TAKEOVER_TRIES = 8
 
 
 @contextmanager
@@ -76,16 +82,74 @@ def _start_time() -> float:
 
 
 class WriterLock:
-    """A save in progress: ``writing/<id>.lock``, locked exclusive before it has a content
-    (made under the gc lock shared, so a sweep never sees it unlocked), released by
-    :meth:`release` or by the writer's death."""
+    """A save in progress: ``writing/<id>.lock``, locked exclusive from the moment it has its
+    name (made under the gc lock shared, so a sweep never sees it unlocked), released by
+    :meth:`release` or by the writer's death. FileExistsError when a live writer holds it;
+    a dead writer's lock is taken over (``took_over``: what that writer's file said of it)."""
 
     def __init__(self, root: str, dataset_id: str, name: str) -> None:
         self.path = os.path.join(root, "writing", f"{dataset_id}.lock")
-        self._fd = open_private(self.path, os.O_RDWR | os.O_EXCL | os.O_CLOEXEC)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        info = {"pid": os.getpid(), "start_time": _start_time(), "name": name, "since": time.time()}
-        os.write(self._fd, json.dumps(info).encode())
+        self.took_over: dict | None = None
+        info = json.dumps({"pid": os.getpid(), "start_time": _start_time(), "name": name,
+                           "since": time.time()}).encode()
+        for _ in range(_TAKEOVER_TRIES):
+            fd = self._create(info)
+            if fd >= 0:
+                self._fd = fd
+                return
+            fd = self._take_over(info)
+            if fd >= 0:
+                self._fd = fd
+                return
+        raise FileExistsError(f"{self.path}: held by a live writer")
+
+    def _create(self, info: bytes) -> int:
+        """The lock made whole under a temporary name, locked, then linked to its name (-1:
+        the name is taken)."""
+        fd, tmp = mkstemp_private(os.path.dirname(self.path), f".{os.path.basename(self.path)}.", ".tmp")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, info)
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                os.close(fd)
+                return -1
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            os.unlink(tmp)
+
+    def _take_over(self, info: bytes) -> int:
+        """The lock at the name, if nobody holds it (its writer died): locked and rewritten
+        with this writer's details. FileExistsError when a live writer holds it; -1 when the
+        file went or changed meanwhile (try again)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return -1
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise FileExistsError(f"{self.path}: held by a live writer") from None
+            try:
+                now = os.stat(self.path)
+            except FileNotFoundError:
+                now = None
+            mine = os.fstat(fd)
+            if now is None or (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+                os.close(fd)  # released (unlinked) by its writer between our open and lock
+                return -1
+            self.took_over = holder(self.path)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info, 0)
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
 
     def release(self) -> None:
         """Removes the lock file, then unlocks (call under the gc lock)."""

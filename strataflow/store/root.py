@@ -23,15 +23,27 @@ permission bits: a store in ``/dev/shm`` or ``/tmp`` (shared, sticky directories
 be one another user made in advance. The key file is checked the same way. A store needs its
 own key, not an application's: two applications (one saves, a later one opens) have
 different application keys (``storage/blocks/app_keys.py``).
+
+Where by default: on disk, in the user's cache directory (``$XDG_CACHE_HOME/strataflow/store``,
+``~/.cache/strataflow/store`` where that is unset). A store outlives every application, and
+what nobody asked to keep must not pin the machine's memory: a file in ``/dev/shm`` (tmpfs)
+is memory that counts against every memory limit and is never reclaimed while it exists,
+where a disk file's pages are page cache the kernel takes back under pressure (and a warm
+read of it is a memory read all the same). A tier on a memory file system is used as the
+user configures it; without a capacity it takes at most :data:`MEMORY_TIER_ROOM` of what the
+store puts there by itself (cached inputs, datasets moved up): :func:`unbounded_room`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
 import tempfile
 from dataclasses import dataclass
+
+import psutil
 
 from strataflow.common.checks import parse_size
 from strataflow.common.private_file import PRIVATE_DIR, atomic_write, make_dirs, mkstemp_private
@@ -40,18 +52,64 @@ from strataflow.store.errors import StoreAccessError, StoreError, StoreNotFound
 from strataflow.store.verified import DEFAULT as VERIFY_DEFAULT
 from strataflow.store.verified import MODES as VERIFY_MODES
 
-__all__ = ["default_root", "existing_root", "Tier", "StoreRoot", "check_private", "prepare_dir", "tier_bytes"]
+__all__ = ["default_root", "former_default_root", "existing_root", "Tier", "StoreRoot", "check_private",
+           "prepare_dir", "tier_bytes", "memory_backed", "unbounded_room", "MEMORY_TIER_ROOM"]
 
 KEY_FILE = "store.key"
 CONFIG_FILE = "store.json"
 
+#: file systems whose files are the machine's memory (never written back, never reclaimed)
+MEMORY_FILE_SYSTEMS = frozenset({"tmpfs", "ramfs", "hugetlbfs"})
+#: what a tier on a memory file system without a capacity takes of what the store puts
+#: there by itself (cached inputs, datasets moved up from a lower tier)
+MEMORY_TIER_ROOM = 256 * 2**20
+
 
 def default_root() -> str:
-    """The user's default store: in ``/dev/shm`` (memory) when it is there, else in the
-    temporary directory; one per user (``strataflow-store-<uid>``)."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK) \
-        else tempfile.gettempdir()
-    return os.path.join(base, f"strataflow-store-{os.geteuid()}")
+    """The user's default store: on disk, ``$XDG_CACHE_HOME/strataflow/store`` (by default
+    ``~/.cache/strataflow/store``); under the temporary directory
+    (``strataflow-store-<uid>``) for a user with no home directory of their own."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home) or home == "/" or not os.access(home, os.W_OK | os.X_OK):
+            return os.path.join(tempfile.gettempdir(), f"strataflow-store-{os.geteuid()}")
+        cache = os.path.join(home, ".cache")
+    return os.path.join(cache, "strataflow", "store")
+
+
+def former_default_root() -> str:
+    """Where the default store was before it moved to disk (memory: ``/dev/shm``), which
+    ``strataflow store status`` reports while it holds anything."""
+    return os.path.join("/dev/shm", f"strataflow-store-{os.geteuid()}")
+
+
+@functools.lru_cache(maxsize=256)
+def _file_system(path: str) -> str:
+    best, kind = "", ""
+    for part in psutil.disk_partitions(all=True):
+        mount = part.mountpoint
+        if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) > len(best):
+            best, kind = mount, part.fstype
+    return kind
+
+
+def memory_backed(path: str) -> bool:
+    """Whether ``path`` lies on a memory file system (tmpfs, ramfs): its files are memory."""
+    return _file_system(os.path.realpath(path)) in MEMORY_FILE_SYSTEMS
+
+
+def unbounded_room(directory: str, held: int) -> int:
+    """The most bytes that what the store puts in a tier without a capacity by itself may
+    reach, ``held`` of them there already: half of the device's free space counting them
+    (so a disk never fills), and on a memory file system at most :data:`MEMORY_TIER_ROOM`
+    too (so memory nobody asked for stays small). 0 when the directory cannot be asked."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return 0
+    room = (st.f_bavail * st.f_frsize + held) // 2
+    return min(room, MEMORY_TIER_ROOM) if memory_backed(directory) else room
 
 
 def existing_root(path: str | os.PathLike | None = None) -> str:
@@ -142,7 +200,7 @@ def _tiers_from(raw: object, root: str) -> list[Tier]:
     """Tiers from ``store.json`` or a caller: a list of ``{"name", "dir", "capacity"}``
     (capacity a size such as ``"2GB"`` or None). None: one tier, the root."""
     if raw is None:
-        return [Tier("mem" if root.startswith("/dev/shm") else "disk", root, None)]
+        return [Tier("mem" if memory_backed(root) else "disk", root, None)]
     tiers = []
     for i, t in enumerate(raw):  # type: ignore[union-attr]
         if not isinstance(t, dict) or "dir" not in t:

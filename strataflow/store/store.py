@@ -41,7 +41,8 @@ from strataflow.store.errors import DatasetEvicted, DatasetExists, StoreError, S
 from strataflow.store.locks import Lease, WriterLock, gc_lock
 from strataflow.store.reads import CountedSource
 from strataflow.store.rebuild import dump_lineage, read_lineage, write_lineage
-from strataflow.store.root import StoreRoot, tier_bytes
+from strataflow.store.inputs import input_bytes, input_limit
+from strataflow.store.root import StoreRoot, memory_backed, tier_bytes
 from strataflow.store.source import root_for
 from strataflow.store.stats import apps, bump, count_app, counters
 from strataflow.store.sweep import free_unheld, sweep
@@ -161,8 +162,15 @@ class Store(ByName):
     remove = rm
 
     def usage(self) -> list[dict]:
-        """Bytes of block files per tier, with the tier's capacity."""
-        return [{"tier": t.name, "dir": t.dir, "capacity": t.capacity, "bytes": tier_bytes(t)} for t in self.root.tiers]
+        """Per tier: the bytes of its block files and its capacity; whether it is memory (a
+        tmpfs such as ``/dev/shm``) or disk; the bytes the input cache holds there and the
+        most it may (``inputs.input_limit``)."""
+        out = []
+        for t in self.root.tiers:
+            out.append({"tier": t.name, "dir": t.dir, "capacity": t.capacity, "bytes": tier_bytes(t),
+                        "medium": "memory" if memory_backed(t.dir) else "disk", "input_bytes": input_bytes(t),
+                        "input_limit": input_limit(t)})
+        return out
 
     def balance(self) -> list[dict]:
         """Moves blocks down from the tiers over their capacity, evicts from the last one,

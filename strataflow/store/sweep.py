@@ -71,6 +71,9 @@ def sweep(root: StoreRoot) -> dict:
         writing = set()
         for f in _ls(root.sub("writing")):
             path = root.sub("writing", f)
+            if f.startswith(".") and f.endswith(".tmp") and not is_held(path) and _unlink(path):
+                out["temp_files"] += 1  # a lock a writer died making, before it had its name
+                continue
             if not f.endswith(".lock"):
                 continue
             if is_held(path):

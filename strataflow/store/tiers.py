@@ -27,7 +27,8 @@ application that opens it (``rebuild.py``); one saved without it cannot be, and 
 Hot datasets up. After the moves down, a dataset with blocks in a lower tier that was
 opened at least twice (by any applications), and opened again since its blocks came
 down (a move down leaves the count of opens then in ``.opens`` beside the blocks: counts,
-not clocks), moves up one tier if the upper tier has room for all its blocks there: the
+not clocks), moves up one tier if the upper tier has room for all its blocks there (its capacity; without
+one, ``root.unbounded_room``: half a disk's free space, at most 256 MiB of memory): the
 most opened first. Moves down happen first in the same pass, so a dataset just moved
 down for being cold is not moved back.
 
@@ -53,7 +54,7 @@ from strataflow.store.catalog import Entry, list_entries, publish, read_entry
 from strataflow.store.errors import StoreError
 from strataflow.store.inputs import balance_inputs
 from strataflow.store.locks import gc_lock, is_held
-from strataflow.store.root import StoreRoot, Tier, tier_bytes
+from strataflow.store.root import StoreRoot, Tier, tier_bytes, unbounded_room
 from strataflow.store.stats import bump
 
 _OPENS = ".opens"  # beside a dataset's blocks moved down: how many opens it had then
@@ -169,9 +170,9 @@ def _promote(root: StoreRoot, moves: list[dict]) -> None:
     for upper, lower in zip(root.tiers, root.tiers[1:]):
         if upper.capacity is not None:
             room = upper.capacity - tier_bytes(upper)
-        else:
-            st = os.statvfs(upper.dir)
-            room = st.f_bavail * st.f_frsize // 2  # a device with no capacity set: keep half free
+        else:  # no capacity set: half the free space of a disk, a small bound of memory
+            held = tier_bytes(upper)
+            room = unbounded_room(upper.dir, held) - held
         hot = []
         for e in list_entries(root.path, root.auth):
             size, n = _bytes_in(lower, e.id), opens(root.path, e.id)

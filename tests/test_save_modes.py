@@ -1,14 +1,21 @@
 """``df.write.mode(...)`` over an existing path (``save_modes.py``), against plain-Python
 models: overwrite of the very path a job reads, a failed overwrite that must leave the old
-data, append to our own Parquet directories (the manifest goes on listing every part),
-to another tool's, to text formats; columns that do not match; a file where a directory
-should be."""
+data, append to our own Parquet directories (job-unique part names), to another tool's,
+to text formats; columns that do not match; a file where a directory should be. And
+writers in other processes: two appending at once (stopped at the same step until both
+are there) both keep their rows; an overwrite killed with SIGKILL at each step leaves the
+old or the new data whole, and its hidden leftovers are swept by the next write."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from decimal import Decimal
 
 import pyarrow as pa
@@ -68,18 +75,17 @@ def test_a_failed_overwrite_leaves_the_old_data(spark, tmp_path):
     assert sorted(_rows(spark.read.parquet(path))) == sorted(ROWS)
 
 
-def test_append_to_our_parquet_goes_on_numbering_and_listing_parts(spark, tmp_path):
+def test_append_to_our_parquet_adds_job_unique_parts_and_drops_the_manifest(spark, tmp_path):
     path = str(tmp_path / "t")
     spark.createDataFrame(ROWS, SCHEMA).coalesce(1).write.parquet(path)
     spark.createDataFrame(MORE, SCHEMA).repartition(2).write.mode("append").parquet(path)
     spark.createDataFrame(ROWS[:1], SCHEMA).coalesce(1).write.mode("append").parquet(path)
-    got = _rows(spark.read.parquet(path))
-    assert got[:3] == ROWS and sorted(got[3:5]) == MORE and got[5:] == ROWS[:1]  # the parts in order
-    with open(os.path.join(path, "_manifest.json")) as fh:
-        manifest = json.load(fh)
-    files = [p["file"] for p in manifest["parts"]]
-    assert files == sorted(n for n in os.listdir(path) if n.startswith("part-")) and len(set(files)) == len(files)
-    assert manifest["rows"] == 6 and _hidden(tmp_path) == []
+    assert sorted(_rows(spark.read.parquet(path))) == sorted(ROWS + MORE + ROWS[:1])
+    names = sorted(n for n in os.listdir(path) if n.startswith("part-"))
+    appended = [n for n in names if n != "part-00000.parquet"]
+    assert len(appended) == 3 and all(re.fullmatch(r"part-\d{5}-[0-9a-f-]{36}-c000\.parquet", n) for n in appended)
+    assert len({n.split("-", 2)[2] for n in appended}) == 2  # one job id per append
+    assert "_manifest.json" not in os.listdir(path) and _hidden(tmp_path) == []
 
 
 def test_append_of_other_columns_is_refused_and_moves_nothing(spark, tmp_path):
@@ -134,3 +140,101 @@ def test_error_and_ignore_leave_an_existing_path_alone(spark, tmp_path):
     assert sorted(_rows(spark.read.parquet(path))) == sorted(ROWS)
     with pytest.raises(ValueError, match="Unknown save mode"):
         spark.range(1).write.mode("upsert")
+
+
+WRITER = """
+import os, sys, time
+from strataflow.pyspark import SparkConf, SparkContext
+from strataflow.pyspark.sql import SparkSession
+from strataflow.pyspark.sql import save_modes
+
+path, mode, tag, first, sync, stop, peer = sys.argv[1:8]
+
+
+def reached(step):
+    open(os.path.join(sync, tag + "-" + step), "w").close()
+    if step == stop:
+        while True:  # the test kills this process here
+            time.sleep(60)
+    if step == "publishing" and peer != "-":  # both have read the directory; neither has changed it
+        while not os.path.exists(os.path.join(sync, peer + "-publishing")):
+            time.sleep(0.005)
+
+
+save_modes._reached = reached
+sc = SparkContext("local[1]", "writer-" + tag, conf=SparkConf().set("strataflow.backend", "threads"))
+rows = [(i, tag) for i in range(int(first), int(first) + 6)]
+SparkSession(sc).createDataFrame(rows, "id BIGINT, s STRING").repartition(3).write.mode(mode).parquet(path)
+open(os.path.join(sync, tag + "-exit"), "w").close()
+sc.stop()
+"""
+
+
+def _writer(tmp_path, path, mode, tag, first, stop="-", peer="-"):
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    sync = tmp_path / "sync"
+    sync.mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, str(script), path, mode, tag, str(first), str(sync), stop, peer],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _wait_for(proc, marker, limit=180.0):
+    """Waits until the writer made ``marker`` (a file) or ended; the limit only bounds a hang."""
+    deadline = time.monotonic() + limit
+    while not marker.exists():
+        if proc.poll() is not None and not marker.exists():
+            raise AssertionError(f"the writer ended ({proc.returncode}) before {marker.name}: "
+                                 f"{proc.stdout.read().decode()[-2000:]}")
+        assert time.monotonic() < deadline, f"no {marker.name} after {limit} s"
+        time.sleep(0.01)
+
+
+def test_two_applications_appending_at_once_both_keep_their_rows(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(0, "first")], "id BIGINT, s STRING").write.parquet(path)
+    a = _writer(tmp_path, path, "append", "a", 100, peer="b")
+    b = _writer(tmp_path, path, "append", "b", 200, peer="a")
+    for proc in (a, b):
+        assert proc.wait(timeout=300) == 0, proc.stdout.read().decode()[-2000:]
+    expected = [(0, "first")] + [(i, "a") for i in range(100, 106)] + [(i, "b") for i in range(200, 206)]
+    assert sorted(_rows(spark.read.parquet(path))) == expected
+    assert _hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize("step,survivor", [("staged", "old"), ("swapped", "new")])
+def test_an_overwrite_killed_at_any_step_leaves_old_or_new_data_whole(spark, tmp_path, step, survivor):
+    path = str(tmp_path / "t")
+    old = [(i, "old") for i in range(4)]
+    spark.createDataFrame(old, "id BIGINT, s STRING").write.parquet(path)
+    proc = _writer(tmp_path, path, "overwrite", "new", 50, stop=step)
+    try:
+        _wait_for(proc, tmp_path / "sync" / f"new-{step}")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    new = [(i, "new") for i in range(50, 56)]
+    assert sorted(_rows(spark.read.parquet(path))) == (old if survivor == "old" else new)
+    assert len(_hidden(tmp_path)) == 1  # the killed writer's staged (or old) directory, hidden from readers
+    spark.createDataFrame([(9, "next")], "id BIGINT, s STRING").write.mode("append").parquet(path)
+    assert _hidden(tmp_path) == []  # swept by the next write, its writer being gone
+    assert sorted(_rows(spark.read.parquet(path))) == sorted((old if survivor == "old" else new) + [(9, "next")])
+
+
+def test_an_append_killed_while_moving_parts_keeps_every_old_row(spark, tmp_path):
+    path = str(tmp_path / "t")
+    old = [(i, "old") for i in range(4)]
+    spark.createDataFrame(old, "id BIGINT, s STRING").repartition(2).write.parquet(path)
+    proc = _writer(tmp_path, path, "append", "new", 50, stop="moving")
+    try:
+        _wait_for(proc, tmp_path / "sync" / "new-moving")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    got = _rows(spark.read.parquet(path))
+    assert sorted(r for r in got if r[1] == "old") == old
+    assert 0 < len([r for r in got if r[1] == "new"]) < 6  # the parts moved so far, each whole

@@ -59,6 +59,13 @@ class _Cursor:
         self.s, self.n, self.o = text, len(text), opts
         self.sep, self.quote, self.escape = opts.sep, opts.quote, opts.escape
         self.line_sep = opts.line_sep
+        self.newline = None  # multiLine: the file's line break, written \n inside quoted values (univocity's)
+        if opts.multi_line and opts.line_sep is None:
+            m = _UNIVERSAL.search(text)
+            self.newline = m.group() if m and m.group() != "\n" else None
+
+    def _normalized(self, value: str) -> str:
+        return value.replace(self.newline, "\n") if self.newline else value
 
     def _at_line_end(self, i: int) -> int:
         """The length of the line break at ``i`` (0 if none)."""
@@ -92,13 +99,15 @@ class _Cursor:
                     j += 2
                     continue
                 k = j + 1
+                while k < self.n and s[k] in " \t" and not s.startswith(self.sep, k):
+                    k += 1  # blanks after the closing quote are skipped
                 if k >= self.n or s.startswith(self.sep, k) or self._at_line_end(k):
-                    return "".join(buf), True, k
+                    return self._normalized("".join(buf)), True, k
                 raw, end = self._unquoted(k)  # an unescaped quote: the field is its raw text to the delimiter
                 return s[i:end], False, end
             buf.append(c)
             j += 1
-        return "".join(buf), True, j  # an unclosed quote runs to the end of the input
+        return self._normalized("".join(buf)), True, j  # an unclosed quote runs to the end of the input
 
     def record(self, i: int) -> tuple[list[Field], int]:
         """The fields of the record starting at ``i`` and where the next one starts."""

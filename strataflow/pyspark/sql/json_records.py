@@ -7,7 +7,8 @@ bigint (a wider one a decimal, a decimal wider than 38 digits a double), a fract
 double (a decimal of its digits with ``prefersDecimal``), a string stays a string (ISO
 dates included: inference does not make timestamps), fields are ordered by name, a
 field of only nulls or empty arrays is a string; values of two kinds in one field make
-it a string and each value is then its JSON text. A line that is not JSON, or not an
+it a string and each value is then its JSON text (an object or array as written). An
+empty string types as a null, but does not convert to a number (the record is corrupt). A line that is not JSON, or not an
 object (an array of objects gives a record per object), is a corrupt record: in
 ``PERMISSIVE`` mode inference adds the ``_corrupt_record`` column (or
 ``columnNameOfCorruptRecord``) holding the line; a field that does not convert to its
@@ -63,19 +64,89 @@ def _single_to_double(text: str) -> str:
     return "".join(out)
 
 
+class JsonObject(dict):
+    """A JSON object that keeps its source text: Spark reads an object or array into a
+    string column as the text it was written with (``{"x": 1, "y": [1, 2]}``)."""
+
+    raw = ""
+
+
+class JsonArray(list):
+    """A JSON array that keeps its source text."""
+
+    raw = ""
+
+
+class DuplicateKey(ValueError):
+    """An object names one key twice (Spark refuses the schema: COLUMN_ALREADY_EXISTS)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _decode(s: str, i: int, dec: json.JSONDecoder) -> tuple[Any, int]:
+    """The JSON value at ``s[i:]`` and where it ends; objects and arrays keep their text."""
+    i = _WS.match(s, i).end()
+    c = s[i:i + 1]
+    if c not in ("{", "["):
+        return dec.raw_decode(s, i)
+    out: Any = JsonObject() if c == "{" else JsonArray()
+    close = "}" if c == "{" else "]"
+    j = _WS.match(s, i + 1).end()
+    if s[j:j + 1] == close:
+        out.raw = s[i:j + 1]
+        return out, j + 1
+    while True:
+        if c == "{":
+            key, j = dec.raw_decode(s, _WS.match(s, j).end())
+            if not isinstance(key, str):
+                raise ValueError("an object key must be a string")
+            j = _WS.match(s, j).end()
+            if s[j:j + 1] != ":":
+                raise ValueError(f"':' expected at {j}")
+            value, j = _decode(s, j + 1, dec)
+            if key in out:
+                raise DuplicateKey(key)
+            out[key] = value
+        else:
+            value, j = _decode(s, j, dec)
+            out.append(value)
+        j = _WS.match(s, j).end()
+        if s[j:j + 1] == ",":
+            j += 1
+            continue
+        if s[j:j + 1] == close:
+            out.raw = s[i:j + 1]
+            return out, j + 1
+        raise ValueError(f"',' or {close!r} expected at {j}")
+
+
 def _loads(text: str, opts: Any) -> Any:
     def constant(name: str) -> float:
         if not opts.allow_non_numeric:
             raise ValueError(f"non-numeric number {name}")
         return float(name.replace("Infinity", "inf"))
 
-    kw: dict = {"parse_float": JsonText, "parse_constant": constant, "strict": not opts.allow_control_chars}
+    dec = json.JSONDecoder(parse_float=JsonText, parse_constant=constant, strict=not opts.allow_control_chars)
+
+    def whole(t: str) -> Any:
+        value, end = _decode(t, 0, dec)
+        if t[end:].strip(" \t\n\r"):
+            raise ValueError(f"text after the JSON value at {end}")
+        return value
+
     try:
-        return json.loads(text, **kw)
-    except ValueError:
+        return whole(text)
+    except DuplicateKey:
+        raise
+    except (ValueError, IndexError):
         if not opts.allow_single_quotes or "'" not in text:
-            raise
-        return json.loads(_single_to_double(text), **kw)
+            raise ValueError("not JSON") from None
+        return whole(_single_to_double(text))
 
 
 def parse_units(text: str, opts: Any) -> list[tuple[Any, str]]:
@@ -90,6 +161,12 @@ def parse_units(text: str, opts: Any) -> list[tuple[Any, str]]:
     for raw in units:
         try:
             value = _loads(raw, opts)
+        except DuplicateKey as exc:
+            from strataflow.pyspark.errors import AnalysisException
+
+            raise AnalysisException(f"[COLUMN_ALREADY_EXISTS] The column `{exc.key}` already exists (a JSON object "
+                                    f"names it twice: {raw[:200]!r}). Choose another name or rename the existing "
+                                    f"column.", "COLUMN_ALREADY_EXISTS") from None
         except (ValueError, RecursionError):
             out.append((None, raw))
             continue
@@ -106,7 +183,7 @@ def parse_units(text: str, opts: Any) -> list[tuple[Any, str]]:
 
 def infer_type(v: Any, opts: Any) -> T.DataType:
     """Spark's type of one JSON value."""
-    if v is None:
+    if v is None or (type(v) is str and v == ""):  # Spark takes an empty string for a null when typing
         return T.NullType()
     if opts.primitives_as_string and not isinstance(v, (dict, list)):
         return T.StringType()
@@ -158,7 +235,9 @@ def canonical(t: T.DataType, drop_all_null: bool) -> T.DataType | None:
 
 
 def _json_text(v: Any) -> str:
-    """A value as Spark's string of a non-string token (compact JSON for objects and arrays)."""
+    """A value as Spark's string of a non-string token (an object or array: its source text)."""
+    if isinstance(v, (JsonObject, JsonArray)) and v.raw:
+        return v.raw
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, JsonText):

@@ -52,6 +52,10 @@ def _compile(pattern: str, option: str) -> re.Pattern:
             out.append(re.escape(text))
             i = j + 1
             continue
+        if ch in "[]":  # an optional section
+            out.append("(?:" if ch == "[" else ")?")
+            i += 1
+            continue
         if not ch.isalpha():
             out.append(re.escape(ch))
             i += 1
@@ -61,7 +65,7 @@ def _compile(pattern: str, option: str) -> re.Pattern:
             j += 1
         n = j - i
         i = j
-        if ch in seen and ch != "'":
+        if ch in seen:
             raise UnsupportedOperation(f"[INVALID_DATETIME_PATTERN] {option} {pattern!r}: the letter {ch!r} twice")
         seen.add(ch)
         if ch in ("y", "u"):

@@ -161,8 +161,7 @@ _JSON = {
     "allownonnumericnumbers": ("allow_non_numeric", _bool, True), "useunsaferow": ("_unused", _bool, False),
     **_COMMON,
 }
-_TEXT = {"wholetext": ("whole_text", _bool, False), "linesep": ("line_sep", _line_sep, None),
-         "encoding": ("encoding", _encoding, "utf-8"), **_COMMON}
+_TEXT = {"wholetext": ("whole_text", _bool, False), "linesep": ("line_sep", _line_sep, None), **_COMMON}
 _PARQUET = {"mergeschema": ("merge_schema", _bool, False), **_COMMON}
 
 #: per format, the option names (lower case) strataflow's readers take
@@ -190,4 +189,6 @@ def reader_options(fmt: str, given: dict[str, Any]) -> SimpleNamespace:
         setattr(out, attr, parse(key, value))
     if fmt == "json" and out.encoding is None:
         out.encoding = "utf-8"
+    if fmt == "text":
+        out.encoding = "utf-8"  # Spark's text source reads UTF-8 (a bad byte is U+FFFD)
     return out

@@ -336,14 +336,15 @@ class PairOps:
         >>> ctx.parallelize([("a", 1), ("b", 2), ("a", 3)]).reduce_by_key_locally(lambda x, y: x + y)
         {'a': 4, 'b': 2}
         """
-        def local(v):
-            out: dict = {}
-            for k, x in iter_rows(v):
-                out[k] = func(out[k], x) if k in out else x
-            return out
+        agg = Aggregator(_identity, func, func)
+
+        def local(tc, v):  # in the task's aggregator: within its execution memory, spilling beyond
+            combiner = tc.aggregator(agg)
+            combiner.insert_values(iter_rows(v))
+            return dict(combiner.items())
 
         merged: dict = {}
-        for part in self._run(local, description=f"reduce_by_key_locally {self.label}"):
+        for part in self._run(local, description=f"reduce_by_key_locally {self.label}", with_task=True):
             for k, x in part.items():
                 merged[k] = func(merged[k], x) if k in merged else x
         return merged

@@ -160,7 +160,7 @@ def test_a_group_larger_than_memory_is_a_spilled_sequence(tmp_path):
     mm.task_started(1)
     grouper = ExternalGrouper(Grouping(), mm, 1, str(tmp_path))
     values = [f"value-{i}" for i in range(200_000)]  # ~13 MB of strings for a 1 MB budget
-    grouper.insert((("k", i % 7) if i % 2 else "hot", v) for i, v in enumerate(values))
+    grouper.insert((("k", i % 5000) if i % 2 else "hot", v) for i, v in enumerate(values))
     out = dict(grouper.groups())
     hot = out["hot"]
     assert isinstance(hot, SpilledGroup) and len(hot) == 100_000
@@ -259,3 +259,27 @@ def test_a_task_that_fails_mid_work_leaves_no_spill_files(small, op):
     assert failed_spills(log) > before, "the failing task had not spilled yet: the test would prove nothing"
     gc.collect()
     assert not [p for p in shuffle.rglob("spill-*")], "a failed task's spill files outlived it"
+
+
+def test_the_merge_of_a_hot_key_holds_chunks_not_runs(tmp_path):
+    """Merging 10+ runs that each hold part of a hot key and of many small groups: what
+    Python allocates while the groups are read (traced, not RSS) stays within twice the
+    task's memory (its grant, plus one chunk of each run), not the group's 7 MB."""
+    import tracemalloc
+
+    mm = MemoryManager(2 << 20)
+    mm.task_started(1)
+    grouper = ExternalGrouper(Grouping(), mm, 1, str(tmp_path))
+    grouper.insert(("hot" if i % 2 == 0 else i % 10_000, f"value-{i:08d}") for i in range(200_000))
+    assert len(grouper.runs) >= 8
+    tracemalloc.start()
+    try:
+        total = hot = 0
+        for k, g in grouper.groups():  # each group dropped once counted
+            total += len(g)
+            hot = len(g) if k == "hot" else hot
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert hot == 100_000 and total == 200_000
+    assert peak <= 2 * mm.total, f"the merge allocated {peak:,} bytes for a {mm.total:,}-byte task"

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from strataflow.shuffle.spill_files import SpillFiles
+from strataflow.shuffle.spill_files import CHUNK, SpillFiles
 from strataflow.shuffle.work_memory import CHECK_EVERY, ExecutionGrant, SizeTracker
 from strataflow.storage.blocks.sizing import estimate_size
 
@@ -89,6 +89,9 @@ class ExternalSorter:
             if not self.runs:
                 yield from self.buffer
                 return
+            # the merge holds one chunk of each run besides the buffer: checked out too
+            per = self.estimated_size() / max(1, len(self.buffer)) if self.buffer else 64.0
+            self.grant.cover(self.estimated_size() + int(len(self.runs) * CHUNK * per))
             runs = [self.files.read(p) for p in self.runs] + [iter(self.buffer)]
             yield from heapq.merge(*runs, key=self.order.key, reverse=self.order.reverse)
         finally:

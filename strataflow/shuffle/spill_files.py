@@ -82,16 +82,22 @@ class SpillFiles:
         self._live.add(path)
         return RunWriter(self, fd, path)
 
-    def write_run(self, records: Iterable[Any]) -> str:
-        """One file holding ``records`` (any iterable, consumed in chunks); its path."""
+    def write_run(self, records: Iterable[Any], weight: Callable[[Any], int] | None = None) -> str:
+        """One file holding ``records`` (any iterable, consumed in chunks); its path. A chunk
+        holds records weighing ``CHUNK`` in all (``weight(record)``, 1 each by default:
+        a record that is itself a list of values weighs its length), so that a reader
+        holds about ``CHUNK`` values of each run whatever the records hold."""
         w = self.writer()
         try:
             batch: list = []
+            held = 0
             for r in records:
                 batch.append(r)
-                if len(batch) >= CHUNK:
+                held += 1 if weight is None else weight(r)
+                if held >= CHUNK:
                     w.append(batch)
                     batch = []
+                    held = 0
             if batch:
                 w.append(batch)
         except BaseException:

@@ -49,6 +49,11 @@ _KEY_SLOT = sys.getsizeof(()) + 24  # a key's tuple of lists and its share of th
 _POINTER = 9  # a list's pointer per value, with CPython's over-allocation
 
 
+def _values_in(item: tuple) -> int:
+    """A run's item ``(hash, key, side, values)`` weighs its values (and its key)."""
+    return 1 + len(item[3])
+
+
 def _single(v: Any) -> list:
     return [v]
 
@@ -185,6 +190,12 @@ class ExternalGrouper:
         return int(sys.getsizeof(self.data) + len(self.data) * (k_bytes + _KEY_SLOT + self._slots * (_LIST_SLOT + 8))
                    + self.values * (v_bytes + _POINTER))
 
+    def _value_bytes(self) -> float:
+        """A value's mean size with its pointer (the last sample's, else a small record's)."""
+        if not self._sampled:
+            return 64.0
+        return sum(estimate_size(v, 3) for _, v in self._sampled) / len(self._sampled) + _POINTER
+
     def insert(self, pairs: Any) -> None:
         data, slots, tagged = self.data, self._slots, self.width > 0
         since = 0
@@ -215,7 +226,7 @@ class ExternalGrouper:
                     yield h, k, side, values[i: i + CHUNK]
 
     def _spill(self) -> None:
-        self.runs.append(self.files.write_run(self._sorted_chunks()))
+        self.runs.append(self.files.write_run(self._sorted_chunks(), weight=_values_in))
         self.data = {}
         self.values = 0
         self.grant.release()
@@ -229,9 +240,12 @@ class ExternalGrouper:
                 for k, lists in self.data.items():
                     yield k, self._shape(list(lists))
                 return
-            runs = [self.files.read(p) for p in self.runs] + [self._sorted_chunks()]
+            if self.data:  # the last part too, so that the merge holds chunks alone and the
+                self._spill()  # builders check their memory out of a released grant
+            # the merge holds one chunk of each run: checked out first, the builders get the rest
+            self.grant.cover(len(self.runs) * CHUNK * self._value_bytes())
+            runs = [self.files.read(p) for p in self.runs]
             merged = heapq.merge(*runs, key=lambda t: t[0])
-            self.grant.release()  # the merge holds chunks and builders, checked out anew
             for _, chunks in itertools.groupby(merged, key=lambda t: t[0]):
                 found: list[tuple[Any, list[GroupBuilder]]] = []
                 for _, k, side, chunk in chunks:

@@ -283,3 +283,26 @@ def test_the_merge_of_a_hot_key_holds_chunks_not_runs(tmp_path):
         tracemalloc.stop()
     assert hot == 100_000 and total == 200_000
     assert peak <= 2 * mm.total, f"the merge allocated {peak:,} bytes for a {mm.total:,}-byte task"
+
+
+@pytest.mark.parametrize("backend", local_backends())
+def test_pyspark_group_by_key_of_a_hot_key_under_a_small_budget(tmp_path, backend):
+    """PySpark's API over the same engine: ``groupByKey`` gives ResultIterables whose hot
+    group spilled; ``mapValues(len)`` and ``mapValues(list)`` give the model's answer."""
+    from strataflow.pyspark import SparkConf, SparkContext
+
+    log = tmp_path / "events.jsonl"
+    conf = (SparkConf().set("strataflow.backend", backend).set("strataflow.progress", "false")
+            .set("strataflow.memory", "2MB").set("strataflow.event_log", str(log))
+            .set("strataflow.shuffle_dirs", str(tmp_path)))
+    sc = SparkContext("local[2]", "work-memory", conf=conf)
+    try:
+        pairs = sc.parallelize(DATA, 4)
+        lengths = dict(pairs.groupByKey().mapValues(len).collect())
+        lists = dict(pairs.groupByKey().mapValues(list).collect())
+    finally:
+        sc.stop()
+    model = groups(DATA)
+    assert lengths == {k: len(v) for k, v in model.items()}
+    assert {k: sorted(v) for k, v in lists.items()} == {k: sorted(v) for k, v in model.items()}
+    assert spilled(log) > 0

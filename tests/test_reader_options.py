@@ -195,3 +195,74 @@ def test_schema_less_reads_of_nothing_and_missing_paths_say_so(spark, tmp_path):
     with pytest.raises(AnalysisException, match="UNABLE_TO_INFER_SCHEMA"):
         spark.read.json(str(tmp_path / "empty"))
     assert spark.read.schema("a INT").csv(str(tmp_path / "empty")).collect() == []
+
+
+POOLS = {
+    "int": ["1", "+5", "-0", "00012", "2147483647", "2147483648", "-9223372036854775808", "99999999999999999999", ""],
+    "double": ["1.5", ".5", "1.", "1e5", "1E+3", "-0.0", "1.5d", " 7", "NaN", "nan", "Inf", "-Inf", "Infinity", "", "3"],
+    "date": ["2024-01-31", "1969-12-31", "2024-02-30", "2024-1-5", "0001-01-01", "2024-01-31T10:00", ""],
+    "timestamp": ["2024-01-31 10:00:00", "2024-01-31T10:00:00.123456", "2024-01-31 10:00:00.5",
+                  "2024-01-31T10:00:00Z", "2024-01-31 25:00:00", "2024-01-31", ""],
+    "bool": ["true", "FALSE", "True", "yes", ""],
+    "string": ["abc", "NA", "Zoë", "日本", " padded ", "x y", "", "-"],
+}
+
+
+def _random_csv(path, seed: int) -> list[str]:
+    """A CSV of random columns, each drawn mostly from one kind of value (and sometimes
+    from another), without quotes: the files the vectorized path may take."""
+    import random
+
+    rng = random.Random(seed)
+    kinds = [rng.choice(list(POOLS)) for _ in range(rng.randint(1, 5))]
+    lines = [",".join(f"c{i}" for i in range(len(kinds)))]
+    for _ in range(rng.randint(1, 30)):
+        row = []
+        for k in kinds:
+            pool = POOLS[k] if rng.random() < 0.9 else POOLS[rng.choice(list(POOLS))]
+            row.append(rng.choice(pool))
+        lines.append(",".join(row))
+    path.write_text("\n".join(lines) + ("\n" if seed % 2 else ""), encoding="utf-8")
+    return kinds
+
+
+_SCHEMA_OF = {"int": "INT", "double": "DOUBLE", "date": "DATE", "timestamp": "TIMESTAMP", "bool": "BOOLEAN",
+              "string": "STRING"}
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("READER_SEEDS", "40"))))
+def test_the_vectorized_csv_path_gives_the_exact_paths_answer(spark, tmp_path, monkeypatch, seed):
+    """The model is the exact path (Spark's rules field by field, checked against PySpark
+    above); the vectorized one must agree on every file, or decline it."""
+    from strataflow.pyspark.sql import file_frames
+
+    kinds = _random_csv(tmp_path / "r.csv", seed)
+    ddl = ", ".join(f"c{i} {_SCHEMA_OF[k]}" for i, k in enumerate(kinds))
+    reads = [{"header": True}, {"header": True, "inferSchema": True}, {"header": True, "nullValue": "NA"},
+             {"header": True, "schema": ddl}, {"header": True, "schema": ddl, "mode": "DROPMALFORMED"}]
+
+    def answers() -> list:
+        out = []
+        for kw in reads:
+            df = spark.read.csv(str(tmp_path / "r.csv"), **kw)
+            out.append((df.schema.simpleString(), [[tag(v) for v in r] for r in df.collect()]))
+        return out
+
+    monkeypatch.setattr(file_frames, "FAST_PATH", True)
+    fast = answers()
+    monkeypatch.setattr(file_frames, "FAST_PATH", False)
+    assert fast == answers()
+
+
+def test_the_vectorized_csv_path_is_taken_for_plain_files(tmp_path):
+    from strataflow.pyspark.sql.csv_fast import fast_columns, fast_types
+    from strataflow.pyspark.sql.reader_options import reader_options
+    from strataflow.pyspark.sql import types as T
+
+    text = "a,b,c\n1,2.5,2024-01-31\n-3,NaN,\n"
+    opts = reader_options("csv", {"header": True, "inferSchema": True})
+    first, types = fast_types(text, opts, dt.timezone.utc)
+    assert first == ["a", "b", "c"] and [t.simpleString() for t in types] == ["int", "double", "date"]
+    cols = fast_columns(text, opts, [T.StructField(n, t) for n, t in zip(first, types)], dt.timezone.utc)
+    assert [c.to_pylist() for c in cols][0] == [1, -3]
+    assert fast_columns('a\n"q"\n', opts, [T.StructField("a", T.StringType())], dt.timezone.utc) is None

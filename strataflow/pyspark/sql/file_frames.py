@@ -14,18 +14,24 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 from typing import Any
 
 import pyarrow as pa
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql import types as T
+from strataflow.pyspark.sql.csv_fast import fast_columns, fast_types
 from strataflow.pyspark.sql.csv_records import field_datum, malformed_error, records
 from strataflow.pyspark.sql.json_records import canonical, infer_type, parse_units, record_converter
 from strataflow.pyspark.sql.partition_discovery import InputFiles
 from strataflow.pyspark.sql.reader_values import FieldInference, converter, merge_types
 
-__all__ = ["csv_frame", "json_frame", "text_frame", "json_lines_frame"]
+__all__ = ["csv_frame", "json_frame", "text_frame", "json_lines_frame", "FAST_PATH"]
+
+#: whether a CSV file may take the vectorized path (``csv_fast``) when it gives the same answer;
+#: the tests turn it off to compare the two
+FAST_PATH = True
 
 
 def _read_text(url: str, encoding: str) -> str:
@@ -78,7 +84,13 @@ def _csv_infer(opts: Any, zone: dt.tzinfo, items: list) -> list:
     inference = FieldInference(opts, zone)
     first, types = None, []
     for url, _ in items:
-        for k, (fields, _) in enumerate(records(_read_text(url, opts.encoding), opts)):
+        text = _read_text(url, opts.encoding)
+        fast = fast_types(text, opts, zone) if FAST_PATH else None
+        if fast is not None:
+            first = fast[0] if first is None else first
+            types = [merge_types(a, b) for a, b in itertools.zip_longest(types, fast[1], fillvalue=T.NullType())]
+            continue
+        for k, (fields, _) in enumerate(records(text, opts)):
             if first is None:
                 first = [f[0] for f in fields]
             if k == 0 and opts.header:
@@ -94,39 +106,65 @@ def _csv_infer(opts: Any, zone: dt.tzinfo, items: list) -> list:
     return [(first, types)]
 
 
+def _csv_file(opts: Any, convs: list, schema: T.StructType, corrupt: str | None, text: str,
+              where: str) -> list[list]:
+    """One file's rows by the exact rules, as columns of ``schema`` (the mode applied)."""
+    data = [f for f in schema if f.name != corrupt]
+    at = {f.name: i for i, f in enumerate(schema)}
+    data_at = [at[f.name] for f in data]
+    columns: list[list] = [[] for _ in schema]
+    for k, (fields, raw) in enumerate(records(text, opts)):
+        if k == 0 and opts.header:
+            continue
+        row, bad = [None] * len(data), len(fields) != len(data)
+        for i, f in enumerate(fields[:len(data)]):
+            datum = field_datum(f, opts)
+            if datum is None:
+                continue
+            try:
+                row[i] = convs[i](datum)
+            except (ValueError, ArithmeticError):
+                bad = True
+        if bad:
+            if opts.mode == "FAILFAST":
+                raise malformed_error(raw, where, f"{len(fields)} fields for {len(data)} columns, or a field "
+                                                  f"not of its column's type")
+            if opts.mode == "DROPMALFORMED":
+                continue
+        for i, v in zip(data_at, row):
+            columns[i].append(v)
+        if corrupt is not None:
+            columns[at[corrupt]].append(raw if bad else None)
+    return columns
+
+
 def _csv_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, items: list) -> pa.Table:
     corrupt = opts.corrupt_column if opts.corrupt_column in schema.names else None
     data = [f for f in schema if f.name != corrupt]
     convs = [converter(f.dataType, opts, zone, "CSV") for f in data]
-    columns: list[list] = [[] for _ in schema]
-    at = {f.name: i for i, f in enumerate(schema)}
-    data_at = [at[f.name] for f in data]
-    values = []
+    arrow = _arrow_schema(schema)
+    pieces = []
     for url, pvalues in items:
-        for k, (fields, raw) in enumerate(records(_read_text(url, opts.encoding), opts)):
-            if k == 0 and opts.header:
-                continue
-            row, bad = [None] * len(data), len(fields) != len(data)
-            for i, f in enumerate(fields[:len(data)]):
-                datum = field_datum(f, opts)
-                if datum is None:
-                    continue
-                try:
-                    row[i] = convs[i](datum)
-                except (ValueError, ArithmeticError):
-                    bad = True
-            if bad:
-                if opts.mode == "FAILFAST":
-                    raise malformed_error(raw, url, f"{len(fields)} fields for {len(data)} columns, or a field "
-                                                    f"not of its column's type")
-                if opts.mode == "DROPMALFORMED":
-                    continue
-            for i, v in zip(data_at, row):
-                columns[i].append(v)
-            if corrupt is not None:
-                columns[at[corrupt]].append(raw if bad else None)
-            values.append(pvalues)
-    return _table(columns, schema, parts, values)
+        text = _read_text(url, opts.encoding)
+        fast = fast_columns(text, opts, data, zone) if FAST_PATH else None
+        if fast is not None:
+            n = len(fast[0]) if fast else 0
+            by_name = dict(zip([f.name for f in data], fast))
+            cols = [by_name[f.name] if f.name in by_name else pa.nulls(n, pa.string()) for f in schema]
+            table = pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, arrow)], schema=arrow)
+        else:
+            columns = _csv_file(opts, convs, schema, corrupt, text, url)
+            table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, arrow)], schema=arrow)
+        pieces.append(_table_with_values(table, parts, pvalues))
+    if not pieces:
+        return _table([[] for _ in schema], schema, parts, [])
+    return pa.concat_tables(pieces)
+
+
+def _table_with_values(table: pa.Table, parts: list, pvalues: tuple) -> pa.Table:
+    for (name, t), v in zip(parts, pvalues):
+        table = table.append_column(pa.field(name, T._nested(t)), pa.array([v] * table.num_rows, T._nested(t)))
+    return table
 
 
 def _header_names(first: list[str]) -> list[str]:

@@ -32,7 +32,8 @@ def partition_dir_value(v: Any) -> str:
     if isinstance(v, bool):
         text = "true" if v else "false"
     elif isinstance(v, dt.datetime):
-        text = v.strftime("%Y-%m-%d %H:%M:%S") + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+        text = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        text += f".{v.microsecond:06d}".rstrip("0") if v.microsecond else ""
     elif isinstance(v, float):
         from strataflow.pyspark.sql.show import cell
 

@@ -111,7 +111,13 @@ def _zone(text: str | None, default: dt.tzinfo) -> dt.tzinfo:
 
 def _fields(m: re.Match, zone: dt.tzinfo) -> dt.datetime:
     """The instant a pattern's match names (ValueError for an impossible date or time)."""
-    g = m.groupdict()
+    try:
+        return _instant(m.groupdict(), zone)
+    except OverflowError as exc:  # a year out of Python's range: not a date, as out of Spark's
+        raise ValueError(str(exc)) from None
+
+
+def _instant(g: dict, zone: dt.tzinfo) -> dt.datetime:
     year = int(g["year"]) if g.get("year") else 2000 + int(g["year2"]) if g.get("year2") else 1970
     month = int(g["month"]) if g.get("month") else (
         [n[:len(g["monthname"])] if len(g["monthname"]) == 3 else n for n in _MONTHS].index(g["monthname"].lower()) + 1
@@ -162,7 +168,10 @@ def _lenient_date(text: str) -> dt.date:
     m = _LENIENT_DATE.fullmatch(text)
     if m is None:
         raise ValueError(f"{text!r} is not a date")
-    return dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+    try:
+        return dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+    except OverflowError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def timestamp_parser(pattern: str | None, zone: dt.tzinfo, option: str = "timestampFormat"

@@ -1,10 +1,12 @@
 """``spark.read`` and ``df.write``: files in and out, with PySpark's options.
 
-Reading goes through strataflow's readers (``parquet_file``, ``csv_file``, ``text_file``),
-so their partitioning and the input cache apply; JSON is read as JSON lines (Spark's
-default), its schema inferred from the first partition with fields in name order, as
-Spark orders them. Writing goes through the Dataset's atomic writers (a part file per
-partition, ``_SUCCESS`` last).
+Reading: ``reader_options`` turns the options into Spark's settings (refusing what is not
+implemented), ``partition_discovery`` lists the files and their ``key=value`` columns,
+then ``file_frames`` (CSV, JSON, text: whole files per task, Spark's parsing rules) or
+``parquet_dirs`` (Parquet: ``Context.parquet_file``, DuckDB's direct scan on a plain path)
+makes the Dataset. Writing goes through the Dataset's atomic writers (a part file per
+partition, ``_SUCCESS`` last) or ``partitioned_writes`` (``partitionBy``), published by
+``save_modes`` under the save mode.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def cell(v: Any, t: pa.DataType) -> str:
     if isinstance(v, float):
         return _double(v, pa.types.is_float32(t))
     if isinstance(v, dt.datetime):
-        s = v.strftime("%Y-%m-%d %H:%M:%S")
+        s = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
         return s + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
     if isinstance(v, dt.date):
         return v.isoformat()

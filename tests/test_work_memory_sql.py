@@ -108,6 +108,24 @@ def test_group_by_over_a_partition_larger_than_the_limit(spark, rows):
     assert sum(spilled) > 0, spilled  # DuckDB spilled: its state outgrew the limit
 
 
+def test_a_parquet_partition_read_by_duckdb_is_under_the_limit_too(spark, rows, tmp_path):
+    """The first query over a Parquet file runs on DuckDB's own reader (``parquet_scan.py``):
+    its partial aggregate spills under the task's limit as well."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(rows, tmp_path / "r.parquet", row_group_size=ROWS)  # one row group: one partition
+    df = spark.read.parquet(str(tmp_path / "r.parquet"))
+    out, spilled = _spills(spark, lambda: df.groupBy("s").agg(F.count("*").alias("c"), F.max("k").alias("m"))
+                           .toArrow())
+    model: dict = {}
+    for k, s in zip(rows.column("k").to_pylist(), rows.column("s").to_pylist()):
+        c, m = model.get(s, (0, k))
+        model[s] = (c + 1, max(m, k))
+    assert dict(zip(out.column("s").to_pylist(), zip(out.column("c").to_pylist(), out.column("m").to_pylist()))) \
+        == model
+    assert sum(spilled) > 0, spilled
+
+
 def test_join_over_partitions_larger_than_the_limit(spark, rows):
     left = spark.createDataFrame(rows.select(["k", "s"]))
     right = spark.createDataFrame(pa.table({"s": rows.column("s"), "y": pa.array(np.arange(ROWS))}))

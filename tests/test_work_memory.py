@@ -306,3 +306,17 @@ def test_pyspark_group_by_key_of_a_hot_key_under_a_small_budget(tmp_path, backen
     assert lengths == {k: len(v) for k, v in model.items()}
     assert {k: sorted(v) for k, v in lists.items()} == {k: sorted(v) for k, v in model.items()}
     assert spilled(log) > 0
+
+
+def test_a_cached_group_keeps_its_file_until_unpersisted(small):
+    """A persisted ``group_by_key`` holds its hot group as a SpilledGroup: a second job
+    reads the group again from its file (or from the block, if the cache pickled it to a
+    list), and unpersisting the dataset removes the file."""
+    ctx, left, right, shuffle, log = small
+    grouped = left.group_by_key().persist()
+    model = {k: len(v) for k, v in groups(DATA).items()}
+    assert dict(grouped.map_values(len).collect()) == model
+    assert dict(grouped.map_values(lambda g: sum(1 for _ in g)).collect()) == model
+    grouped.unpersist(blocking=True)
+    gc.collect()
+    assert not [p for p in shuffle.rglob("spill-*")], "an unpersisted group's file outlived it"

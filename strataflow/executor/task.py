@@ -55,6 +55,8 @@ class TaskContext:
     touched: list = field(default_factory=list)
     #: blocks it will read that other executors hold (``storage/peer_blocks.py``)
     peers: dict | None = None
+    #: the spill files of the task's work structures (``shuffle/spill_files.py``)
+    spills: list = field(default_factory=list)
 
     @property
     def stage_id(self) -> int:
@@ -84,18 +86,38 @@ class TaskContext:
     def aggregator(self, agg: Aggregator) -> ExternalAggregator:
         """A combine-by-key structure within this task's execution memory."""
         rt = self.runtime
-        return ExternalAggregator(agg, rt.memory, self.task_id, rt.spill_dir(self.task_id), on_spill=self._spilled)
+        return self._owned(ExternalAggregator(agg, rt.memory, self.task_id, rt.spill_dir(self.task_id),
+                                              on_spill=self._spilled))
 
     def sorter(self, order: SortOrder) -> ExternalSorter:
         """An external sort within this task's execution memory."""
         rt = self.runtime
-        return ExternalSorter(order, rt.memory, self.task_id, rt.spill_dir(self.task_id), on_spill=self._spilled)
+        return self._owned(ExternalSorter(order, rt.memory, self.task_id, rt.spill_dir(self.task_id),
+                                          on_spill=self._spilled))
 
     def grouper(self, grouping: Grouping) -> ExternalGrouper:
         """A group-by-key (or cogroup) structure within this task's execution memory, whose
         groups may be larger than it."""
         rt = self.runtime
-        return ExternalGrouper(grouping, rt.memory, self.task_id, rt.spill_dir(self.task_id), on_spill=self._spilled)
+        return self._owned(ExternalGrouper(grouping, rt.memory, self.task_id, rt.spill_dir(self.task_id),
+                                           on_spill=self._spilled))
+
+    def _owned(self, structure: Any) -> Any:
+        self.spills.append(structure.files)
+        return structure
+
+    def discard_spills(self) -> None:
+        """A failed task's spill files go at once: its exception's frames may keep its
+        structures and groups alive until the executor's garbage collector runs. A group's
+        file stays with its group when the task touched a persisted block (a cached
+        partition may hold the group)."""
+        cached = bool(self.touched)
+        for files in self.spills:
+            if cached:
+                files.remove_unkept()
+            else:
+                files.remove_all()
+        self.spills.clear()
 
 
 class ShuffleMapTask:
@@ -107,6 +129,13 @@ class ShuffleMapTask:
         self.partition = partition
 
     def run(self, tc: TaskContext) -> MapOutput:
+        try:
+            return self._run(tc)
+        except BaseException:
+            tc.discard_spills()
+            raise
+
+    def _run(self, tc: TaskContext) -> MapOutput:
         from strataflow.lineage import map_side_combine
 
         value = self.dataset.iterator(self.partition, tc)
@@ -129,6 +158,10 @@ class ResultTask:
         self.partition = partition
 
     def run(self, tc: TaskContext) -> Any:
-        value = self.dataset.iterator(self.partition, tc)
-        tc.metrics.records_out += num_rows(value) if hasattr(value, "__len__") or hasattr(value, "num_rows") else 0
-        return self.func(tc, value)
+        try:
+            value = self.dataset.iterator(self.partition, tc)
+            tc.metrics.records_out += num_rows(value) if hasattr(value, "__len__") or hasattr(value, "num_rows") else 0
+            return self.func(tc, value)
+        except BaseException:
+            tc.discard_spills()
+            raise

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from strataflow.shuffle.partitioner import portable_hash
-from strataflow.shuffle.spill_files import SpillCorrupt, SpillFiles
+from strataflow.shuffle.spill_files import CHUNK, SpillCorrupt, SpillFiles
 from strataflow.shuffle.work_memory import CHECK_EVERY, ExecutionGrant, SizeTracker
 from strataflow.storage.blocks.sizing import estimate_size
 
@@ -117,6 +117,10 @@ class ExternalAggregator:
             self._release()
             return
         try:
+            # the merge holds one chunk of each run besides the dict: checked out too
+            size = self.estimated_size()
+            per = size / len(self.data) if self.data else 64.0
+            self.grant.cover(size + int(len(self.spills) * CHUNK * per))
             runs = [self.files.read(p) for p in self.spills]
             mem = sorted(self.data.items(), key=lambda kv: portable_hash(kv[0]))
             self.data = {}

@@ -71,6 +71,7 @@ class SpillFiles:
         self._auth = FrameAuth()
         self._chunks: dict[str, int] = {}
         self._live: set[str] = set()
+        self._kept: set[str] = set()  # files handed to an object that outlives the structure
         self._finalizer = weakref.finalize(self, _remove_all, self._live)
 
     def writer(self) -> "RunWriter":
@@ -129,12 +130,22 @@ class SpillFiles:
 
     def remove(self, path: str) -> None:
         self._chunks.pop(path, None)
+        self._kept.discard(path)
         _remove_all({path} & self._live)
         self._live.discard(path)
 
     def remove_all(self) -> None:
         self._chunks.clear()
         _remove_all(self._live)
+
+    def keep(self, path: str) -> None:
+        """``path`` now belongs to an object of its own (a group), which removes it."""
+        self._kept.add(path)
+
+    def remove_unkept(self) -> None:
+        """Removes every file not handed to an object of its own (runs, half-written groups)."""
+        for p in self._live - self._kept:
+            self.remove(p)
 
     @property
     def paths(self) -> list[str]:

@@ -88,6 +88,7 @@ class SpilledGroup(Sequence):
         self._files = files
         self._path = path
         self._len = length
+        files.keep(path)
         weakref.finalize(self, files.remove, path)
 
     def __iter__(self) -> Iterator[Any]:

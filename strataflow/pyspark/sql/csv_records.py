@@ -3,7 +3,7 @@ the settings ``CSVOptions`` gives it) cuts them, then typed by a schema under a 
 
 Why a parser of its own rather than pyarrow's or Python's ``csv``: Spark's rules differ
 from both on inputs users have. Its escape character is ``\\`` by default (``"a\\"b"`` is
-``a"b``) and ``""`` inside quotes is then *not* an escape; a quote met inside a quoted
+``a"b``, ``"a\\\\b"`` is ``a\\b``) and ``""`` inside quotes is then *not* an escape; a quote met inside a quoted
 field and not followed by the delimiter or the end of the line makes the whole field its
 raw text up to the next delimiter (``STOP_AT_DELIMITER``), opening quote included; an
 unquoted empty field is null while a quoted one (``""``) is ``emptyValue``; lines are
@@ -89,8 +89,8 @@ class _Cursor:
         buf, j = [], i + 1
         while j < self.n:
             c = s[j]
-            if esc is not None and esc != q and c == esc and j + 1 < self.n and s[j + 1] == q:
-                buf.append(q)
+            if esc is not None and esc != q and c == esc and j + 1 < self.n and s[j + 1] in (q, esc):
+                buf.append(s[j + 1])  # an escaped quote, or the escape escaped (``\\``: one backslash)
                 j += 2
                 continue
             if c == q:

@@ -12,8 +12,6 @@ partition, ``_SUCCESS`` last) or ``partitioned_writes`` (``partitionBy``), publi
 from __future__ import annotations
 
 import functools
-import io
-import json
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +19,7 @@ import pyarrow as pa
 from strataflow.pyspark.errors import AnalysisException, UnsupportedOperation
 from strataflow.pyspark.sql.engine import as_table
 from strataflow.pyspark.sql.save_modes import write_with_mode
+from strataflow.pyspark.sql.text_output import csv_lines, json_lines
 
 __all__ = ["DataFrameReader", "DataFrameWriter"]
 
@@ -208,26 +207,6 @@ class DataFrameReader:
         return self._session.table(tableName)
 
 
-def _csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value: Any) -> list[str]:
-    import pyarrow.csv as pc
-
-    t = as_table(value, schema).rename_columns(names)
-    if t.num_rows == 0 and not header:
-        return []
-    buf = io.BytesIO()
-    opts = pc.WriteOptions(include_header=header, delimiter=sep, quoting_style="needed")
-    pc.write_csv(t, buf, write_options=opts)
-    text = buf.getvalue().decode()
-    return [text[:-1] if text.endswith("\n") else text]
-
-
-def _json_lines(schema: pa.Schema, names: list[str], value: Any) -> list[str]:
-    t = as_table(value, schema)
-    cols = [c.to_pylist() for c in t.columns]
-    return [json.dumps({n: v for n, v in zip(names, row) if v is not None}, default=str, ensure_ascii=False)
-            for row in zip(*cols)]
-
-
 class DataFrameWriter:
     """``df.write``: ``mode`` (error, overwrite, append, ignore), then ``parquet``, ``csv``, ``json`` or ``text``.
 
@@ -368,7 +347,7 @@ class DataFrameWriter:
             o["header"] = header
         if sep is not None:
             o["sep"] = sep
-        lines = functools.partial(_csv_lines, _truthy(o.get("header", False)), o.get("sep", o.get("delimiter", ",")))
+        lines = functools.partial(csv_lines, _truthy(o.get("header", False)), o.get("sep", o.get("delimiter", ",")))
         self._write(path, "csv", lines, "save_as_text_file", o)
 
     def json(self, path: str, mode: str | None = None, **options: Any) -> None:
@@ -380,7 +359,7 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        self._write(path, "json", _json_lines, "save_as_text_file", {**self._options, **options})
+        self._write(path, "json", json_lines, "save_as_text_file", {**self._options, **options})
 
     def text(self, path: str, **options: Any) -> None:
         """One string column, a line per row.

@@ -118,6 +118,7 @@ def main() -> None:
         params = list(inspect.signature(getattr(DataFrameReader, fmt)).parameters)
         out["options"][fmt] = [p for p in params if p not in ("self", "path", "paths", "schema", "options")]
     out["partition_by"] = _partition_by(spark, frames["scalars"])
+    out["writes"] = _writes(spark, data)
     with open(os.path.join(HERE, "pyspark_answers.json"), "w") as fh:
         json.dump(out, fh, indent=1, ensure_ascii=False, sort_keys=True)
         fh.write("\n")
@@ -129,6 +130,21 @@ def _json_rdd(spark) -> dict:
     df = spark.read.json(spark.sparkContext.parallelize(lines, 2))
     return {"schema": df.schema.simpleString(), "columns": df.columns,
             "rows": [[tag(v) for v in r] for r in df.collect()], "show": shown(df, truncate=False)}
+
+
+def _writes(spark, data) -> dict:
+    """The text ``write.csv`` and ``write.json`` make of tricky rows (one part file each)."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        flat = spark.createDataFrame(data.WRITE_ROWS, data.WRITE_DDL).coalesce(1)
+        nested = spark.createDataFrame(data.WRITE_NESTED_ROWS, data.WRITE_NESTED_DDL).coalesce(1)
+        for name, df, fmt, opts in [("csv", flat, "csv", {}), ("csv_header", flat, "csv", {"header": True}),
+                                    ("json", flat, "json", {}), ("json_nested", nested, "json", {})]:
+            path = os.path.join(tmp, name)
+            df.write.options(**opts).format(fmt).save(path)
+            parts = [f for f in sorted(os.listdir(path)) if f.startswith("part-")]
+            out[name] = "".join(open(os.path.join(path, f), encoding="utf-8").read() for f in parts)
+    return out
 
 
 def _partition_by(spark, df) -> dict:

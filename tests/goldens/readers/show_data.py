@@ -35,3 +35,18 @@ SHOWS = [
     ("nested", {}), ("nested", {"truncate": False}), ("nested", {"vertical": True}),
     ("doubles", {}),
 ]
+
+#: what ``df.write.csv`` / ``.json`` write for these rows (one part file), recorded from PySpark
+WRITE_DDL = ("i INT, q STRING, c STRING, w STRING, e STRING, n STRING, d DOUBLE, d2 DOUBLE, ts TIMESTAMP, "
+             "day DATE, dec DECIMAL(5,2), bs STRING, ml STRING, u STRING, f FLOAT, b BOOLEAN")
+WRITE_ROWS = [
+    (1, 'say "hi"', "a,b", "  lead and trail ", "", None, 1e7, 0.1, dt.datetime(2024, 1, 31, 10, 0, 0, 123000),
+     dt.date(2024, 1, 31), Decimal("1.50"), "back\\slash", "multi\nline", "日本", 1.5, True),
+    (None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None),
+    (-2, '"', "'", "\t", " ", "NA", float("nan"), float("-inf"), dt.datetime(1969, 12, 31, 23, 59, 59),
+     dt.date(1, 1, 1), Decimal("-0.01"), "a\\\"b", "cr\rhere", "", 1e-5, False),
+    (3, "x\\y,z", "\\", "end\\", "#c", "a;b", 0.001, 1e21, dt.datetime(2024, 3, 10, 2, 30, 0, 1), dt.date(2024, 2, 29),
+     Decimal("100.00"), "\\,", "\\\"", " x", -0.0, None),
+]
+WRITE_NESTED_DDL = "id INT, a ARRAY<INT>, m MAP<STRING, DOUBLE>, s STRUCT<x: INT, y: STRING>"
+WRITE_NESTED_ROWS = [(1, [1, None], {"k": 1.5}, (1, "y")), (2, None, None, None), (3, [], {}, (None, None))]

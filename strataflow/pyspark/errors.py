@@ -8,7 +8,9 @@ that each of those imports them without importing the others.
 
 from __future__ import annotations
 
-__all__ = ["UnsupportedOperation", "Py4JJavaError", "AnalysisException", "unsupported"]
+__all__ = ["UnsupportedOperation", "Py4JJavaError", "AnalysisException", "unsupported", "SparkRuntimeException",
+           "ArithmeticException", "NumberFormatException", "DateTimeException", "ArrayIndexOutOfBoundsException",
+           "UnsupportedOperationException"]
 
 
 class UnsupportedOperation(NotImplementedError):
@@ -70,3 +72,57 @@ class AnalysisException(Exception):
         'AMBIGUOUS_REFERENCE'
         """
         return self._error_class
+
+    def __reduce__(self):  # the error class travels with it (from an executor to the driver)
+        return (type(self), (str(self), self._error_class))
+
+
+class SparkRuntimeException(Exception):
+    """A query that fails as it runs, with Spark's error class (PySpark's
+    ``pyspark.errors.SparkRuntimeException`` and its kinds below): a division by zero or an
+    overflow under ``spark.sql.ansi.enabled``, a value a cast cannot convert, an index out
+    of bounds.
+
+    >>> SparkRuntimeException("[DIVIDE_BY_ZERO] Division by zero.", "DIVIDE_BY_ZERO").getCondition()
+    'DIVIDE_BY_ZERO'
+    """
+
+    def __init__(self, message: str, error_class: str | None = None) -> None:
+        super().__init__(message)
+        self._error_class = error_class
+
+    def getErrorClass(self) -> str | None:
+        """Spark's name for the kind of error (that of the executor's error, when raised
+        on the driver as the job's failure)."""
+        own = self.__dict__.get("_error_class")
+        if own is None and isinstance(self.__cause__, SparkRuntimeException):
+            return self.__cause__.getErrorClass()
+        return own
+
+    def getCondition(self) -> str | None:
+        """PySpark 4's name for ``getErrorClass``."""
+        return self.getErrorClass()
+
+    def __reduce__(self):
+        return (type(self), (str(self), self._error_class))
+
+
+class ArithmeticException(SparkRuntimeException, ArithmeticError):
+    """DIVIDE_BY_ZERO, REMAINDER_BY_ZERO, ARITHMETIC_OVERFLOW, CAST_OVERFLOW, NUMERIC_VALUE_OUT_OF_RANGE."""
+
+
+class NumberFormatException(SparkRuntimeException, ValueError):
+    """CAST_INVALID_INPUT: a string that is not a number of the cast's type."""
+
+
+class DateTimeException(SparkRuntimeException, ValueError):
+    """DATETIME_FIELD_OUT_OF_BOUNDS, CANNOT_PARSE_TIMESTAMP."""
+
+
+class ArrayIndexOutOfBoundsException(SparkRuntimeException, IndexError):
+    """INVALID_ARRAY_INDEX_IN_ELEMENT_AT, INVALID_INDEX_OF_ZERO."""
+
+
+class UnsupportedOperationException(SparkRuntimeException, NotImplementedError):
+    """STRATAFLOW_UNSUPPORTED at run time: a value whose answer strataflow cannot give as
+    Spark would (the message names the function and what to use instead)."""

@@ -1,13 +1,11 @@
 """Spark's implicit conversions that DuckDB makes differently, written into a resolved
 expression once its input types are known.
 
-- A cast of a fractional number (double, float, decimal) to an integral type truncates
-  toward zero in Spark (``CAST(11.7 AS INT)`` is 11, ``-11.7`` gives -11); DuckDB rounds
-  (12). The cast's input is truncated first, so both agree.
 - Spark's string functions take any value and read it as a string (``upper(1.5)`` is
   ``'1.5'``); DuckDB has no ``upper(DOUBLE)``. A non-string input is cast to a string.
-- Arithmetic reads a string operand as the other operand's type (``'2' + 1`` is 3, as
-  Spark 4's ANSI rules; two strings as doubles); DuckDB has no ``VARCHAR + INTEGER``.
+- Arithmetic reads a string operand as a double (``'2' + 1`` is 3.0) without ANSI, as the
+  other operand's type with it (Spark 4's ANSI rules; two strings as doubles); DuckDB has
+  no ``VARCHAR + INTEGER``. The casts are Spark's (``semantics.casts`` writes them out).
 
 The input types come from probe queries over an empty table of the DataFrame's schema,
 made only when the expression holds such a cast, function or operator.
@@ -23,7 +21,6 @@ from strataflow.pyspark.sql.engine import run_query
 
 __all__ = ["spark_coercions"]
 
-_INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
 
 #: string functions whose first argument Spark reads as a string
 _STRING_FUNCS = (exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.Initcap, exp.Pad, exp.Reverse)
@@ -33,15 +30,11 @@ _STRING_FUNCS = (exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 
 
-def _fractional(t: pa.DataType | None) -> bool:
-    return t is not None and (pa.types.is_floating(t) or pa.types.is_decimal(t))
-
-
-def spark_coercions(e: exp.Expression, schema: pa.Schema, table: str) -> exp.Expression:
+def spark_coercions(e: exp.Expression, schema: pa.Schema, table: str, ansi: bool = True) -> exp.Expression:
     """``e`` (resolved over ``table``, whose columns are ``schema``) with Spark's
     conversions written in, innermost first (each input's type is probed after the ones
     inside it are fixed); ``e`` itself when none applies."""
-    todo = [n for n in e.walk(bfs=False) if isinstance(n, (exp.Cast, exp.TryCast, *_STRING_FUNCS, *_ARITHMETIC))]
+    todo = [n for n in e.walk(bfs=False) if isinstance(n, (*_STRING_FUNCS, *_ARITHMETIC))]
     if not todo:
         return e
     empty = {table: schema.empty_table()}
@@ -55,16 +48,13 @@ def spark_coercions(e: exp.Expression, schema: pa.Schema, table: str) -> exp.Exp
             return None
 
     for node in reversed(todo):  # children before their parents
-        if isinstance(node, (exp.Cast, exp.TryCast)):
-            if node.to.this in _INTEGRAL and _fractional(type_of(node.this)):
-                node.this.replace(exp.Anonymous(this="trunc", expressions=[node.this.copy()]))
-        elif isinstance(node, _ARITHMETIC):
+        if isinstance(node, _ARITHMETIC):
             sides = [node.this, node.expression]
             types = [type_of(x) for x in sides]
             for side, t, other in zip(sides, types, reversed(types)):
                 if _stringy(t):  # the other side's type (Spark 4's ANSI rule); two strings: double
-                    to = _duck_type(other) if other is not None and not _stringy(other) else "DOUBLE"
-                    side.replace(exp.TryCast(this=side.copy(), to=exp.DataType.build(to, dialect="duckdb")))
+                    to = _duck_type(other) if ansi and other is not None and not _stringy(other) else "DOUBLE"
+                    side.replace(exp.Cast(this=side.copy(), to=exp.DataType.build(to, dialect="duckdb")))
         elif isinstance(node.this, exp.Expression) and not isinstance(node.this, exp.Literal):
             t = type_of(node.this)
             if t is not None and not (_stringy(t) or pa.types.is_null(t) or pa.types.is_binary(t)

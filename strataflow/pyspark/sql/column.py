@@ -138,8 +138,9 @@ class Column:
     name = alias
 
     def cast(self, dataType: Any) -> "Column":
-        """The column converted to ``dataType`` (a DataType or its DDL name); a value that does
-        not convert is null, as Spark's non-ANSI cast.
+        """The column converted to ``dataType`` (a DataType or its DDL name), as Spark casts:
+        with ``spark.sql.ansi.enabled`` (the default) a value that does not convert is an
+        error (CAST_INVALID_INPUT, CAST_OVERFLOW), without it null.
 
         >>> spark.createDataFrame([("7",)], ["s"]).select(F.col("s").cast("int").alias("n")).first().n
         7
@@ -147,7 +148,7 @@ class Column:
         from strataflow.pyspark.sql.types import DataType
 
         text = dataType.simpleString() if isinstance(dataType, DataType) else dataType
-        return Column(exp.TryCast(this=self._expr, to=exp.DataType.build(text, dialect="spark")))
+        return Column(exp.Cast(this=self._expr, to=exp.DataType.build(text, dialect="spark")))
 
     astype = cast
 
@@ -159,9 +160,12 @@ class Column:
         >>> df.select(F.col("name").try_cast("long")).collect()
         [Row(name=123), Row(name=None), Row(name=None)]
         """
-        c = self.cast(dataType)
-        c._expr.meta["try_cast"] = True
-        return c
+        from strataflow.pyspark.sql.types import DataType
+
+        text = dataType.simpleString() if isinstance(dataType, DataType) else dataType
+        e = exp.TryCast(this=self._expr, to=exp.DataType.build(text, dialect="spark"))
+        e.meta["try_cast"] = True
+        return Column(e)
 
     def isNaN(self) -> "Column":
         """True where the value is NaN (false where it is null, as Spark's ``isnan``).

@@ -103,6 +103,72 @@ def literal_name(e: exp.Expression) -> str | None:
     return None
 
 
+#: the names Spark shows in capitals (their ``prettyName``), by the name called
+_PRETTY = {"power": "POWER", "ceil": "CEIL", "floor": "FLOOR", "sqrt": "SQRT", "log10": "LOG10", "log2": "LOG2",
+           "exp": "EXP", "cos": "COS", "sin": "SIN", "tan": "TAN", "degrees": "DEGREES", "radians": "RADIANS",
+           "cbrt": "CBRT", "signum": "SIGNUM", "sign": "SIGNUM"}
+#: the arguments Spark shows where the call left them out
+_DEFAULTS = {"round": [None, "0"], "bround": [None, "0"], "regexp_replace": [None, None, None, "1"],
+             "split": [None, None, "-1"], "months_between": [None, None, "true"], "replace": [None, None, ""],
+             "sort_array": [None, "true"]}
+_UNIT_WORDS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"}
+#: SQL-text calls sqlglot builds without their written name
+_CLASS_NAMES = {exp.ArgMin: "min_by", exp.ArgMax: "max_by"}
+#: how many arguments Spark shows (sqlglot adds some of its own)
+_SHOWN = {"sort_array": 2, "log10": 1, "log2": 1, "ln": 1, "first": 1, "last": 1, "date_add": 2, "date_sub": 2}
+#: SQL-text calls whose node keeps its arguments in another order than Spark's
+_SQL_ORDER = {"locate": ("substr", "this", "position"), "position": ("substr", "this", "position"),
+              "instr": ("this", "substr"), "trunc": ("this", "unit"), "date_trunc": ("unit", "this"),
+              "log10": ("expression",), "log2": ("expression",)}
+
+
+def call_name(e: exp.Expression, n: Any) -> str | None:
+    """Spark's name of a function call as the program wrote it: ``functions`` keep the
+    call (``meta["call"]``: name and arguments), Spark SQL text keeps the written name
+    (``spark_sql_dialect``); None for a node made some other way."""
+    if not e._meta and type(e) not in _CLASS_NAMES:
+        return None
+    call = e.meta.get("call")
+    if call is not None:
+        name, args = call
+        shown = [n(a) for a in args]
+    elif (e.meta.get("written") or type(e) in _CLASS_NAMES) and not isinstance(e, exp.Anonymous):
+        name = str(e.meta.get("written") or _CLASS_NAMES[type(e)]).lower()
+        order = _SQL_ORDER.get(name)
+        if isinstance(e, exp.IgnoreNulls):  # first(x, true): shown as first(x)
+            e = e.this
+        parts = [e.args.get(k) for k in order] if order else list(e.args.values())
+        parts = [a for a in parts if not isinstance(a, exp.DataType)]
+        shown = [n(_as_written(a)) for a in parts if isinstance(a, exp.Expression)]
+        if name in ("trunc", "date_trunc"):  # sqlglot writes a unit word in capitals
+            shown = [x.lower() if x in _UNIT_WORDS else x for x in shown]
+        shown += [n(_as_written(a)) for v in (parts if not order else []) if isinstance(v, list) for a in v]
+    else:
+        return None
+    defaults = _DEFAULTS.get(name)
+    if defaults and len(shown) < len(defaults):
+        shown += [d if d is not None else "" for d in defaults[len(shown):]]
+        if name in ("round", "bround") and len(shown) > 2:
+            shown = shown[:2]
+    shown = shown[:_SHOWN.get(name, len(shown))]
+    if name == "isnull":
+        return f"({shown[0]} IS NULL)"
+    if name in ("date_add", "date_sub") and call is None and isinstance(e.expression, exp.Mul):
+        shown = [shown[0], n(e.expression.this)]  # sqlglot's date_sub(d, n) is date_add(d, n * -1)
+    return f"{_PRETTY.get(name, name)}({', '.join(shown)})"
+
+
+def _as_written(a: exp.Expression) -> exp.Expression:
+    """An argument as the SQL text had it: sqlglot wraps some in a conversion of its own
+    (``to_date(x)`` inside ``year(x)``) and writes a unit as an upper-case variable."""
+    if isinstance(a, (exp.TsOrDsToDate, exp.TsOrDsToTimestamp)) and not a.args.get("format") \
+            and not (a._meta and a.meta.get("written")):
+        return a.this
+    if isinstance(a, exp.Var):
+        return exp.var(a.name.lower())
+    return a
+
+
 def spark_name(e: exp.Expression, aliases: bool = True, fields: Sequence[Any] | None = None) -> str:
     """The name Spark gives the column an expression makes (its alias if it has one).
 
@@ -132,6 +198,9 @@ class _Namer:
             update = e.args["default"]
             base, value = update.expressions[0], update.expressions[1].expression
             return f"update_fields({n(base)}, WithField({e.meta['with_field']}, {n(value)}))"
+        called = call_name(e, n)
+        if called is not None:
+            return called
         lit = literal_name(e)
         if lit is not None:
             return lit
@@ -197,9 +266,19 @@ class _Namer:
             return f"map({', '.join(n(x) for kv in pairs for x in kv)})"
         if isinstance(e, exp.PropertyEQ):
             return n(e.expression)  # struct(a, b), not struct(a := a, b := b)
+        if isinstance(e, exp.IgnoreNulls):
+            return n(e.this)  # Spark's name of first(x, true) is first(x)
+        if isinstance(e, exp.Distinct):
+            return "DISTINCT " + ", ".join(n(x) for x in e.expressions)
         if isinstance(e, exp.Anonymous):
-            name = e.meta.get("fn") if e._meta else None
-            return f"{name or e.name}({', '.join(n(x) for x in e.expressions)})"
+            name = (e.meta.get("fn") if e._meta else None) or e.name
+            shown = [n(x) for x in e.expressions]
+            defaults = _DEFAULTS.get(str(name).lower())
+            if defaults and len(shown) < len(defaults):
+                shown += [d if d is not None else "" for d in defaults[len(shown):]]
+            if str(name).lower() == "isnull" and len(shown) == 1:
+                return f"({shown[0]} IS NULL)"
+            return f"{name}({', '.join(shown)})"
         if isinstance(e, exp.Func):
             name = e.meta.get("fn") if e._meta else None
             name = name or _FUNC_NAMES.get(e.key, e.key)

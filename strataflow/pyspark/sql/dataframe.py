@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.column import Column, spark_name, to_expr
+from strataflow.pyspark.sql.spark_sql_dialect import SparkSQL
 from strataflow.pyspark.sql.frame_actions import DataFrameActions
 from strataflow.pyspark.sql.frame_functional import COL_REGEX, DataFrameFunctional
 from strataflow.pyspark.sql.frame_sets import DataFrameSets
@@ -146,11 +147,11 @@ class DataFrame(DataFrameRelational, DataFrameSets, DataFrameFunctional, DataFra
                 try:
                     f = field_of(inner.name, inner.table, plan.fields)
                 except AnalysisException:
-                    out.append((resolve(inner, plan.fields), spark_name(e, fields=plan.fields), frozenset()))  # a field
+                    out.append((resolve(inner, plan.fields, session=plan.session), spark_name(e, fields=plan.fields), frozenset()))  # a field
                     continue
                 out.append((exp.column(f.phys, quoted=True), f.name, f.origins))
             else:
-                out.append((resolve(inner, plan.fields), spark_name(e, fields=plan.fields), frozenset()))
+                out.append((resolve(inner, plan.fields, session=plan.session), spark_name(e, fields=plan.fields), frozenset()))
         return out
 
     def select(self, *cols: "Column | str") -> "DataFrame":
@@ -179,7 +180,7 @@ class DataFrame(DataFrameRelational, DataFrameSets, DataFrameFunctional, DataFra
         """
         if len(exprs) == 1 and isinstance(exprs[0], list):
             exprs = tuple(exprs[0])
-        return self.select(*[Column(sqlglot.parse_one(e, read="spark")) for e in exprs])
+        return self.select(*[Column(sqlglot.parse_one(e, read=SparkSQL)) for e in exprs])
 
     def filter(self, condition: "Column | str") -> "DataFrame":
         """The rows where ``condition`` (a Column or Spark SQL text) is true.
@@ -187,8 +188,8 @@ class DataFrame(DataFrameRelational, DataFrameSets, DataFrameFunctional, DataFra
         >>> spark.range(5).filter("id % 2 = 0").count()
         3
         """
-        e = sqlglot.parse_one(condition, read="spark") if isinstance(condition, str) else condition._expr
-        return self._new(self._current.filter(resolve(e, self._current.fields)))
+        e = sqlglot.parse_one(condition, read=SparkSQL) if isinstance(condition, str) else condition._expr
+        return self._new(self._current.filter(resolve(e, self._current.fields, session=self._current.session)))
 
     where = filter
 

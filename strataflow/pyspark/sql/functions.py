@@ -15,6 +15,7 @@ from typing import Any
 from sqlglot import exp as sx
 
 from strataflow.pyspark.sql.column import Column, isnan_expr, lit_expr, to_expr
+from strataflow.pyspark.sql.spark_sql_dialect import SparkSQL
 from strataflow.pyspark.sql.udf import pandas_udf, udf
 
 __all__ = ["col", "column", "lit", "expr", "when", "broadcast", "count", "countDistinct", "count_distinct",
@@ -52,7 +53,7 @@ def expr(text: str) -> Column:
     """
     import sqlglot
 
-    return Column(sqlglot.parse_one(text, read="spark"))
+    return Column(sqlglot.parse_one(text, read=SparkSQL))
 
 
 def when(condition: Column, value: Any) -> Column:
@@ -102,7 +103,7 @@ def count(c: "Column | str") -> Column:
     >>> spark.createDataFrame([(1,), (None,)], "a int").select(count("a"), count("*")).first()
     Row(count(a)=1, count(1)=2)
     """
-    e = sx.Star() if c == "*" else to_expr(c)
+    e = sx.Star() if isinstance(c, str) and c == "*" else to_expr(c)
     return Column(sx.Count(this=e))
 
 
@@ -295,7 +296,7 @@ def _arg(v: Any, kind: str) -> sx.Expression:
 #: a final * repeats the kind before it
 _SPECS = {
     # aggregates
-    "sum": "c", "avg": "c", "mean": "c", "min": "c", "max": "c", "first": "c", "last": "c",
+    "sum": "c", "avg": "c", "mean": "c", "min": "c", "max": "c", "first": "cl", "last": "cl",
     "collect_list": "c", "collect_set": "c", "stddev": "c", "stddev_samp": "c", "stddev_pop": "c",
     "variance": "c", "var_samp": "c", "var_pop": "c", "approx_count_distinct": "c", "any_value": "c",
     "count_if": "c", "product": "c", "median": "c", "skewness": "c", "kurtosis": "c", "corr": "cc",
@@ -308,7 +309,7 @@ _SPECS = {
     # strings
     "upper": "c", "lower": "c", "length": "c", "trim": "c", "ltrim": "c", "rtrim": "c", "reverse": "c",
     "concat": "c*", "concat_ws": "lc*", "substring": "cll", "instr": "cl", "locate": "lcl", "lpad": "cll",
-    "rpad": "cll", "repeat": "cl", "split": "cl", "regexp_replace": "cll", "regexp_extract": "cll",
+    "rpad": "cll", "repeat": "cl", "split": "cll", "regexp_replace": "cll", "regexp_extract": "cll",
     "initcap": "c", "ascii": "c", "translate": "cll", "format_number": "cl", "md5": "c", "sha1": "c",
     "sha2": "cl", "base64": "c", "hex": "c", "left": "cl", "right": "cl", "replace": "cll",
     # null handling
@@ -321,11 +322,13 @@ _SPECS = {
     "unix_timestamp": "cl", "from_unixtime": "cl", "make_date": "ccc",
     # arrays and maps
     "size": "c", "array_contains": "cl", "explode": "c", "explode_outer": "c", "posexplode": "c",
-    "array_distinct": "c", "array_sort": "c", "sort_array": "c", "array_max": "c", "array_min": "c",
+    "array_distinct": "c", "array_sort": "c", "sort_array": "cl", "array_max": "c", "array_min": "c",
     "element_at": "cl", "array_join": "cl", "flatten": "c", "map_keys": "c", "map_values": "c",
     "create_map": "c*", "array_union": "cc", "array_intersect": "cc", "array_except": "cc",
     "arrays_zip": "c*", "slice": "cll", "sequence": "ccc",
 }
+#: the function PySpark's wrapper calls, where it is not the wrapper's own name (F.pow calls power)
+_CALLED = {"pow": "power", "mean": "avg"}
 _ALIASES = {"mean": "avg", "ceiling": "ceil", "day": "dayofmonth", "power": "pow", "ifnull": "nvl",
             "create_map": "map"}
 
@@ -333,10 +336,13 @@ _ALIASES = {"mean": "avg", "ceiling": "ceil", "day": "dayofmonth", "power": "pow
 def _make(name: str, spec: str):
     def f(*args: Any) -> Column:
         kinds = spec[:-1] + spec[-2] * builtins.max(0, len(args) - len(spec) + 1) if spec.endswith("*") else spec
+        if len(args) > len(kinds):
+            raise TypeError(f"{name}() takes at most {len(kinds)} arguments ({len(args)} given)")
         parts = [_arg(a, k) for a, k in zip(args, kinds)]
         sql_name = _ALIASES.get(name, name)
         e = sx.func(sql_name, *parts, dialect="spark")
         e.meta["fn"] = sql_name
+        e.meta["call"] = (_CALLED.get(name, name), parts)  # Spark's name of the column (column_names.call_name)
         return Column(e)
 
     f.__name__ = f.__qualname__ = name

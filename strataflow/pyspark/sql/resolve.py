@@ -23,6 +23,7 @@ from sqlglot import exp
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.coercion import spark_coercions
 from strataflow.pyspark.sql.column_names import expand_struct_ops
+from strataflow.pyspark.sql.semantics import SqlConf, spark_semantics
 from strataflow.pyspark.sql.udf import bind_udfs
 
 __all__ = ["Field", "resolve", "physical_names", "qualifier"]
@@ -92,11 +93,14 @@ def field_of(name: str, table: str, fields: list[Field]) -> Field:
     return hits[0]
 
 
-def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]] | None = None) -> exp.Expression:
+def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]] | None = None,
+            session: object = None) -> exp.Expression:
     """A copy of ``e`` whose column references are physical names. With ``sides`` (a
     join's ``{"__l": left fields, "__r": right fields}``) each reference is qualified with
     its side's table name. A ``table.name`` that is not a DataFrame's qualifier or alias
-    but a struct column reads that struct's field."""
+    but a struct column reads that struct's field. Over a partition's own columns the
+    expression then gets Spark's meaning under ``session``'s settings, or is refused
+    (``semantics``)."""
     e = expand_struct_ops(e, fields if sides is None else [f for fs in sides.values() for f in fs]).copy()
     columns = [c for c in e.find_all(exp.Column) if not isinstance(c.this, exp.Star)
                and not any(isinstance(p, (exp.Subquery, exp.Select)) for p in _parents(c, e))]
@@ -111,7 +115,9 @@ def resolve(e: exp.Expression, fields: list[Field], sides: dict[str, list[Field]
                                 "UNSUPPORTED_FEATURE")
     if sides is None:  # a partition's own columns: Spark's implicit conversions, now that types are known
         schema = pa.schema([pa.field(f.phys, f.type) for f in fields])
-        e = bind_udfs(spark_coercions(e, schema, "__t"), schema, "__t")
+        conf = SqlConf.of(session)
+        e = spark_semantics(spark_coercions(e, schema, "__t", conf.ansi), schema, "__t", conf)
+        e = bind_udfs(e, schema, "__t")
     return e
 
 

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.sql_query import query_frame
+from strataflow.pyspark.sql.spark_sql_dialect import SparkSQL
 
 __all__ = ["run_sql"]
 
@@ -24,7 +25,7 @@ def run_sql(session: Any, text: str, args: Any = None, kwargs: dict | None = Non
     if " ".join(text.split()).upper().rstrip(";") == "SHOW TABLES":
         return _show_tables(session)
     try:
-        tree = sqlglot.parse_one(text, read="spark")
+        tree = sqlglot.parse_one(text, read=SparkSQL)
     except sqlglot.errors.ParseError as exc:
         raise AnalysisException(f"[PARSE_SYNTAX_ERROR] {exc}", "PARSE_SYNTAX_ERROR") from None
     if args is not None:

@@ -1,0 +1,340 @@
+"""Dates and timestamps as Spark reads them: a timestamp is an instant (held as UTC wall
+clock) shown, split into fields and formatted in the session time zone; date fields are
+``int`` (``dayofweek`` from 1 = Sunday); patterns are Java's ``DateTimeFormatter`` letters,
+translated to strftime's, and a letter not translated is refused by name.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from strataflow.pyspark.sql.semantics.core import Rules, typed
+from strataflow.pyspark.sql.semantics.template import fill
+
+__all__ = ["RULES", "REFUSE", "local", "from_local", "parse_timestamp", "strftime_pattern"]
+
+
+def _is_timestamp(t: pa.DataType | None) -> bool:
+    return t is not None and pa.types.is_timestamp(t)
+
+
+def local(x: exp.Expression, rules: Rules) -> exp.Expression:
+    """A timestamp (UTC wall clock) as wall clock in the session time zone."""
+    tz = rules.conf.tz
+    if tz.upper() in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
+        return x
+    return fill(f"timezone('{_quote(tz)}', timezone('UTC', CAST({{x}} AS TIMESTAMP)))", x=x)
+
+
+def from_local(x: exp.Expression, rules: Rules) -> exp.Expression:
+    """Wall clock in the session time zone as a timestamp (UTC wall clock). A wall clock
+    that happens twice (the hour a DST change repeats) is its earlier instant, as Java's
+    ``ZonedDateTime.of`` takes it; ICU takes the later one."""
+    tz = rules.conf.tz
+    if tz.upper() in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
+        return x
+    z = _quote(tz)
+    later = f"timezone('UTC', timezone('{z}', CAST({{x}} AS TIMESTAMP)))"
+    earlier = f"({later} - INTERVAL 1 HOUR)"
+    return fill(f"CASE WHEN timezone('{z}', timezone('UTC', {earlier})) = CAST({{x}} AS TIMESTAMP) THEN {earlier} "
+                f"ELSE {later} END", x=x)
+
+
+def _quote(s: str) -> str:
+    return s.replace("'", "''")
+
+
+_TS = ("^([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?"
+       "(?:[ T]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\\.([0-9]{1,6}))?)?)?"
+       "(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?$")
+
+
+def parse_timestamp(x: exp.Expression, rules: Rules) -> exp.Expression:
+    """Spark's ``stringToTimestamp`` for the forms ``yyyy[-m[m][-d[d]]][ |T h[h]:m[m][:s[s][.f]]][Z|±hh[:mm]]``:
+    without a zone, wall clock in the session time zone; anything else null."""
+    s = "regexp_replace({x}, '^[\\x00-\\x20]+|[\\x00-\\x20]+$', '', 'g')"
+
+    def g(i: int, default: str) -> str:
+        return f"CAST(coalesce(nullif(regexp_extract({s}, '{_TS}', {i}), ''), '{default}') AS BIGINT)"
+
+    micros = f"CAST(rpad(coalesce(nullif(regexp_extract({s}, '{_TS}', 7), ''), '0'), 6, '0') AS BIGINT)"
+    wall = (f"try(make_timestamp({g(1, '0')}, {g(2, '1')}, {g(3, '1')}, {g(4, '0')}, {g(5, '0')}, "
+            f"CAST({g(6, '0')} AS DOUBLE) + {micros} / 1000000.0))")
+    zone = f"regexp_extract({s}, '{_TS}', 8)"
+    offset = (f"(CASE WHEN {zone} = 'Z' THEN 0 ELSE (CASE WHEN left({zone}, 1) = '-' THEN -1 ELSE 1 END) * "
+              f"(CAST(substr({zone}, 2, 2) AS BIGINT) * 60 + coalesce(TRY_CAST(right(replace({zone}, ':', ''), 2) "
+              f"AS BIGINT) * (length(replace({zone}, ':', '')) > 3)::BIGINT, 0)) END)")
+    zoned = fill(f"{wall} - to_minutes({offset})", x=x)
+    plain = from_local(fill(wall, x=x), rules)
+    return fill(f"CASE WHEN NOT regexp_full_match({s}, '{_TS}') THEN NULL WHEN {zone} = '' THEN {{p}} ELSE {{z}} END",
+                x=x, p=plain, z=zoned)
+
+
+_LETTERS = [("yyyy", "%Y"), ("MMMM", "%B"), ("MMM", "%b"), ("EEEE", "%A"), ("EEE", "%a"), ("SSSSSS", "%f"),
+            ("SSS", "%g"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("hh", "%I"), ("mm", "%M"),
+            ("ss", "%S"), ("DDD", "%j"), ("M", "%-m"), ("d", "%-d"), ("H", "%-H"), ("h", "%-I"), ("m", "%-M"),
+            ("s", "%-S"), ("a", "%p")]
+
+
+def strftime_pattern(pattern: str) -> str | None:
+    """A Spark datetime pattern in strftime's letters; None where it has a letter (or a
+    count of one) this translation does not know."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "'":
+            end = pattern.find("'", i + 1)
+            if end < 0:
+                return None
+            out.append("'" if end == i + 1 else pattern[i + 1:end].replace("%", "%%"))
+            i = end + 1
+            continue
+        if c.isalpha():
+            run = len(pattern) - i - len(pattern[i:].lstrip(c))
+            token = pattern[i:i + run]
+            hit = dict(_LETTERS).get(token)
+            if hit is None:
+                return None
+            out.append(hit)
+            i += run
+            continue
+        out.append("%%" if c == "%" else c)
+        i += 1
+    return "".join(out)
+
+
+def _pattern(node: exp.Expression, arg: exp.Expression | None, rules: Rules, default: str) -> str:
+    if arg is None:
+        return strftime_pattern(default)
+    text = arg.meta.get("spark_pattern") if arg._meta else None
+    if text is None and isinstance(arg, exp.Literal) and arg.is_string:
+        text = arg.this
+    if text is None:
+        raise rules.refuse(node, "its pattern is not a literal string", "a literal pattern")
+    fmt = strftime_pattern(text)
+    if fmt is None:
+        raise rules.refuse(node, f"the datetime pattern '{text}' has letters strataflow does not translate",
+                           "the letters y M d H h m s S E a and quoted text")
+    return fmt.replace("'", "''")
+
+
+def _field(sql_fn: str, plus: int = 0):
+    def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
+        x = node.this
+        inner = x.this if isinstance(x, exp.TsOrDsToDate) and not x.args.get("format") else x
+        t = rules.type_of(inner)
+        if pa.types.is_string(t) if t is not None else False:
+            raise rules.refuse(node, "a string argument (Spark casts it to a date first)", "cast it to date first")
+        arg = local(inner, rules) if _is_timestamp(t) else inner
+        body = f"CAST({sql_fn}({{x}}) + {plus} AS INTEGER)" if plus else f"CAST({sql_fn}({{x}}) AS INTEGER)"
+        return typed(fill(body, x=arg), pa.int32())
+
+    return rule
+
+
+def _time_field(sql_fn: str):
+    def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
+        x = node.this
+        t = rules.type_of(x)
+        if not _is_timestamp(t):
+            raise rules.refuse(node, f"an argument of type {t}", "cast it to timestamp first")
+        return typed(fill(f"CAST({sql_fn}({{x}}) AS INTEGER)", x=local(x, rules)), pa.int32())
+
+    return rule
+
+
+def _second(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x = node.this
+    if not _is_timestamp(rules.type_of(x)):
+        raise rules.refuse(node, "a non-timestamp argument", "cast it to timestamp first")
+    return typed(fill("CAST(second({x}) AS INTEGER)", x=local(x, rules)), pa.int32())
+
+
+def _add_months(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x, n = node.this, node.expression
+    if not pa.types.is_date32(rules.type_of(x) or pa.null()):
+        raise rules.refuse(node, "a non-date argument", "cast it to date first")
+    return typed(fill("CAST({x} + to_months(CAST({n} AS INTEGER)) AS DATE)", x=x, n=n), pa.date32())
+
+
+def _datediff(node: exp.Expression, rules: Rules) -> exp.Expression:
+    end, start = node.this, node.expression
+    parts = []
+    for side in (end, start):
+        inner = side.this if isinstance(side, exp.TsOrDsToDate) and not side.args.get("format") else side
+        t = rules.type_of(inner)
+        if _is_timestamp(t):
+            parts.append(fill("CAST({x} AS DATE)", x=local(inner, rules)))
+        elif t is not None and pa.types.is_date32(t):
+            parts.append(inner)
+        else:
+            raise rules.refuse(node, f"an argument of type {t}", "cast it to date first")
+    return typed(fill("CAST(date_diff('day', {s}, {e}) AS INTEGER)", s=parts[1], e=parts[0]), pa.int32())
+
+
+def _to_date(node: exp.Expression, rules: Rules) -> exp.Expression:
+    from strataflow.pyspark.sql.semantics.casts import cast_rule
+
+    x, fmt = node.this, node.args.get("format")
+    t = rules.type_of(x)
+    if fmt is None:
+        return cast_rule(exp.Cast(this=x, to=exp.DataType.build("DATE")), rules)
+    pattern = _pattern(node, fmt, rules, "yyyy-MM-dd")
+    body = fill(f"CAST(try_strptime({{x}}, '{pattern}') AS DATE)", x=x)
+    return typed(body, pa.date32())
+
+
+def _to_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x, fmt = node.this, node.args.get("format")
+    pattern = _pattern(node, fmt, rules, "yyyy-MM-dd HH:mm:ss")
+    body = from_local(fill(f"CAST(try_strptime({{x}}, '{pattern}') AS TIMESTAMP)", x=x), rules)
+    return typed(body, pa.timestamp("us"))
+
+
+def _date_format(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x = node.this
+    inner = x.this if isinstance(x, exp.TsOrDsToTimestamp) else x
+    t = rules.type_of(inner)
+    pattern = _pattern(node, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
+    if _is_timestamp(t):
+        arg = local(inner, rules)
+    elif t is not None and pa.types.is_date32(t):
+        arg = fill("CAST({x} AS TIMESTAMP)", x=inner)
+    else:
+        raise rules.refuse(node, f"an argument of type {t}", "cast it to timestamp first")
+    return typed(fill(f"strftime({{x}}, '{pattern}')", x=arg), pa.string())
+
+
+def _from_unixtime(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x = node.this
+    pattern = _pattern(node, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
+    ts = fill("CASE WHEN abs(CAST({x} AS HUGEINT)) > 9223372036854 THEN NULL "
+              "ELSE make_timestamp(CAST({x} AS BIGINT) * 1000000) END", x=x)
+    return typed(fill(f"strftime({{t}}, '{pattern}')", t=local(ts, rules)), pa.string())
+
+
+def _unix_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x = node.this
+    pattern = _pattern(node, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
+    t = rules.type_of(x)
+    if not (pa.types.is_string(t) if t is not None else False):
+        raise rules.refuse(node, f"an argument of type {t}", "unix_timestamp of a string with a pattern")
+    wall = fill(f"CAST(try_strptime({{x}}, '{pattern}') AS TIMESTAMP)", x=x)
+    return typed(fill("CAST(floor(epoch_us({t}) / 1000000) AS BIGINT)", t=from_local(wall, rules)), pa.int64())
+
+
+def _make_date(node: exp.Expression, rules: Rules) -> exp.Expression:
+    y, m, d = node.expressions
+    try_ = fill("try(make_date(CAST({y} AS BIGINT), CAST({m} AS BIGINT), CAST({d} AS BIGINT)))", y=y, m=m, d=d)
+    if rules.conf.ansi:
+        return typed(fill("CASE WHEN {y} IS NOT NULL AND {m} IS NOT NULL AND {d} IS NOT NULL AND {t} IS NULL THEN "
+                          "error('[DATETIME_FIELD_OUT_OF_BOUNDS] Invalid date. If necessary set "
+                          "\"spark.sql.ansi.enabled\" to \"false\" to bypass this error.') ELSE {t} END",
+                          y=y, m=m, d=d, t=try_), pa.date32())
+    return typed(try_, pa.date32())
+
+
+def _trunc(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``trunc(date, unit)`` (DateTrunc) and ``date_trunc(unit, ts)`` (TimestampTrunc)."""
+    x = node.this
+    unit = node.args.get("unit")
+    name = (unit.name if isinstance(unit, (exp.Var, exp.Literal, exp.Identifier)) else unit.sql() if unit else "")
+    name = name.strip("'").lower()
+    units = {"year": "year", "yyyy": "year", "yy": "year", "month": "month", "mon": "month", "mm": "month",
+             "quarter": "quarter", "week": "week", "day": "day", "dd": "day", "hour": "hour", "minute": "minute",
+             "second": "second"}
+    if name not in units:
+        raise rules.refuse(node, f"the unit '{name}'", "one of year, quarter, month, week, day, hour, minute, second")
+    t = rules.type_of(x)
+    if isinstance(node, exp.DateTrunc) and not isinstance(node, exp.TimestampTrunc):
+        if units[name] not in ("year", "quarter", "month", "week"):
+            return typed(fill("CAST(NULL AS DATE)"), pa.date32())
+        if not (t is not None and pa.types.is_date32(t)):
+            raise rules.refuse(node, f"an argument of type {t}", "cast it to date first")
+        return typed(fill(f"CAST(date_trunc('{units[name]}', {{x}}) AS DATE)", x=x), pa.date32())
+    if not _is_timestamp(t):
+        raise rules.refuse(node, f"an argument of type {t}", "cast it to timestamp first")
+    if units[name] in ("minute", "second") or (units[name] == "hour" and _whole_hours(rules.conf.tz)):
+        return typed(fill(f"date_trunc('{units[name]}', {{x}})", x=x), pa.timestamp("us"))  # the same instant
+    return typed(from_local(fill(f"date_trunc('{units[name]}', {{x}})", x=local(x, rules)), rules),
+                 pa.timestamp("us"))
+
+
+def _whole_hours(tz: str) -> bool:
+    """Whether ``tz``'s offsets from UTC are whole hours (then an hour starts at the same
+    instant in it as in UTC), judged over its transitions since 1900."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    try:
+        zone = ZoneInfo(tz)
+    except Exception:  # noqa: BLE001 - an unknown zone: DuckDB will name it
+        return False
+    for year in range(1900, 2040, 2):
+        for month in (1, 7):
+            off = dt.datetime(year, month, 1, tzinfo=zone).utcoffset()
+            if off is None or off.total_seconds() % 3600:
+                return False
+    return True
+
+
+RULES = {
+    exp.Year: _field("year"), exp.Month: _field("month"), exp.DayOfMonth: _field("day"),
+    exp.DayOfWeek: _field("dayofweek", plus=1), exp.DayOfYear: _field("dayofyear"), exp.Quarter: _field("quarter"),
+    exp.WeekOfYear: _field("weekofyear"), exp.Hour: _time_field("hour"), exp.Minute: _time_field("minute"),
+    exp.Second: _second, exp.AddMonths: _add_months, exp.DateDiff: _datediff, exp.TsOrDsToDate: _to_date,
+    exp.StrToTime: _to_timestamp, exp.TimeToStr: _date_format, exp.UnixToStr: _from_unixtime,
+    exp.StrToUnix: _unix_timestamp, exp.DateTrunc: _trunc, exp.TimestampTrunc: _trunc,
+}
+REFUSE: dict = {}
+ANONYMOUS = {"make_date": _make_date}
+
+
+def _last_day(node: exp.Expression, rules: Rules) -> exp.Expression:
+    x = node.this
+    inner = x.this if isinstance(x, exp.TsOrDsToDate) and not x.args.get("format") else x
+    t = rules.type_of(inner)
+    arg = fill("CAST({x} AS DATE)", x=local(inner, rules)) if _is_timestamp(t) else inner
+    return typed(fill("last_day({x})", x=arg), pa.date32())
+
+
+RULES[exp.LastDay] = _last_day
+
+
+def _as_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """sqlglot's conversion of a ``date_format`` argument: Spark's cast to timestamp."""
+    from strataflow.pyspark.sql.semantics.casts import cast_rule
+
+    if node.args.get("format") is not None:
+        raise rules.refuse(node, "a format", "to_timestamp(col, format)")
+    return cast_rule(exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMP")), rules)
+
+
+RULES[exp.TimeStrToTime] = _as_timestamp
+RULES[exp.Day] = _field("day")
+
+
+_EXTRACT_INT = {"year", "yyyy", "yy", "quarter", "month", "mon", "mm", "day", "dd", "dayofweek", "dow", "doy",
+                "dayofyear", "hour", "minute", "week", "w"}
+
+
+def _extract(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``extract(field FROM x)``/``date_part``: an int for the calendar fields (DuckDB
+    gives a bigint); Spark's decimal seconds and the rest are refused."""
+    unit = node.this
+    name = (unit.name if isinstance(unit, (exp.Var, exp.Identifier, exp.Literal)) else unit.sql()).lower()
+    if name not in _EXTRACT_INT:
+        raise rules.refuse(node, f"the field '{name}'", "year, quarter, month, day, hour, minute, dayofweek")
+    x = node.expression
+    t = rules.type_of(x)
+    if not (_is_timestamp(t) or (t is not None and pa.types.is_date32(t))):
+        raise rules.refuse(node, f"an argument of type {t}", "cast it to date or timestamp first")
+    arg = local(x, rules) if _is_timestamp(t) else x
+    field = {"dow": "dayofweek", "doy": "dayofyear", "w": "week", "yyyy": "year", "yy": "year", "mon": "month",
+             "mm": "month", "dd": "day"}.get(name, name)
+    plus = " + 1" if field == "dayofweek" else ""
+    return typed(fill(f"CAST({field}({{x}}){plus} AS INTEGER)", x=arg), pa.int32())
+
+
+RULES[exp.Extract] = _extract

@@ -1,0 +1,42 @@
+"""A partition query's failure as the exception PySpark raises for it.
+
+The rules of ``semantics`` make a query fail where Spark's would, with DuckDB's
+``error('[ERROR_CLASS] message')``; DuckDB's own integer overflow is Spark's
+ARITHMETIC_OVERFLOW. Each becomes PySpark's exception of that error class
+(``ArithmeticException``, ``NumberFormatException``...), so a program's ``except``
+clauses and ``getCondition()`` see what they would under PySpark.
+"""
+
+from __future__ import annotations
+
+import re
+
+from strataflow.pyspark.errors import (ArithmeticException, ArrayIndexOutOfBoundsException, DateTimeException,
+                                       NumberFormatException, SparkRuntimeException, UnsupportedOperationException)
+
+__all__ = ["engine_error"]
+
+_KINDS = {
+    "DIVIDE_BY_ZERO": ArithmeticException, "REMAINDER_BY_ZERO": ArithmeticException,
+    "ARITHMETIC_OVERFLOW": ArithmeticException, "BINARY_ARITHMETIC_OVERFLOW": ArithmeticException,
+    "CAST_OVERFLOW": ArithmeticException, "NUMERIC_VALUE_OUT_OF_RANGE": ArithmeticException,
+    "CAST_INVALID_INPUT": NumberFormatException, "DATETIME_FIELD_OUT_OF_BOUNDS": DateTimeException,
+    "CANNOT_PARSE_TIMESTAMP": DateTimeException, "INVALID_ARRAY_INDEX_IN_ELEMENT_AT": ArrayIndexOutOfBoundsException,
+    "INVALID_INDEX_OF_ZERO": ArrayIndexOutOfBoundsException, "STRATAFLOW_UNSUPPORTED": UnsupportedOperationException,
+}
+_CLASS = re.compile(r"\[([A-Z_]+(?:\.[A-Z_]+)?)\] (.*)", re.S)
+
+
+def engine_error(exc: BaseException) -> SparkRuntimeException | None:
+    """PySpark's exception for DuckDB's error ``exc``; None where it is none of Spark's."""
+    text = str(exc)
+    m = _CLASS.search(text)
+    if m is not None and m.group(1).split(".")[0] in _KINDS:
+        cls = m.group(1).split(".")[0]
+        return _KINDS[cls](f"[{m.group(1)}] {m.group(2).strip()}", cls)
+    if type(exc).__name__ == "OutOfRangeException" and "Overflow" in text:
+        return ArithmeticException(f"[ARITHMETIC_OVERFLOW] {text.split(': ', 1)[-1]}. Use 'try_' variants to "
+                                   f"tolerate overflow and return NULL instead. If necessary set "
+                                   f"\"spark.sql.ansi.enabled\" to \"false\" to bypass this error.",
+                                   "ARITHMETIC_OVERFLOW")
+    return None

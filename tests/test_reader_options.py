@@ -294,3 +294,39 @@ def test_csv_written_then_read_gives_the_strings_back(spark, tmp_path):
     back = spark.read.csv(path, header=True, multiLine=True, schema="i INT, s STRING").collect()
     expected = [(i, (v.strip(" \t\r\n") or None) if v is not None else None) for i, v in enumerate(pool)]
     assert sorted((r.i, r.s) for r in back) == expected
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "text"])
+def test_files_cut_into_byte_ranges_read_every_line_once(spark, tmp_path, monkeypatch, fmt):
+    """With splits of 128 bytes (a file of a few KB in dozens of ranges), every line
+    is read once and in order: the same rows as the file read whole, and for text the
+    lines a Python model cuts (``\\n``, ``\\r\\n``, ``\\r``, multi-byte characters at the cuts)."""
+    import random
+
+    from strataflow.pyspark.sql import file_splits
+
+    rng = random.Random(7)
+    words = ["a", "ü", "日本語", "😀", "x,y", "", "  ", "1.5", "-3", "2024-01-31"]
+    lines = []
+    for i in range(300):
+        if fmt == "json":
+            lines.append(json.dumps({"i": i, "w": rng.choice(words), "n": rng.choice([1, 2.5, None])},
+                                    ensure_ascii=False))
+        else:
+            lines.append(f"{i},{rng.choice(words)}")
+    ends = ["\n", "\r\n", "\n\n"] if fmt != "text" else ["\n", "\r\n", "\r", "\n\n"]
+    text = ("i,w\n" if fmt == "csv" else "") + "".join(line + rng.choice(ends) for line in lines)
+    path = tmp_path / f"big.{fmt}"
+    path.write_bytes(text.encode("utf-8"))
+    kw = {"csv": {"header": True, "inferSchema": True}, "json": {}, "text": {}}[fmt]
+
+    def rows(unit: int) -> list:
+        monkeypatch.setattr(file_splits, "_MB", unit)
+        df = getattr(spark.read, fmt)(str(path), **kw)
+        return [[tag(v) for v in r] for r in df.collect()]
+
+    whole, cut = rows(1 << 20), rows(1)  # 1: splits of 128 bytes
+    assert cut == whole
+    if fmt == "text":
+        assert [r[0]["str"] for r in cut] == text.splitlines()
+    assert len(file_splits.plan_splits([(str(path), len(text.encode()))], [()], 2, True, "utf-8")) > 1

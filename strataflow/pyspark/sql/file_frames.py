@@ -19,11 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from strataflow.pyspark.errors import AnalysisException
+from strataflow.pyspark.errors import AnalysisException, UnsupportedOperation
 from strataflow.pyspark.sql import types as T
 from strataflow.pyspark.sql.csv_fast import fast_columns, fast_types
 from strataflow.pyspark.sql.csv_records import field_datum, malformed_error, records
-from strataflow.pyspark.sql.json_records import canonical, infer_type, parse_units, record_converter
+from strataflow.pyspark.sql.json_records import canonical, infer_records, parse_units, record_converter
+from strataflow.pyspark.sql.file_splits import plan_splits, read_split
 from strataflow.pyspark.sql.partition_discovery import InputFiles
 from strataflow.pyspark.sql.reader_values import FieldInference, converter, merge_types
 
@@ -32,14 +33,6 @@ __all__ = ["csv_frame", "json_frame", "text_frame", "json_lines_frame", "FAST_PA
 #: whether a CSV file may take the vectorized path (``csv_fast``) when it gives the same answer;
 #: the tests turn it off to compare the two
 FAST_PATH = True
-
-
-def _read_text(url: str, encoding: str) -> str:
-    import fsspec
-
-    with fsspec.open(url, "rb") as fh:
-        data = fh.read()
-    return data.decode(encoding, errors="replace")
 
 
 def _arrow_schema(schema: T.StructType) -> pa.Schema:
@@ -57,10 +50,13 @@ def _table(columns: list[list], schema: T.StructType, parts: list[tuple[str, T.D
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _dataset(session: Any, files: InputFiles, fn: Any) -> Any:
+def _dataset(session: Any, files: InputFiles, fn: Any, opts: Any, line_records: bool) -> Any:
+    """A Dataset whose partitions are groups of splits (``file_splits``), mapped by ``fn``."""
     ctx = session.sparkContext.ctx
-    items = list(zip([u for u, _ in files.files], files.values))
-    n = max(1, min(len(items), session.sparkContext.defaultParallelism))
+    parallelism = session.sparkContext.defaultParallelism
+    items = plan_splits(files.files, files.values, parallelism,
+                        line_records and opts.line_sep in (None, "\n"), opts.encoding)
+    n = max(1, min(len(items), parallelism))
     return ctx.parallelize(items, n).map_partitions(fn)
 
 
@@ -83,17 +79,18 @@ def _csv_infer(opts: Any, zone: dt.tzinfo, items: list) -> list:
     """Per task: the first record's fields (for the header) and each position's type."""
     inference = FieldInference(opts, zone)
     first, types = None, []
-    for url, _ in items:
-        text = _read_text(url, opts.encoding)
-        fast = fast_types(text, opts, zone) if FAST_PATH else None
+    for url, _, start, end in items:
+        text = read_split(url, opts.encoding, start, end)
+        o = opts if start == 0 else _no_header(opts)  # a split after a file's first holds no header
+        fast = fast_types(text, o, zone) if FAST_PATH else None
         if fast is not None:
             first = fast[0] if first is None else first
             types = [merge_types(a, b) for a, b in itertools.zip_longest(types, fast[1], fillvalue=T.NullType())]
             continue
-        for k, (fields, _) in enumerate(records(text, opts)):
+        for k, (fields, _) in enumerate(records(text, o)):
             if first is None:
                 first = [f[0] for f in fields]
-            if k == 0 and opts.header:
+            if k == 0 and o.header:
                 continue
             if not opts.infer_schema:
                 break
@@ -104,6 +101,12 @@ def _csv_infer(opts: Any, zone: dt.tzinfo, items: list) -> list:
                 if datum is not None:
                     types[i] = inference.infer(types[i], datum)
     return [(first, types)]
+
+
+def _no_header(opts: Any) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{**vars(opts), "header": False})
 
 
 def _csv_file(opts: Any, convs: list, schema: T.StructType, corrupt: str | None, text: str,
@@ -144,16 +147,17 @@ def _csv_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, ite
     convs = [converter(f.dataType, opts, zone, "CSV") for f in data]
     arrow = _arrow_schema(schema)
     pieces = []
-    for url, pvalues in items:
-        text = _read_text(url, opts.encoding)
-        fast = fast_columns(text, opts, data, zone) if FAST_PATH else None
+    for url, pvalues, start, end in items:
+        text = read_split(url, opts.encoding, start, end)
+        o = opts if start == 0 else _no_header(opts)
+        fast = fast_columns(text, o, data, zone) if FAST_PATH else None
         if fast is not None:
             n = len(fast[0]) if fast else 0
             by_name = dict(zip([f.name for f in data], fast))
             cols = [by_name[f.name] if f.name in by_name else pa.nulls(n, pa.string()) for f in schema]
             table = pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, arrow)], schema=arrow)
         else:
-            columns = _csv_file(opts, convs, schema, corrupt, text, url)
+            columns = _csv_file(o, convs, schema, corrupt, text, url)
             table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, arrow)], schema=arrow)
         pieces.append(_table_with_values(table, parts, pvalues))
     if not pieces:
@@ -184,7 +188,7 @@ def csv_frame(session: Any, files: InputFiles, opts: Any, schema: T.StructType |
         if not files.files:
             raise AnalysisException("[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for CSV. It must be specified "
                                     "manually.", "UNABLE_TO_INFER_SCHEMA")
-        found = _dataset(session, files, functools.partial(_csv_infer, opts, zone)).collect()
+        found = _dataset(session, files, functools.partial(_csv_infer, opts, zone), opts, not opts.multi_line).collect()
         first = next((f for f, _ in found if f is not None), None) or []
         names = _header_names(first) if opts.header else [f"_c{i}" for i in range(len(first))]
         types: list[T.DataType] = [T.NullType()] * len(names)
@@ -199,21 +203,22 @@ def csv_frame(session: Any, files: InputFiles, opts: Any, schema: T.StructType |
             raise AnalysisException(f"[INVALID_CORRUPT_RECORD_TYPE] The column `{opts.corrupt_column}` for corrupt "
                                     f"records must have the nullable STRING type", "INVALID_CORRUPT_RECORD_TYPE")
     full, arrow = _full_schema(schema, files)
-    return _dataset(session, files, functools.partial(_csv_part, opts, zone, schema, files.columns)), arrow
+    return _dataset(session, files, functools.partial(_csv_part, opts, zone, schema, files.columns), opts,
+                    not opts.multi_line), arrow
 
 
 # -- JSON ----------------------------------------------------------------------------------------------
 def _json_infer(opts: Any, items: list) -> list:
     t: T.DataType = T.StructType([])
     corrupt = False
-    for url, _ in items:
-        for value, raw in parse_units(_read_text(url, opts.encoding), opts):
-            if value is None:
-                if opts.mode == "FAILFAST":
-                    raise malformed_error(raw, url, "not a JSON object")
-                corrupt = True
-                continue
-            t = merge_types(t, infer_type(value, opts))
+    for url, _, start, end in items:
+        units = parse_units(read_split(url, opts.encoding, start, end), opts)
+        bad = next((raw for value, raw in units if value is None), None)
+        if bad is not None:
+            if opts.mode == "FAILFAST":
+                raise malformed_error(bad, url, "not a JSON object")
+            corrupt = True
+        t = infer_records((value for value, _ in units if value is not None), opts, t)
     return [(t, corrupt)]
 
 
@@ -233,9 +238,9 @@ def _json_schema(found: list, opts: Any) -> T.StructType:
 def _json_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, items: list) -> pa.Table:
     columns: list[list] = [[] for _ in schema]
     values = []
-    for url, pvalues in items:
+    for url, pvalues, start, end in items:
         row_of = record_converter(schema, opts.corrupt_column, opts, zone, url)
-        for value, raw in parse_units(_read_text(url, opts.encoding), opts):
+        for value, raw in parse_units(read_split(url, opts.encoding, start, end), opts):
             row = row_of(value, raw)
             if row is None:
                 continue
@@ -252,9 +257,10 @@ def json_frame(session: Any, files: InputFiles, opts: Any, schema: T.StructType 
         if not files.files:
             raise AnalysisException("[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for JSON. It must be specified "
                                     "manually.", "UNABLE_TO_INFER_SCHEMA")
-        schema = _json_schema(_dataset(session, files, functools.partial(_json_infer, opts)).collect(), opts)
+        schema = _json_schema(_dataset(session, files, functools.partial(_json_infer, opts), opts, not opts.multi_line).collect(), opts)
     full, arrow = _full_schema(schema, files)
-    return _dataset(session, files, functools.partial(_json_part, opts, zone, schema, files.columns)), arrow
+    return _dataset(session, files, functools.partial(_json_part, opts, zone, schema, files.columns), opts,
+                    not opts.multi_line), arrow
 
 
 def _json_lines_infer(opts: Any, lines: list) -> list:
@@ -262,16 +268,11 @@ def _json_lines_infer(opts: Any, lines: list) -> list:
 
 
 def _json_infer_units(opts: Any, units: list) -> list:
-    t: T.DataType = T.StructType([])
-    corrupt = False
-    for value, raw in units:
-        if value is None:
-            if opts.mode == "FAILFAST":
-                raise malformed_error(raw, "the RDD", "not a JSON object")
-            corrupt = True
-            continue
-        t = merge_types(t, infer_type(value, opts))
-    return [(t, corrupt)]
+    bad = next((raw for value, raw in units if value is None), None)
+    if bad is not None and opts.mode == "FAILFAST":
+        raise malformed_error(bad, "the RDD", "not a JSON object")
+    t = infer_records((value for value, _ in units if value is not None), opts, T.StructType([]))
+    return [(t, bad is not None)]
 
 
 def _json_lines_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, lines: list) -> pa.Table:
@@ -299,8 +300,8 @@ def _text_part(opts: Any, parts: list, items: list) -> pa.Table:
     from strataflow.pyspark.sql.csv_records import _lines
 
     rows, values = [], []
-    for url, pvalues in items:
-        text = _read_text(url, opts.encoding)
+    for url, pvalues, start, end in items:
+        text = read_split(url, opts.encoding, start, end)
         lines = [text] if opts.whole_text else [line for line, _ in _lines(text, opts.line_sep)]
         rows.extend(lines)
         values.extend([pvalues] * len(lines))
@@ -310,4 +311,5 @@ def _text_part(opts: Any, parts: list, items: list) -> pa.Table:
 def text_frame(session: Any, files: InputFiles, opts: Any) -> tuple[Any, pa.Schema]:
     """The Dataset and Arrow schema of a text read: a ``value`` line (or file) per row."""
     _, arrow = _full_schema(T.StructType([T.StructField("value", T.StringType())]), files)
-    return _dataset(session, files, functools.partial(_text_part, opts, files.columns)), arrow
+    return _dataset(session, files, functools.partial(_text_part, opts, files.columns), opts,
+                    not opts.whole_text), arrow

@@ -31,7 +31,7 @@ from strataflow.pyspark.sql.csv_records import malformed_error
 from strataflow.pyspark.sql.reader_datetime_patterns import date_parser, timestamp_parser
 from strataflow.pyspark.sql.reader_values import decimal_type_of, merge_types, wall_clock
 
-__all__ = ["parse_units", "infer_type", "canonical", "record_converter", "JsonText"]
+__all__ = ["parse_units", "infer_type", "infer_records", "canonical", "record_converter", "JsonText"]
 
 
 class JsonText(str):
@@ -40,6 +40,10 @@ class JsonText(str):
 
 class _Bad(Exception):
     """A value that does not convert to its field's type."""
+
+
+class _NeedText(Exception):
+    """An object or array read into a string: the record is decoded again, keeping text."""
 
 
 def _single_to_double(text: str) -> str:
@@ -125,16 +129,37 @@ def _decode(s: str, i: int, dec: json.JSONDecoder) -> tuple[Any, int]:
         raise ValueError(f"',' or {close!r} expected at {j}")
 
 
-def _loads(text: str, opts: Any) -> Any:
+def _pairs(pairs: list) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _decoders(opts: Any) -> tuple[json.JSONDecoder, json.JSONDecoder]:
+    """(fast, keeping): the C decoder (plain dicts and lists), and one for ``_decode``."""
     def constant(name: str) -> float:
         if not opts.allow_non_numeric:
             raise ValueError(f"non-numeric number {name}")
         return float(name.replace("Infinity", "inf"))
 
-    dec = json.JSONDecoder(parse_float=JsonText, parse_constant=constant, strict=not opts.allow_control_chars)
+    strict = not opts.allow_control_chars
+    return (json.JSONDecoder(parse_float=JsonText, parse_constant=constant, object_pairs_hook=_pairs, strict=strict),
+            json.JSONDecoder(parse_float=JsonText, parse_constant=constant, strict=strict))
+
+
+def _loads(text: str, opts: Any, decoders: tuple | None = None, keep_text: bool = False) -> Any:
+    """The JSON value of ``text`` (ValueError if it is not JSON). Objects and arrays keep
+    their source text only with ``keep_text`` (the slower decoder): a record needs it only
+    when one of them is read into a string column."""
+    fast, keeping = decoders or _decoders(opts)
 
     def whole(t: str) -> Any:
-        value, end = _decode(t, 0, dec)
+        if not keep_text:
+            return fast.decode(t)
+        value, end = _decode(t, 0, keeping)
         if t[end:].strip(" \t\n\r"):
             raise ValueError(f"text after the JSON value at {end}")
         return value
@@ -158,9 +183,12 @@ def parse_units(text: str, opts: Any) -> list[tuple[Any, str]]:
     else:
         units = [u for u in re.split(r"\r\n|\r|\n", text) if u.strip()]
     out = []
+    decoders = _decoders(opts)
     for raw in units:
         try:
-            value = _loads(raw, opts)
+            value = _loads(raw, opts, decoders)
+            if isinstance(value, list):  # records of an array: each keeps its text
+                value = _loads(raw, opts, decoders, keep_text=True)
         except DuplicateKey as exc:
             from strataflow.pyspark.errors import AnalysisException
 
@@ -219,6 +247,34 @@ def infer_type(v: Any, opts: Any) -> T.DataType:
     return T.StructType([T.StructField(k, infer_type(v[k], opts)) for k in sorted(v)])
 
 
+def shape(v: Any, prefers_decimal: bool) -> Any:
+    """A hashable key of a JSON value's kind, equal for two values ``infer_type`` types
+    alike: a file's records mostly share a few shapes, so each shape is typed once."""
+    t = type(v)
+    if t is str:
+        return "s" if v else None
+    if t is JsonText:
+        return ("f", str.__str__(v)) if prefers_decimal else "f"
+    if t is int:
+        return "l" if -(1 << 63) <= v < (1 << 63) else ("D", len(str(abs(v))))
+    if v is None or t is bool or t is float:
+        return t
+    if isinstance(v, dict):
+        return tuple((k, shape(x, prefers_decimal)) for k, x in v.items())
+    return frozenset(shape(x, prefers_decimal) for x in v)
+
+
+def infer_records(values: Any, opts: Any, t: T.DataType) -> T.DataType:
+    """``t`` merged with the types of the records ``values`` (each distinct shape typed once)."""
+    seen: set = set()
+    for v in values:
+        key = shape(v, opts.prefers_decimal)
+        if key not in seen:
+            seen.add(key)
+            t = merge_types(t, infer_type(v, opts))
+    return t
+
+
 def canonical(t: T.DataType, drop_all_null: bool) -> T.DataType | None:
     """The inferred type as Spark ends it: NullType a string (or dropped with
     ``dropFieldIfAllNull``), empty structs dropped."""
@@ -257,7 +313,13 @@ def _json_text(v: Any) -> str:
 def _value(t: T.DataType, opts: Any, zone: dt.tzinfo) -> Callable[[Any], Any]:
     """The converter of a JSON value to Spark type ``t`` (raises _Bad when it does not)."""
     if isinstance(t, T.StringType):
-        return lambda v: v if type(v) is str else _json_text(v)
+        def text(v: Any) -> str:
+            if type(v) is str:
+                return v
+            if isinstance(v, (dict, list)) and not getattr(v, "raw", ""):
+                raise _NeedText
+            return _json_text(v)
+        return text
     bits = {T.ByteType: 7, T.ShortType: 15, T.IntegerType: 31, T.LongType: 63}.get(type(t))
     if bits is not None:
         def integral(v: Any) -> int:
@@ -342,6 +404,12 @@ def record_converter(schema: T.StructType, corrupt: str | None, opts: Any, zone:
     convs = [(f.name, _value(f.dataType, opts, zone) if f.name != corrupt else None) for f in schema]
 
     def row(value: Any, raw: str) -> list | None:
+        try:
+            return converted(value, raw)
+        except _NeedText:
+            return converted(_loads(raw, opts, keep_text=True), raw)
+
+    def converted(value: Any, raw: str) -> list | None:
         bad = value is None
         out = []
         for name, conv in convs:

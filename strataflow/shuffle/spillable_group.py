@@ -106,7 +106,8 @@ class SpilledGroup(Sequence):
         return next(itertools.islice(self, i, None))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (list, tuple, SpilledGroup)):
+        """Equal to a list (or another group) of equal values, as a list is."""
+        if not isinstance(other, (list, SpilledGroup)):
             return NotImplemented
         return len(other) == self._len and all(a == b for a, b in zip(self, other))
 

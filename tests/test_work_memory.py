@@ -14,6 +14,8 @@ import sys
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from key_types import Color, Level, Point, Unit
 from strataflow import Context
@@ -320,3 +322,41 @@ def test_a_cached_group_keeps_its_file_until_unpersisted(small):
     grouped.unpersist(blocking=True)
     gc.collect()
     assert not [p for p in shuffle.rglob("spill-*")], "an unpersisted group's file outlived it"
+
+
+_KEYS = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3), st.tuples(st.integers(0, 2), st.text(max_size=2)),
+                  st.sampled_from([Color.RED, Unit.MB, Level.LOW]), st.floats(allow_nan=False, width=16))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(_KEYS, st.integers(0, 50)), min_size=1, max_size=40), st.integers(600, 3000),
+       st.integers(0, 2**32 - 1))
+def test_structures_under_a_tiny_budget_agree_with_the_model(tmp_path_factory, sample, n, seed):
+    """Random keys of every kind (None, unicode, tuples, Enums, floats with -0.0 == 0.0),
+    one of them hot, under 16 KB: the grouper, the sorter and the aggregator spill and
+    give the plain-Python answer (groups in insertion order, a stable sort)."""
+    import random
+
+    rng = random.Random(seed)
+    hot = sample[0][0]
+    pairs = [(hot, i) if rng.random() < 0.5 else (rng.choice(sample)[0], i) for i in range(n)]
+    d = str(tmp_path_factory.mktemp("tiny"))
+    mm = MemoryManager(16 << 10)
+    mm.task_started(1)
+    model = groups(pairs)
+
+    grouper = ExternalGrouper(Grouping(), mm, 1, d)
+    grouper.insert(pairs)
+    got = [(k, list(g)) for k, g in grouper.groups()]
+    assert len(got) == len(model) and all(model[k] == g for k, g in got)
+
+    sorter = ExternalSorter(SortOrder(lambda kv: kv[1] % 7, reverse=bool(seed % 2)), mm, 1, d)
+    sorter.insert_all(pairs)
+    assert list(sorter.sorted_records()) == sorted(pairs, key=lambda kv: kv[1] % 7, reverse=bool(seed % 2))
+
+    agg = ExternalAggregator(Aggregator(lambda v: v, lambda a, b: a + b, lambda a, b: a + b), mm, 1, d)
+    agg.insert_values(pairs)
+    sums = list(agg.items())
+    assert len(sums) == len(model) and all(sum(model[k]) == s for k, s in sums)
+    assert grouper.spilled_bytes > 0 and sorter.spilled_bytes > 0
+    assert mm.execution_used == 0

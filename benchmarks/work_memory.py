@@ -33,9 +33,9 @@ def job(n: int, budget: str) -> None:
     """The measured job (run inside the machine)."""
     from strataflow import Context
 
-    work = tempfile.mkdtemp(prefix="work-memory-")
-    with Context(memory=budget, parallelism=2, backend="processes", progress=False, shuffle_dirs=[work],
-                 local_dirs=[work]) as ctx:
+    with tempfile.TemporaryDirectory(prefix="work-memory-") as work, \
+            Context(memory=budget, parallelism=2, backend="processes", progress=False, shuffle_dirs=[work],
+                    local_dirs=[work]) as ctx:
         ds = ctx.range(n, num_partitions=16).map(lambda i: ("hot" if i % 2 == 0 else i % 100_000,
                                                              f"value-{i:010d}"))
         t0 = time.perf_counter()

@@ -330,3 +330,49 @@ def test_files_cut_into_byte_ranges_read_every_line_once(spark, tmp_path, monkey
     if fmt == "text":
         assert [r[0]["str"] for r in cut] == text.splitlines()
     assert len(file_splits.plan_splits([(str(path), len(text.encode()))], [()], 2, True, "utf-8")) > 1
+
+
+OTHER = GOLD["other_zone"]
+
+
+@contextlib.contextmanager
+def _session_zone(spark, zone: str):
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+@pytest.mark.parametrize("name", sorted(OTHER["cases"]))
+def test_readers_in_another_session_zone(spark, name):
+    """Text timestamps without a zone are the session zone's wall clock (PySpark collects
+    the instant; ``show`` prints it in the session zone)."""
+    case = next(c for c in CASES if c["name"] == name)
+    gold = OTHER["cases"][name]
+    with _session_zone(spark, OTHER["zone"]):
+        df = read(spark, case)
+        rows = [[tag(v) for v in r] for r in df.collect()]
+        assert df.schema.simpleString() == gold["schema"]
+        if name in MANY_FILES:
+            assert sorted(map(_key, rows)) == sorted(map(_key, gold["rows"]))
+        else:
+            assert rows == gold["rows"]
+            assert shown(df, n=50, truncate=False) == gold["show"]
+
+
+@pytest.mark.parametrize("i", range(len(OTHER["shows"])))
+def test_show_in_another_session_zone(spark, i):
+    gold = OTHER["shows"][i]
+    ddl, rows = SHOW_DATA.FRAMES[gold["frame"]]
+    with _session_zone(spark, OTHER["zone"]):
+        assert shown(spark.createDataFrame(rows, ddl), **gold["kwargs"]) == gold["text"]
+
+
+@pytest.mark.parametrize("name", ["csv", "json"])
+def test_writers_in_another_session_zone(spark, tmp_path, name):
+    path = str(tmp_path / name)
+    with _session_zone(spark, OTHER["zone"]):
+        spark.createDataFrame(SHOW_DATA.WRITE_ROWS, SHOW_DATA.WRITE_DDL).coalesce(1).write.format(name).save(path)
+    parts = sorted(f for f in os.listdir(path) if f.startswith("part-"))
+    assert "".join(open(os.path.join(path, f), encoding="utf-8").read() for f in parts) == OTHER["writes"][name]

@@ -105,13 +105,11 @@ def _convert(col: pa.ChunkedArray, t: T.DataType, opts: Any, zone: dt.tzinfo) ->
             return pc.cast(col, pa.date32())
         if (isinstance(t, (T.TimestampType, T.TimestampNTZType)) and opts.timestamp_format is None
                 and _all(col, _TIMESTAMP)):
-            wall = pc.cast(col, pa.timestamp("us"))  # the session zone's wall clock, as the exact path keeps it
-            target = t.to_arrow()
-            if target.tz is None:
-                return wall
-            if zone not in (dt.timezone.utc,):
+            if zone is not dt.timezone.utc:  # zone-less text is the session's wall clock: the exact path converts
                 return None
-            return pc.assume_timezone(wall, "UTC").cast(target)
+            wall = pc.cast(col, pa.timestamp("us"))  # in a UTC session, the instant itself
+            target = t.to_arrow()
+            return wall if target.tz is None else pc.assume_timezone(wall, "UTC").cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     return None

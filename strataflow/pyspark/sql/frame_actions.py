@@ -18,7 +18,7 @@ from strataflow.pyspark.sql.catalog import register
 from strataflow.pyspark.sql.engine import as_table
 from strataflow.pyspark.sql.plan import Plan
 from strataflow.pyspark.sql.row import Row
-from strataflow.pyspark.sql.show import show_string, to_rows
+from strataflow.pyspark.sql.show import show_string, to_rows, zone_of
 from strataflow.pyspark.sql.tasks import head_rows, row_count, same
 
 if TYPE_CHECKING:
@@ -168,7 +168,8 @@ class DataFrameActions:
         <BLANKLINE>
         """
         table = self._head_table(n + 1)
-        print(show_string(table.slice(0, n), self._names(), n, truncate, vertical, table.num_rows > n))
+        print(show_string(table.slice(0, n), self._names(), n, truncate, vertical, table.num_rows > n,
+                          zone_of(self.sparkSession)))
 
     # -- cache ------------------------------------------------------------------------------------------
     def persist(self, storageLevel: Any = None) -> "DataFrame":

@@ -105,8 +105,9 @@ def _partition_value(raw: str) -> tuple[Any, T.DataType]:
     return text, T.StringType()
 
 
-def _cast_partition(v: Any, raw: str, t: T.DataType) -> Any:
-    """A partition value in the column's merged type (a string column keeps the text)."""
+def _cast_partition(v: Any, raw: str, t: T.DataType, zone: dt.tzinfo) -> Any:
+    """A partition value in the column's merged type (a string column keeps the text; a
+    timestamp, the session zone's wall clock, is kept as its UTC instant)."""
     if v is None:
         return None
     if isinstance(t, T.StringType):
@@ -115,8 +116,9 @@ def _cast_partition(v: Any, raw: str, t: T.DataType) -> Any:
         return float(v)
     if isinstance(t, T.DecimalType):
         return decimal.Decimal(v)
-    if isinstance(t, T.TimestampType) and type(v) is dt.date:
-        return dt.datetime(v.year, v.month, v.day)
+    if isinstance(t, T.TimestampType):
+        wall = dt.datetime(v.year, v.month, v.day) if type(v) is dt.date else v
+        return wall.replace(tzinfo=zone).astimezone(dt.timezone.utc).replace(tzinfo=None)
     return v
 
 
@@ -191,5 +193,5 @@ def list_input(paths: list[str], opts: Any, zone: dt.tzinfo, reader: str) -> Inp
     out.columns = list(zip(names, types))
     for (e, keys), row in zip(found, typed):
         out.files.append((e["name"], int(e.get("size") or 0)))
-        out.values.append(tuple(_cast_partition(v, raw, t) for (v, _), (_, raw), t in zip(row, keys, types)))
+        out.values.append(tuple(_cast_partition(v, raw, t, zone) for (v, _), (_, raw), t in zip(row, keys, types)))
     return out

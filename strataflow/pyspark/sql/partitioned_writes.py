@@ -25,13 +25,16 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
 
 
-def partition_dir_value(v: Any) -> str:
+def partition_dir_value(v: Any, zone: "dt.tzinfo | None" = None) -> str:
     """A partition value as its directory name's right-hand side (Spark's ``escapePathName``)."""
     if v is None or v == "":
         return HIVE_NULL
     if isinstance(v, bool):
         text = "true" if v else "false"
     elif isinstance(v, dt.datetime):
+        from strataflow.pyspark.sql.show import in_zone
+
+        v = in_zone(v, zone)
         text = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
         text += f".{v.microsecond:06d}".rstrip("0") if v.microsecond else ""
     elif isinstance(v, float):
@@ -53,7 +56,7 @@ def _write_file(fs: Any, path: str, data: bytes) -> None:
 
 
 def _split(target: str, job: str, keys: list[str], encode: Callable[[pa.Table], bytes], ext: str,
-           index: int, table: Any) -> list[int]:
+           zone: Any, index: int, table: Any) -> list[int]:
     """Writes one task's rows, a file per partition value; returns the rows written."""
     import fsspec
 
@@ -67,7 +70,7 @@ def _split(target: str, job: str, keys: list[str], encode: Callable[[pa.Table], 
     data = table.drop_columns(keys)
     for v, rows in order.items():
         sub = data.take(pa.array(rows, pa.int64()))
-        where = "/".join(f"{k}={partition_dir_value(x)}" for k, x in zip(keys, v))
+        where = "/".join(f"{k}={partition_dir_value(x, zone)}" for k, x in zip(keys, v))
         _write_file(fs, f"{root}/{where}/part-{index:05d}-{job}.c000{ext}", encode(sub))
     return [table.num_rows]
 
@@ -85,7 +88,8 @@ def lines_bytes(to_lines: Callable[[pa.Table], list[str]], table: pa.Table) -> b
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines).encode("utf-8")
 
 
-def write_partitioned(ds: Any, keys: list[str], encode: Callable[[pa.Table], bytes], ext: str, target: str) -> None:
+def write_partitioned(ds: Any, keys: list[str], encode: Callable[[pa.Table], bytes], ext: str, target: str,
+                      zone: Any = None) -> None:
     """Writes ``ds`` (partitions: Tables holding the ``keys`` columns) under ``target``, a
     new directory, partitioned by ``keys``; ``_SUCCESS`` last."""
     import fsspec
@@ -93,6 +97,6 @@ def write_partitioned(ds: Any, keys: list[str], encode: Callable[[pa.Table], byt
     fs, root = fsspec.core.url_to_fs(target)
     fs.makedirs(root, exist_ok=False)
     job = str(uuid.uuid4())
-    ds.map_partitions_with_index(functools.partial(_split, target, job, keys, encode, ext)).collect()
+    ds.map_partitions_with_index(functools.partial(_split, target, job, keys, encode, ext, zone)).collect()
     with fs.open(f"{root}/_SUCCESS", "wb"):
         pass

@@ -79,11 +79,10 @@ def _java_bool(text: str) -> bool:
 
 
 def wall_clock(instant: dt.datetime, zone: dt.tzinfo, aware: bool) -> dt.datetime:
-    """An aware datetime as the Arrow column holds it: UTC if the column has a zone, else
-    the wall clock of the session's zone (how strataflow's TimestampType is kept)."""
-    if aware:
-        return instant.astimezone(dt.timezone.utc)
-    return instant.astimezone(zone).replace(tzinfo=None)
+    """An aware datetime as the Arrow column holds a TimestampType: the instant in UTC (a
+    zone-less text was read in the session's ``zone``), naive unless the column has a zone."""
+    utc = instant.astimezone(dt.timezone.utc)
+    return utc if aware else utc.replace(tzinfo=None)
 
 
 def converter(t: T.DataType, opts: Any, zone: dt.tzinfo, where: str) -> Callable[[str], Any]:

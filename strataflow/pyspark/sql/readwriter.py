@@ -19,6 +19,7 @@ import pyarrow as pa
 from strataflow.pyspark.errors import AnalysisException, UnsupportedOperation
 from strataflow.pyspark.sql.engine import as_table
 from strataflow.pyspark.sql.save_modes import write_with_mode
+from strataflow.pyspark.sql.show import zone_of
 from strataflow.pyspark.sql.text_output import csv_lines, json_lines
 
 __all__ = ["DataFrameReader", "DataFrameWriter"]
@@ -315,7 +316,7 @@ class DataFrameWriter:
                 encode = parquet_bytes if fmt == "parquet" else functools.partial(
                     lines_bytes, functools.partial(_table_lines, parts))
                 ext = {"parquet": ".snappy.parquet", "csv": ".csv", "json": ".json", "text": ".txt"}[fmt]
-                write_partitioned(ds, keys, encode, ext, target)
+                write_partitioned(ds, keys, encode, ext, target, zone_of(self._df.sparkSession))
                 return
             ds = plan.dataset().map_partitions(functools.partial(parts, plan.schema, names))
             getattr(ds, save)(target)
@@ -347,7 +348,8 @@ class DataFrameWriter:
             o["header"] = header
         if sep is not None:
             o["sep"] = sep
-        lines = functools.partial(csv_lines, _truthy(o.get("header", False)), o.get("sep", o.get("delimiter", ",")))
+        lines = functools.partial(csv_lines, _truthy(o.get("header", False)), o.get("sep", o.get("delimiter", ",")),
+                                  zone=zone_of(self._df.sparkSession))
         self._write(path, "csv", lines, "save_as_text_file", o)
 
     def json(self, path: str, mode: str | None = None, **options: Any) -> None:
@@ -359,7 +361,8 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        self._write(path, "json", json_lines, "save_as_text_file", {**self._options, **options})
+        lines = functools.partial(json_lines, zone=zone_of(self._df.sparkSession))
+        self._write(path, "json", lines, "save_as_text_file", {**self._options, **options})
 
     def text(self, path: str, **options: Any) -> None:
         """One string column, a line per row.

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from strataflow.pyspark.sql.row import Row
 
-__all__ = ["show_string", "to_rows", "cell"]
+__all__ = ["show_string", "to_rows", "cell", "in_zone", "zone_of"]
 
 
 def _double(x: float, single: bool = False) -> str:
@@ -42,8 +42,28 @@ def _double(x: float, single: bool = False) -> str:
     return f"{mant}E{int(exp_)}"
 
 
-def cell(v: Any, t: pa.DataType) -> str:
-    """One value as ``show`` prints it."""
+def in_zone(v: dt.datetime, zone: "dt.tzinfo | None") -> dt.datetime:
+    """A TimestampType value (a naive UTC instant, or an aware one) as the wall clock of
+    the session's ``zone`` (None: UTC), as Spark shows and writes it."""
+    if zone is None:
+        return v if v.tzinfo is None else v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    aware = v if v.tzinfo is not None else v.replace(tzinfo=dt.timezone.utc)
+    try:
+        return aware.astimezone(zone).replace(tzinfo=None)
+    except OverflowError:  # beyond Python's years in that zone: shown in UTC rather than not at all
+        return aware.replace(tzinfo=None)
+
+
+def zone_of(session: Any) -> "dt.tzinfo | None":
+    """The session's ``spark.sql.session.timeZone`` (None for UTC)."""
+    from zoneinfo import ZoneInfo
+
+    name = str(session.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
+    return None if name.upper() in ("UTC", "Z", "GMT", "ETC/UTC") else ZoneInfo(name)
+
+
+def cell(v: Any, t: pa.DataType, zone: "dt.tzinfo | None" = None) -> str:
+    """One value as ``show`` prints it (a timestamp in the session's ``zone``)."""
     if v is None:
         return "NULL"
     if isinstance(v, bool):
@@ -51,6 +71,7 @@ def cell(v: Any, t: pa.DataType) -> str:
     if isinstance(v, float):
         return _double(v, pa.types.is_float32(t))
     if isinstance(v, dt.datetime):
+        v = in_zone(v, zone)
         s = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
         return s + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
     if isinstance(v, dt.date):
@@ -60,11 +81,11 @@ def cell(v: Any, t: pa.DataType) -> str:
     if isinstance(v, (bytes, bytearray)):
         return "[" + " ".join(f"{b:02X}" for b in v) + "]"
     if pa.types.is_map(t):
-        return "{" + ", ".join(f"{cell(k, t.key_type)} -> {cell(x, t.item_type)}" for k, x in v) + "}"
+        return "{" + ", ".join(f"{cell(k, t.key_type, zone)} -> {cell(x, t.item_type, zone)}" for k, x in v) + "}"
     if pa.types.is_struct(t):
-        return "{" + ", ".join(cell(v.get(f.name), f.type) for f in t) + "}"
+        return "{" + ", ".join(cell(v.get(f.name), f.type, zone) for f in t) + "}"
     if isinstance(v, list):
-        return "[" + ", ".join(cell(x, t.value_type) for x in v) + "]"
+        return "[" + ", ".join(cell(x, t.value_type, zone) for x in v) + "]"
     return str(v)
 
 
@@ -101,13 +122,13 @@ def _truncated(s: str, width: int) -> str:
 
 
 def show_string(table: pa.Table, names: list[str], n: int, truncate: "bool | int", vertical: bool,
-                more: bool) -> str:
+                more: bool, zone: "dt.tzinfo | None" = None) -> str:
     """The text ``show`` prints (PySpark's ``_show_string``: Spark's ``showString``, whose
-    last newline PySpark leaves out after "only showing top n rows")."""
+    last newline PySpark leaves out after "only showing top n rows"); timestamps in ``zone``."""
     width = 20 if truncate is True else int(truncate) if truncate else 0
     rows = []
     for row in zip(*[c.to_pylist() for c in table.columns]) if table.num_columns else [()] * table.num_rows:
-        rows.append([_truncated(cell(v, f.type).translate(_META), width) for v, f in zip(row, table.schema)])
+        rows.append([_truncated(cell(v, f.type, zone).translate(_META), width) for v, f in zip(row, table.schema)])
     header = [_truncated(h, width) for h in names]
     footer = f"only showing top {n} {'row' if n == 1 else 'rows'}" if more else ""
     if vertical:

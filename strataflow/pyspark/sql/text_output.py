@@ -27,11 +27,13 @@ from strataflow.pyspark.sql.show import cell
 __all__ = ["csv_lines", "json_lines"]
 
 
-def _timestamp(v: dt.datetime) -> str:
-    """Spark's default ``timestampFormat`` for writing, ``yyyy-MM-dd'T'HH:mm:ss.SSSXXX``."""
-    offset = v.utcoffset() if v.tzinfo is not None else dt.timedelta(0)
-    text = (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-            f".{v.microsecond // 1000:03d}")
+def _timestamp(v: dt.datetime, zone: "dt.tzinfo | None") -> str:
+    """Spark's default ``timestampFormat`` for writing, ``yyyy-MM-dd'T'HH:mm:ss.SSSXXX``, in
+    the session's ``zone`` (``v`` a naive UTC instant, or an aware one)."""
+    aware = (v if v.tzinfo is not None else v.replace(tzinfo=dt.timezone.utc)).astimezone(zone or dt.timezone.utc)
+    offset = aware.utcoffset() or dt.timedelta(0)
+    text = (f"{aware.year:04d}-{aware.month:02d}-{aware.day:02d}T{aware.hour:02d}:{aware.minute:02d}:"
+            f"{aware.second:02d}.{aware.microsecond // 1000:03d}")
     if not offset:
         return text + "Z"
     minutes = int(offset.total_seconds() // 60)
@@ -39,22 +41,22 @@ def _timestamp(v: dt.datetime) -> str:
     return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
-def _scalar_text(v: Any, t: pa.DataType) -> str:
+def _scalar_text(v: Any, t: pa.DataType, zone: "dt.tzinfo | None" = None) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
         return cell(v, t)
     if isinstance(v, dt.datetime):
-        return _timestamp(v)
+        return _timestamp(v, zone)
     if isinstance(v, dt.date):
         return v.isoformat() if v.year >= 1000 else f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
     return str(v)
 
 
-def _csv_field(v: Any, t: pa.DataType, sep: str) -> str:
+def _csv_field(v: Any, t: pa.DataType, sep: str, zone: "dt.tzinfo | None" = None) -> str:
     if v is None:
         return ""
-    s = _scalar_text(v, t).strip(" \t\r\n\f\v\x00")
+    s = _scalar_text(v, t, zone).strip(" \t\r\n\f\v\x00")
     if s == "":
         return '""'
     if sep in s or '"' in s or "\n" in s or "\r" in s:
@@ -62,8 +64,9 @@ def _csv_field(v: Any, t: pa.DataType, sep: str) -> str:
     return s
 
 
-def csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value: Any) -> list[str]:
-    """One partition as CSV text (a header line first with ``header``)."""
+def csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value: Any,
+              zone: "dt.tzinfo | None" = None) -> list[str]:
+    """One partition as CSV text (a header line first with ``header``; timestamps in ``zone``)."""
     t = as_table(value, schema)
     for f in t.schema:
         if pa.types.is_nested(f.type) or pa.types.is_binary(f.type):
@@ -75,23 +78,23 @@ def csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value
     types = [f.type for f in t.schema]
     lines = [sep.join(_csv_field(n, pa.string(), sep) for n in names)] if header and (t.num_rows or header) else []
     cols = [c.to_pylist() for c in t.columns]
-    lines += [sep.join(_csv_field(v, ty, sep) for v, ty in zip(row, types)) for row in zip(*cols)]
+    lines += [sep.join(_csv_field(v, ty, sep, zone) for v, ty in zip(row, types)) for row in zip(*cols)]
     if not lines:
         return []
     return ["\n".join(lines)]
 
 
-def _json_value(v: Any, t: pa.DataType) -> str:
+def _json_value(v: Any, t: pa.DataType, zone: "dt.tzinfo | None" = None) -> str:
     if v is None:
         return "null"
     if pa.types.is_struct(t):
-        return "{" + ",".join(f"{json.dumps(f.name, ensure_ascii=False)}:{_json_value(v.get(f.name), f.type)}"
+        return "{" + ",".join(f"{json.dumps(f.name, ensure_ascii=False)}:{_json_value(v.get(f.name), f.type, zone)}"
                               for f in t if v.get(f.name) is not None) + "}"
     if pa.types.is_map(t):
         return "{" + ",".join(f"{json.dumps(_scalar_text(k, t.key_type), ensure_ascii=False)}:"
-                              f"{_json_value(x, t.item_type)}" for k, x in v) + "}"
+                              f"{_json_value(x, t.item_type, zone)}" for k, x in v) + "}"
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return "[" + ",".join(_json_value(x, t.value_type) for x in v) + "]"
+        return "[" + ",".join(_json_value(x, t.value_type, zone) for x in v) + "]"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -105,14 +108,14 @@ def _json_value(v: Any, t: pa.DataType) -> str:
         import base64
 
         return json.dumps(base64.b64encode(bytes(v)).decode())
-    return json.dumps(_scalar_text(v, t), ensure_ascii=False)
+    return json.dumps(_scalar_text(v, t, zone), ensure_ascii=False)
 
 
-def json_lines(schema: pa.Schema, names: list[str], value: Any) -> list[str]:
-    """One partition as JSON lines (a null field left out, as Spark writes them)."""
+def json_lines(schema: pa.Schema, names: list[str], value: Any, zone: "dt.tzinfo | None" = None) -> list[str]:
+    """One partition as JSON lines (a null field left out, as Spark writes them; timestamps in ``zone``)."""
     t = as_table(value, schema)
     types = [f.type for f in t.schema]
     cols = [c.to_pylist() for c in t.columns]
-    return ["{" + ",".join(f"{json.dumps(n, ensure_ascii=False)}:{_json_value(v, ty)}"
+    return ["{" + ",".join(f"{json.dumps(n, ensure_ascii=False)}:{_json_value(v, ty, zone)}"
                            for n, v, ty in zip(names, row, types) if v is not None) + "}"
             for row in zip(*cols)]

@@ -28,6 +28,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+OTHER_ZONE = "America/Los_Angeles"
+#: the cases read again in OTHER_ZONE (timestamps without a zone are the session's wall clock)
+ZONED_CASES = ["csv_custom_dates", "csv_zoned", "csv_zoned_infer", "csv_lenient", "csv_lenient_infer", "csv_formats",
+               "csv_ladder_infer", "json_schema", "json_dates", "json_typed", "csv_partitioned"]
 INPUTS = os.path.join(HERE, "inputs")
 
 
@@ -119,6 +123,16 @@ def main() -> None:
         out["options"][fmt] = [p for p in params if p not in ("self", "path", "paths", "schema", "options")]
     out["partition_by"] = _partition_by(spark, frames["scalars"])
     out["writes"] = _writes(spark, data)
+    # the cases whose answers depend on the session time zone, again in another zone
+    spark.conf.set("spark.sql.session.timeZone", OTHER_ZONE)
+    out["other_zone"] = {"zone": OTHER_ZONE, "cases": {}, "shows": [], "writes": _writes(spark, data)}
+    for case in cases:
+        if case["name"] in ZONED_CASES:
+            out["other_zone"]["cases"][case["name"]] = record_case(spark, case)
+    frames = {k: spark.createDataFrame(rows, ddl) for k, (ddl, rows) in data.FRAMES.items()}
+    for frame, kw in data.SHOWS:
+        if frame == "scalars":
+            out["other_zone"]["shows"].append({"frame": frame, "kwargs": kw, "text": shown(frames[frame], **kw)})
     with open(os.path.join(HERE, "pyspark_answers.json"), "w") as fh:
         json.dump(out, fh, indent=1, ensure_ascii=False, sort_keys=True)
         fh.write("\n")

@@ -238,3 +238,19 @@ def test_an_append_killed_while_moving_parts_keeps_every_old_row(spark, tmp_path
     got = _rows(spark.read.parquet(path))
     assert sorted(r for r in got if r[1] == "old") == old
     assert 0 < len([r for r in got if r[1] == "new"]) < 6  # the parts moved so far, each whole
+
+
+def test_partitioned_writes_append_and_overwrite_by_directory(spark, tmp_path):
+    path = str(tmp_path / "p")
+    first = [(1, "a", "x"), (2, "b", None), (3, "c", "x")]
+    more = [(4, "d", "y"), (5, "e", "x")]
+    schema = "id BIGINT, s STRING, k STRING"
+    spark.createDataFrame(first, schema).repartition(2).write.partitionBy("k").parquet(path)
+    spark.createDataFrame(more, schema).repartition(2).write.mode("append").partitionBy("k").parquet(path)
+    got = sorted(tuple(r) for r in spark.read.parquet(path).collect())
+    assert got == sorted(first + more)
+    assert sorted(d for d in os.listdir(path) if not d.startswith(("_", "."))) == [
+        "k=__HIVE_DEFAULT_PARTITION__", "k=x", "k=y"]
+    spark.createDataFrame(more, schema).write.mode("overwrite").partitionBy("k").parquet(path)
+    assert sorted(tuple(r) for r in spark.read.parquet(path).collect()) == sorted(more)
+    assert _hidden(tmp_path) == []

@@ -15,7 +15,8 @@ them (and caches them) and by the word count itself.
 - ``batches``: lines read by pyarrow's CSV reader per partition (one string column; a
   line that *starts* with a double quote would be read as quoted: the generated text
   has none), split into words on ASCII whitespace with numpy over the column's byte
-  buffer (no Python object per word), held as a one-column pyarrow Table; each partition
+  buffer (no Python object per word) a bounded step at a time (:data:`SPLIT_STEP`), held
+  as a one-column pyarrow Table; each partition
   is counted with ``pyarrow.compute.value_counts`` and the partitions' counts combined
   with a pyarrow ``group_by(...).aggregate(sum)``.
 
@@ -127,38 +128,70 @@ def gen(out_dir: str, *, size: int, seed: int = 0, fmt: str = "text", progress: 
 
 
 # -- the batches path -----------------------------------------------------------------------------
+#: bytes of text split in one step. Why: the split's numpy temporaries (boundary masks,
+#: word starts and ends as int64) are ~9 bytes a byte of text, so a partition split whole
+#: held ~9x its size in transient memory outside any budget (141 MB for a 16 MB partition:
+#: what had word count's executors OOM-killed in a 512 MB machine). In steps, the
+#: transient stays ~9 MB whatever the partition's size; a line longer than a step is a step
+#: of its own.
+SPLIT_STEP = 1 << 20
+
+
 def split_words(table):
-    """The words of a one-column table of lines, split on ASCII whitespace, as a
-    one-column Table ``word``: word boundaries found with numpy over the column's byte
-    buffer, the words' bytes compacted and wrapped as an Arrow string array."""
+    """The words of a one-column table of lines as a one-column Table ``word``, as
+    ``line.split()`` gives them: split on ASCII whitespace with numpy over the column's
+    byte buffer (no Python object per word), :data:`SPLIT_STEP` bytes of lines at a time,
+    each step's words one chunk of the result; a step holding non-ASCII bytes (where
+    ``str.split`` also splits on Unicode spaces) is split by ``str.split`` itself. Null
+    lines hold no words."""
     import pyarrow as pa
 
-    if table.num_columns == 0 or table.num_rows == 0:
-        return pa.table({"word": pa.array([], type=pa.string())})
-    col = table.column(0).combine_chunks()
-    if col.type != pa.string():
-        col = col.cast(pa.string())
-    offsets = np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset : col.offset + len(col) + 1]
+    chunks = []
+    if table.num_columns and table.num_rows:
+        col = table.column(0)
+        if col.type != pa.string():
+            col = col.cast(pa.string())
+        for arr in col.chunks:
+            offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
+            chars = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else \
+                np.zeros(0, dtype=np.uint8)
+            row = 0
+            while row < len(arr):
+                end = int(np.searchsorted(offsets, offsets[row] + SPLIT_STEP, side="right")) - 1
+                end = min(len(arr), max(end, row + 1))
+                chunks.append(_split_step(arr.slice(row, end - row), chars, offsets[row : end + 1]))
+                row = end
+    return pa.table({"word": pa.chunked_array(chunks, type=pa.string())})
+
+
+def _split_step(lines, chars: np.ndarray, offsets: np.ndarray):
+    """The words of ``lines`` (a slice of a string array whose bytes are ``chars`` and
+    whose offsets are ``offsets``) as one string array."""
+    import pyarrow as pa
+
     lo, hi = int(offsets[0]), int(offsets[-1])
-    chars = np.frombuffer(col.buffers()[2], dtype=np.uint8)[lo:hi]
+    chars = chars[lo:hi]
+    if lines.null_count or (len(chars) and int(chars.max()) >= 0x80):
+        return pa.array([w for line in lines.to_pylist() if line for w in line.split()], type=pa.string())
     word = ~_SPACE[chars]
     line_start = np.zeros(len(chars) + 1, dtype=bool)
     line_start[offsets - lo] = True  # a word never runs across the end of a line
     cont = np.empty(len(chars), dtype=bool)  # the character continues the previous one's word
     if len(chars):
         cont[0] = False
-        cont[1:] = word[1:] & word[:-1]
+        np.logical_and(word[1:], word[:-1], out=cont[1:])
     cont &= ~line_start[:-1]
+    del line_start
     starts = np.flatnonzero(word & ~cont)
     next_cont = np.zeros(len(chars), dtype=bool)
     next_cont[:-1] = cont[1:]
+    del cont
     ends = np.flatnonzero(word & ~next_cont) + 1
+    del next_cont
     data = chars[word]  # the words' bytes back to back; their lengths tell them apart
-    lengths = ends - starts
     woff = np.zeros(len(starts) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=woff[1:])
-    arr = pa.StringArray.from_buffers(len(starts), pa.py_buffer(woff), pa.py_buffer(np.ascontiguousarray(data)))
-    return pa.table({"word": arr})
+    np.cumsum(ends - starts, out=woff[1:])
+    return pa.StringArray.from_buffers(len(starts), pa.py_buffer(woff), pa.py_buffer(data))
 
 
 def _value_counts(table):

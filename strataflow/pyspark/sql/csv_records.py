@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from strataflow.pyspark.errors import Py4JJavaError
+from strataflow.pyspark.errors import Py4JJavaError, SparkRuntimeException
 
 __all__ = ["records", "Field", "malformed_error", "field_datum"]
 
@@ -172,8 +172,8 @@ def records(text: str, opts: Any) -> Iterator[tuple[list[Field], str]]:
 
 def _checked(fields: list[Field], opts: Any) -> list[Field]:
     if len(fields) > opts.max_columns:
-        raise Py4JJavaError(f"[MALFORMED_CSV_RECORD] a record of {len(fields)} columns is over maxColumns="
-                            f"{opts.max_columns}")
+        raise SparkRuntimeException(f"[MALFORMED_CSV_RECORD] Malformed CSV record: a record of {len(fields)} columns "
+                                    f"is over maxColumns={opts.max_columns}", "MALFORMED_CSV_RECORD")
     return fields
 
 

@@ -297,7 +297,32 @@ class DataFrameWriter:
         if mode:
             self.mode(mode)
         self._options.update(options)
+        if self._format not in ("parquet", "csv", "json", "text"):
+            raise UnsupportedOperation(f"[UNSUPPORTED_DATA_SOURCE] df.write format {self._format!r} is not supported by "
+                                       f"strataflow; use parquet, csv, json or text")
         getattr(self, self._format)(path)
+
+    def bucketBy(self, numBuckets: int, col: Any, *cols: Any) -> "DataFrameWriter":
+        """Refused: buckets need a table catalog (``saveAsTable``), which strataflow has not.
+
+        >>> spark.range(1).write.bucketBy(2, "id")
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.errors.UnsupportedOperation: [UNSUPPORTED_FEATURE] df.write.bucketBy needs a table catalog...
+        """
+        raise UnsupportedOperation("[UNSUPPORTED_FEATURE] df.write.bucketBy needs a table catalog (saveAsTable), "
+                                   "which strataflow has not; use partitionBy and a path")
+
+    def sortBy(self, col: Any, *cols: Any) -> "DataFrameWriter":
+        """Refused, as ``bucketBy`` (Spark takes it only with buckets).
+
+        >>> spark.range(1).write.sortBy("id")
+        Traceback (most recent call last):
+        ...
+        strataflow.pyspark.errors.UnsupportedOperation: [UNSUPPORTED_FEATURE] df.write.sortBy needs bucketBy...
+        """
+        raise UnsupportedOperation("[UNSUPPORTED_FEATURE] df.write.sortBy needs bucketBy, which strataflow has not; "
+                                   "sort the DataFrame (sortWithinPartitions) before writing")
 
     def _write(self, path: str, fmt: str, parts: Any, save: str, options: dict[str, Any]) -> None:
         """The frame's partitions mapped by ``parts`` (a function of schema, names, value),

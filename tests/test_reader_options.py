@@ -397,3 +397,37 @@ def test_modified_before_and_after_keep_the_files_of_that_time_in_the_session_zo
     with _session_zone(spark, "America/Los_Angeles"):  # 2021-01-01T00:00 there is 08:00 UTC
         assert names(modifiedAfter="2021-01-01T00:00:00") == ["new.csv"]
         assert names(modifiedAfter="2020-06-01T00:00:00", modifiedBefore="2021-06-01T00:00:00") == ["edge.csv"]
+
+
+def test_corrupt_and_missing_files_fail_by_name_or_are_skipped_when_asked(spark, tmp_path):
+    import gzip
+
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "good.csv.gz").write_bytes(gzip.compress(b"v\n1\n2\n"))
+    (tmp_path / "csv" / "bad.csv.gz").write_bytes(b"\x1f\x8b\x08 not gzip at all")
+    with pytest.raises(OSError, match="bad.csv.gz"):
+        spark.read.csv(str(tmp_path / "csv"), header=True, schema="v INT").collect()
+    assert sorted(r.v for r in spark.read.csv(str(tmp_path / "csv"), header=True, schema="v INT",
+                                              ignoreCorruptFiles=True).collect()) == [1, 2]
+    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
+    try:
+        assert spark.read.csv(str(tmp_path / "csv"), header=True, schema="v INT").count() == 2
+    finally:
+        spark.conf.set("spark.sql.files.ignoreCorruptFiles", "false")
+    (tmp_path / "pq").mkdir()
+    spark.createDataFrame([(1,), (2,)], "v INT").coalesce(1).write.parquet(str(tmp_path / "pq" / "a"))
+    (tmp_path / "pq" / "a" / "part-9.parquet").write_bytes(b"PAR1 garbage PAR1")
+    with pytest.raises(AnalysisException, match="FAILED_READ_FILE.*part-9.parquet"):
+        spark.read.parquet(str(tmp_path / "pq" / "a"))
+    assert sorted(r.v for r in spark.read.parquet(str(tmp_path / "pq" / "a"), ignoreCorruptFiles=True).collect()) \
+        == [1, 2]
+    (tmp_path / "gone").mkdir()
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / "gone" / name).write_text("v\n7\n")
+    lazy = spark.read.csv(str(tmp_path / "gone"), header=True, schema="v INT", ignoreMissingFiles=True)
+    (tmp_path / "gone" / "b.csv").unlink()  # gone between the listing and the read
+    assert [r.v for r in lazy.collect()] == [7]
+    with pytest.raises(FileNotFoundError):
+        lazy2 = spark.read.csv(str(tmp_path / "gone"), header=True, schema="v INT")
+        (tmp_path / "gone" / "a.csv").unlink()
+        lazy2.collect()

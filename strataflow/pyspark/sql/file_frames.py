@@ -80,7 +80,7 @@ def _csv_infer(opts: Any, zone: dt.tzinfo, items: list) -> list:
     inference = FieldInference(opts, zone)
     first, types = None, []
     for url, _, start, end in items:
-        text = read_split(url, opts.encoding, start, end)
+        text = read_split(url, opts, start, end)
         o = opts if start == 0 else _no_header(opts)  # a split after a file's first holds no header
         fast = fast_types(text, o, zone) if FAST_PATH else None
         if fast is not None:
@@ -148,7 +148,7 @@ def _csv_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, ite
     arrow = _arrow_schema(schema)
     pieces = []
     for url, pvalues, start, end in items:
-        text = read_split(url, opts.encoding, start, end)
+        text = read_split(url, opts, start, end)
         o = opts if start == 0 else _no_header(opts)
         fast = fast_columns(text, o, data, zone) if FAST_PATH else None
         if fast is not None:
@@ -212,7 +212,7 @@ def _json_infer(opts: Any, items: list) -> list:
     t: T.DataType = T.StructType([])
     corrupt = False
     for url, _, start, end in items:
-        units = parse_units(read_split(url, opts.encoding, start, end), opts)
+        units = parse_units(read_split(url, opts, start, end), opts)
         bad = next((raw for value, raw in units if value is None), None)
         if bad is not None:
             if opts.mode == "FAILFAST":
@@ -240,7 +240,7 @@ def _json_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, it
     values = []
     for url, pvalues, start, end in items:
         row_of = record_converter(schema, opts.corrupt_column, opts, zone, url)
-        for value, raw in parse_units(read_split(url, opts.encoding, start, end), opts):
+        for value, raw in parse_units(read_split(url, opts, start, end), opts):
             row = row_of(value, raw)
             if row is None:
                 continue
@@ -301,7 +301,7 @@ def _text_part(opts: Any, parts: list, items: list) -> pa.Table:
 
     rows, values = [], []
     for url, pvalues, start, end in items:
-        text = read_split(url, opts.encoding, start, end)
+        text = read_split(url, opts, start, end)
         lines = [text] if opts.whole_text else [line for line, _ in _lines(text, opts.line_sep)]
         rows.extend(lines)
         values.extend([pvalues] * len(lines))

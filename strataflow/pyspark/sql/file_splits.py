@@ -74,18 +74,32 @@ def _bytes(url: str, start: int, end: int | None) -> bytes:
     return b"" if first < 0 else data[first + 1:]
 
 
-def read_split(url: str, encoding: str, start: int = 0, end: int | None = None) -> str:
+def read_split(url: str, opts: Any, start: int = 0, end: int | None = None) -> str:
     """A split's text, decompressed by the file's suffix as Spark's codecs do (``.gz``,
     ``.bz2``, ``.deflate``, ``.xz``; ``.lz4``, ``.snappy``, ``.zst`` refused by name); a byte
-    that is not of ``encoding`` is U+FFFD, as Spark decodes it."""
+    that is not of ``opts.encoding`` is U+FFFD, as Spark decodes it. A file gone since the
+    listing (``ignoreMissingFiles``) or that cannot be read or decompressed
+    (``ignoreCorruptFiles``) reads as empty when asked, else fails naming it."""
+    import lzma
+    import zlib
+
     from strataflow.io.compression import codec_of_path
 
     low = url.lower()
     if low.endswith((".lz4", ".snappy", ".zst", ".zstd")):
         raise UnsupportedOperation(f"[UNSUPPORTED_COMPRESSION] {url}: strataflow's readers decompress .gz, .bz2, "
                                    f".deflate and .xz files, not {low.rpartition('.')[2]}")
-    data = _bytes(url, start, end)
-    codec = codec_of_path(url)
-    if codec is not None:
-        data = importlib.import_module(_DECOMPRESS[codec]).decompress(data)
-    return data.decode(encoding, errors="replace")
+    try:
+        data = _bytes(url, start, end)
+        codec = codec_of_path(url)
+        if codec is not None:
+            data = importlib.import_module(_DECOMPRESS[codec]).decompress(data)
+    except FileNotFoundError:
+        if getattr(opts, "ignore_missing", False):
+            return ""
+        raise
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        if getattr(opts, "ignore_corrupt", False):
+            return ""
+        raise OSError(f"cannot read {url}: {exc} (ignoreCorruptFiles=true skips such files)") from exc
+    return data.decode(opts.encoding, errors="replace")

@@ -55,9 +55,17 @@ def parquet_frame(ctx: Any, paths: tuple, listed: InputFiles, opts: Any,
         raise AnalysisException("[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for Parquet. It must be specified "
                                 "manually.", "UNABLE_TO_INFER_SCHEMA")
     names = [n for n, _ in listed.columns]
-    columns_of = _file_columns(listed)
-    plain = (not listed.columns and not opts.path_glob_filter and not opts.recursive and len(set(columns_of)) == 1
-             and opts.modified_before is None and opts.modified_after is None)
+    columns_of = _file_columns(listed, opts)
+    kept = [i for i, c in enumerate(columns_of) if c is not None]  # files whose footer reads
+    skipped = len(kept) < len(columns_of)
+    if skipped:
+        listed = InputFiles([listed.files[i] for i in kept], [listed.values[i] for i in kept], listed.columns)
+        columns_of = [columns_of[i] for i in kept]
+        if not listed.files:
+            raise AnalysisException("[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for Parquet: every file was "
+                                    "skipped (ignoreCorruptFiles / ignoreMissingFiles)", "UNABLE_TO_INFER_SCHEMA")
+    plain = (not skipped and not listed.columns and not opts.path_glob_filter and not opts.recursive
+             and len(set(columns_of)) == 1 and opts.modified_before is None and opts.modified_after is None)
     if plain:  # the fast path: one source, its manifest, DuckDB's direct scan, column pruning
         where = [str(p) for p in paths] if len(paths) > 1 else str(paths[0])
         ds = ctx.parquet_file(where)
@@ -78,15 +86,26 @@ def parquet_frame(ctx: Any, paths: tuple, listed: InputFiles, opts: Any,
     return _as_user(ds, schema, None, user_schema)
 
 
-def _file_columns(listed: InputFiles) -> list[tuple[str, ...]]:
-    """Each file's column names (its footer), so files of other columns are read apart."""
+def _file_columns(listed: InputFiles, opts: Any) -> list[tuple[str, ...] | None]:
+    """Each file's column names (its footer), so files of other columns are read apart;
+    None for a file skipped by ``ignoreMissingFiles`` / ``ignoreCorruptFiles``."""
     import fsspec
     import pyarrow.parquet as pq
 
-    out = []
+    out: list[tuple[str, ...] | None] = []
     for url, _ in listed.files:
-        with fsspec.open(url, "rb") as fh:
-            out.append(tuple(pq.read_schema(fh).names))
+        try:
+            with fsspec.open(url, "rb") as fh:
+                out.append(tuple(pq.read_schema(fh).names))
+        except FileNotFoundError:
+            if not opts.ignore_missing:
+                raise
+            out.append(None)
+        except (OSError, pa.ArrowInvalid) as exc:
+            if not opts.ignore_corrupt:
+                raise AnalysisException(f"[FAILED_READ_FILE] cannot read the Parquet footer of {url}: {exc} "
+                                        f"(ignoreCorruptFiles=true skips such files)", "FAILED_READ_FILE") from None
+            out.append(None)
     return out
 
 

@@ -110,6 +110,7 @@ def _ratio(name: str, v: Any) -> float:
 
 
 _COMMON = {  # attribute, parser, default
+    "ignorecorruptfiles": ("ignore_corrupt", _bool, False), "ignoremissingfiles": ("ignore_missing", _bool, False),
     "pathglobfilter": ("path_glob_filter", _text, None),
     "recursivefilelookup": ("recursive", _bool, False),
     "modifiedbefore": ("modified_before", _time, None),

@@ -118,7 +118,10 @@ class DataFrameReader:
     def _read_options(self, fmt: str, given: dict[str, Any]) -> Any:
         from strataflow.pyspark.sql.reader_options import reader_options
 
-        return reader_options(fmt, {**self._options, **{k: v for k, v in given.items() if v is not None}})
+        conf = self._session.conf  # Spark's session-wide defaults of the generic file options
+        defaults = {k: conf.get(f"spark.sql.files.{k}", None) for k in ("ignoreCorruptFiles", "ignoreMissingFiles")}
+        return reader_options(fmt, {**{k: v for k, v in defaults.items() if v is not None}, **self._options,
+                                    **{k: v for k, v in given.items() if v is not None}})
 
     def _listed(self, paths: list[str], opts: Any, fmt: str) -> Any:
         from strataflow.pyspark.sql.file_frames import _session_zone

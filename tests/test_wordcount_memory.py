@@ -96,3 +96,28 @@ def test_split_holds_a_bounded_step_not_the_partition(tmp_path):
     assert words.num_rows == data["words"]
     assert peak - held <= 12 * wordcount_job.SPLIT_STEP, (peak / MB, held / MB)
     assert Counter(words.column(0).to_pylist()) == wordcount_job.count_file(str(tmp_path / "wc" / data["files"][0]))
+
+
+def _partial_counts(ctx, lines: list[str | None], n: int):
+    def counts(rows):
+        words = wordcount_job.split_words(pa.table({"line": pa.array(list(rows), pa.string())}))
+        return wordcount_job._value_counts(words)
+
+    return ctx.parallelize(lines, n).map_partitions(counts)
+
+
+@pytest.mark.parametrize("n, groups", [(1, 8), (7, 8), (33, 8), (100, 3), (40, 1)])
+def test_combine_counts_is_the_counter_of_the_words(ctx, n, groups):
+    """Counts merged on the executors in levels down to ``groups`` tables (the driver
+    collects no more), equal to a Counter over the lines, many distinct words included,
+    empty partitions too (more partitions than lines where n is 100)."""
+    rng = random.Random(n * 31 + groups)
+    lines = _random_lines(rng, 60 if n == 100 else 1500)
+    partial = _partial_counts(ctx, lines, n)
+    tree = wordcount_job.counts_tree(partial, groups)
+    assert tree.num_partitions == min(n, groups)
+    assert wordcount_job.combine_counts(partial, groups) == Counter(_model(lines))
+
+
+def test_combine_counts_of_no_words(ctx):
+    assert wordcount_job.combine_counts(_partial_counts(ctx, ["", " ", None], 5), 2) == {}

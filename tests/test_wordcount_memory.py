@@ -4,7 +4,9 @@ Why these tests: word count's executors were OOM-killed in a 512 MB machine alth
 nothing spilled, because the batches path split each partition's lines whole, holding
 ~9 bytes of numpy temporaries a byte of text outside any budget. The tests measure what
 the split allocates (tracemalloc counts numpy's buffers exactly: no RSS, no timing) and
-check every answer against a plain-Python model (``line.split()``, ``Counter``).
+check every answer against a plain-Python model (``line.split()``, ``Counter``). The
+driver's combine is checked the same way, and the start-time refusal of a machine (a
+memory cgroup) too small for the application's processes against fake cgroup trees.
 """
 
 from __future__ import annotations
@@ -121,3 +123,74 @@ def test_combine_counts_is_the_counter_of_the_words(ctx, n, groups):
 
 def test_combine_counts_of_no_words(ctx):
     assert wordcount_job.combine_counts(_partial_counts(ctx, ["", " ", None], 5), 2) == {}
+
+
+# -- a machine too small for its processes: an error at start ------------------------------------------
+def _proc_cgroup(tmp_path, text: str) -> str:
+    path = tmp_path / "proc-cgroup"
+    path.write_text(text)
+    return str(path)
+
+
+def test_cgroup_limit_is_the_tightest_of_the_group_and_its_parents(tmp_path):
+    from strataflow.context.machine_fit import cgroup_memory_limit
+
+    root = tmp_path / "cg"
+    for rel, text in (("memory/a/b", f"{512 * MB}\n"), ("memory/a", f"{256 * MB}\n"),
+                      ("memory", "9223372036854771712\n")):
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        (root / rel / "memory.limit_in_bytes").write_text(text)
+    v1 = _proc_cgroup(tmp_path, "5:pids:/x\n4:memory:/a/b\n0::/\n")
+    assert cgroup_memory_limit(v1, str(root)) == (256 * MB, str(root / "memory/a/memory.limit_in_bytes"))
+    (root / "memory/a/memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert cgroup_memory_limit(v1, str(root)) == (512 * MB, str(root / "memory/a/b/memory.limit_in_bytes"))
+    # cgroup v2: memory.max, "max" for none
+    v2root = tmp_path / "v2"
+    (v2root / "x/y").mkdir(parents=True)
+    (v2root / "cgroup.controllers").write_text("cpu memory pids\n")
+    (v2root / "x/y/memory.max").write_text("max\n")
+    (v2root / "x/memory.max").write_text(f"{1 << 30}\n")
+    v2 = _proc_cgroup(tmp_path, "0::/x/y\n")
+    assert cgroup_memory_limit(v2, str(v2root)) == (1 << 30, str(v2root / "x/memory.max"))
+    (v2root / "x/memory.max").write_text("max\n")
+    assert cgroup_memory_limit(v2, str(v2root)) is None
+    assert cgroup_memory_limit(str(tmp_path / "no-such-file"), str(root)) is None
+    assert cgroup_memory_limit(_proc_cgroup(tmp_path, "4:memory:/gone\n"), str(tmp_path / "empty")) is None
+
+
+def test_a_machine_too_small_for_its_processes_is_refused_naming_the_figures():
+    from strataflow.common.checks import ConfigError
+    from strataflow.config import Config
+    from strataflow.context.machine_fit import LIBRARIES, PROCESS_BASELINE, check_fits
+
+    cfg = Config.build(memory="128MB", backend="processes", parallelism=2, executors=2)
+    floor = 128 * MB + 3 * PROCESS_BASELINE + LIBRARIES
+    check_fits(cfg, (floor, "f"))  # exactly the floor: fits
+    with pytest.raises(ConfigError, match=r"limited to 256 MiB \(/cg/memory.limit_in_bytes\), less than the 384 MiB .* "
+                                          r"memory 128 MiB \+ the driver and 2 executor process\(es\) at ~64 MiB each"
+                                          r".*Use fewer executors .* the processes alone need 256 MiB"):
+        check_fits(cfg, (256 * MB, "/cg/memory.limit_in_bytes"))
+    with pytest.raises(ConfigError, match=r"Give memory at most 64 MiB, or fewer executors"):
+        check_fits(cfg, (320 * MB, "/cg"))
+    threads = Config.build(memory="128MB", backend="threads")
+    check_fits(threads, (256 * MB, "/cg"))  # one process: 128 + 64 + 64
+    with pytest.raises(ConfigError, match=r"the driver \(threads backend\).*Give memory at most 72 MiB, or a larger"):
+        check_fits(threads, (200 * MB, "/cg"))
+    per_executor = Config.build(memory="64MB", backend="processes", executors=2, executor_memory="256MB")
+    with pytest.raises(ConfigError, match=r"memory 512 MiB"):  # 2 x 256 MB weighed, not the 64 MB given
+        check_fits(per_executor, (700 * MB, "/cg"))
+
+
+def test_the_context_refuses_before_it_makes_anything(tmp_path, monkeypatch):
+    from strataflow import Context
+    from strataflow.common.checks import ConfigError
+    from strataflow.context import machine_fit
+
+    monkeypatch.setattr(machine_fit, "cgroup_memory_limit", lambda: (256 * MB, "/cg/memory.limit_in_bytes"))
+    local, shuffle = tmp_path / "local", tmp_path / "shuffle"
+    local.mkdir()
+    shuffle.mkdir()
+    with pytest.raises(ConfigError, match="limited to 256 MiB"):
+        Context(memory="128MB", parallelism=2, backend="processes", progress=False, local_dirs=[str(local)],
+                shuffle_dirs=[str(shuffle)])
+    assert not any(local.iterdir()) and not any(shuffle.iterdir())

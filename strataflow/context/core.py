@@ -31,6 +31,7 @@ from strataflow.config.layers import with_layered_options
 from strataflow.config.options import docs as option_docs
 from strataflow.context import excepthook
 from strataflow.context.executors import ExecutorViews
+from strataflow.context.machine_fit import check_fits
 from strataflow.context.readers import FileReaders
 from strataflow.context.shared import SharedVariables
 from strataflow.context.sources import DataSources
@@ -80,6 +81,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
         self._closed = True  # until fully built, so stop() from a failed __init__ is a no-op
         excepthook.install()  # an uncaught error of a script without `with` folded too (excepthook.py)
         self.config = cfg = Config.build(**options)
+        check_fits(cfg)  # a machine too small for its processes: an error now, not OOM kills mid-job
         self.app_id = new_app_id()
         tier_bases = [d for spec in cfg.tiers or [] for d in spec.dirs]
         self.removed_stale_dirs = remove_stale(cfg.local_dirs + cfg.shuffle_dirs + tier_bases)

@@ -431,3 +431,70 @@ def test_corrupt_and_missing_files_fail_by_name_or_are_skipped_when_asked(spark,
         lazy2 = spark.read.csv(str(tmp_path / "gone"), header=True, schema="v INT")
         (tmp_path / "gone" / "a.csv").unlink()
         lazy2.collect()
+
+
+JSON_POOLS = {
+    "long": [1, -0, 9223372036854775807, 12345678901234567890, None, 2.5, "7", ""],
+    "double": [1.5, -0.0, 1e300, 2, 0.1, None, "NaN", 1e400],
+    "string": ["abc", "", "2024-01-31", "2024-01-31T10:00:00", "日本 😀", None, 5, {"x": 1}],
+    "bool": [True, False, None, "true", 0],
+    "array": [[1, 2], [], [None], None, [1.5], ["a"], [[1]]],
+    "object": [{"x": 1, "y": "a"}, {"y": None}, {}, None, {"x": "s"}, {"z": [1]}],
+}
+_JSON_SCHEMA_OF = {"long": "BIGINT", "double": "DOUBLE", "string": "STRING", "bool": "BOOLEAN", "array": "ARRAY<BIGINT>",
+                   "object": "STRUCT<x: BIGINT, y: STRING>"}
+
+
+def _json_text_of(v) -> str:
+    if isinstance(v, float) and v == 1e400:
+        return "1e400"
+    if v == "NaN":
+        return "NaN"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _random_json(path, seed: int) -> list[str]:
+    """JSON lines of random fields, each drawn mostly from one kind of value (an even seed:
+    only plain values, one kind per field)."""
+    import random
+
+    rng = random.Random(seed)
+    kinds = [rng.choice(list(JSON_POOLS)) for _ in range(rng.randint(1, 4))]
+    lines = []
+    for _ in range(rng.randint(1, 25)):
+        parts = []
+        for i, k in enumerate(kinds):
+            if rng.random() < 0.1:
+                continue  # the field left out
+            if seed % 2 == 0:  # a clean file (the vectorized path's case): plain values of one kind per field
+                v = rng.choice(JSON_POOLS[k][:3])
+            else:
+                pool = JSON_POOLS[k] if rng.random() < 0.92 else JSON_POOLS[rng.choice(list(JSON_POOLS))]
+                v = rng.choice(pool[:5]) if rng.random() < 0.7 else rng.choice(pool)
+            parts.append(f'"f{i}": {_json_text_of(v)}')
+        lines.append("{" + ", ".join(parts) + "}")
+        if rng.random() < 0.05:
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return kinds
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("READER_SEEDS", "40"))))
+def test_the_vectorized_json_path_gives_the_exact_paths_answer(spark, tmp_path, monkeypatch, seed):
+    from strataflow.pyspark.sql import file_frames
+
+    kinds = _random_json(tmp_path / "r.json", seed)
+    ddl = ", ".join(f"f{i} {_JSON_SCHEMA_OF[k]}" for i, k in enumerate(kinds))
+    reads = [{}, {"schema": ddl}, {"schema": ddl, "mode": "DROPMALFORMED"}, {"schema": ddl + ", _corrupt_record STRING"}]
+
+    def answers() -> list:
+        out = []
+        for kw in reads:
+            df = spark.read.json(str(tmp_path / "r.json"), **kw)
+            out.append((df.schema.simpleString(), [[tag(v) for v in r] for r in df.collect()]))
+        return out
+
+    monkeypatch.setattr(file_frames, "FAST_PATH", True)
+    fast = answers()
+    monkeypatch.setattr(file_frames, "FAST_PATH", False)
+    assert fast == answers()

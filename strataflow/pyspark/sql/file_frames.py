@@ -23,6 +23,7 @@ from strataflow.pyspark.errors import AnalysisException, UnsupportedOperation
 from strataflow.pyspark.sql import types as T
 from strataflow.pyspark.sql.csv_fast import fast_columns, fast_types
 from strataflow.pyspark.sql.csv_records import field_datum, malformed_error, records
+from strataflow.pyspark.sql.json_fast import fast_json_table, fast_json_type
 from strataflow.pyspark.sql.json_records import canonical, infer_records, parse_units, record_converter
 from strataflow.pyspark.sql.file_splits import plan_splits, read_split
 from strataflow.pyspark.sql.partition_discovery import InputFiles
@@ -212,7 +213,12 @@ def _json_infer(opts: Any, items: list) -> list:
     t: T.DataType = T.StructType([])
     corrupt = False
     for url, _, start, end in items:
-        units = parse_units(read_split(url, opts, start, end), opts)
+        text = read_split(url, opts, start, end)
+        fast = fast_json_type(text, opts) if FAST_PATH else None
+        if fast is not None:
+            t = merge_types(t, fast)
+            continue
+        units = parse_units(text, opts)
         bad = next((raw for value, raw in units if value is None), None)
         if bad is not None:
             if opts.mode == "FAILFAST":
@@ -236,18 +242,24 @@ def _json_schema(found: list, opts: Any) -> T.StructType:
 
 
 def _json_part(opts: Any, zone: dt.tzinfo, schema: T.StructType, parts: list, items: list) -> pa.Table:
-    columns: list[list] = [[] for _ in schema]
-    values = []
+    pieces = []
     for url, pvalues, start, end in items:
+        text = read_split(url, opts, start, end)
+        fast = fast_json_table(text, opts, schema) if FAST_PATH else None
+        if fast is not None:
+            pieces.append(_table_with_values(fast, parts, pvalues))
+            continue
+        columns: list[list] = [[] for _ in schema]
         row_of = record_converter(schema, opts.corrupt_column, opts, zone, url)
-        for value, raw in parse_units(read_split(url, opts, start, end), opts):
+        for value, raw in parse_units(text, opts):
             row = row_of(value, raw)
-            if row is None:
-                continue
-            for c, v in zip(columns, row):
-                c.append(v)
-            values.append(pvalues)
-    return _table(columns, schema, parts, values)
+            if row is not None:
+                for c, v in zip(columns, row):
+                    c.append(v)
+        pieces.append(_table(columns, schema, parts, [pvalues] * (len(columns[0]) if columns else 0)))
+    if not pieces:
+        return _table([[] for _ in schema], schema, parts, [])
+    return pa.concat_tables(pieces)
 
 
 def json_frame(session: Any, files: InputFiles, opts: Any, schema: T.StructType | None) -> tuple[Any, pa.Schema]:

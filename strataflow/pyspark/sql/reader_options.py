@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from strataflow.pyspark.errors import UnsupportedOperation
 
-__all__ = ["reader_options", "FORMAT_OPTIONS", "REFUSED"]
+__all__ = ["reader_options", "FORMAT_OPTIONS"]
 
 
 def _bool(name: str, v: Any) -> bool:
@@ -167,9 +167,6 @@ _PARQUET = {"mergeschema": ("merge_schema", _bool, False), **_COMMON}
 
 #: per format, the option names (lower case) strataflow's readers take
 FORMAT_OPTIONS: dict[str, dict] = {"csv": _CSV, "json": _JSON, "text": _TEXT, "parquet": _PARQUET}
-#: per format, Spark's options strataflow refuses whatever the value (none today: each is honoured or
-#: its other values refused)
-REFUSED: dict[str, dict[str, str]] = {"csv": {}, "json": {}, "text": {}, "parquet": {}}
 
 
 def reader_options(fmt: str, given: dict[str, Any]) -> SimpleNamespace:

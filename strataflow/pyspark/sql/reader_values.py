@@ -28,7 +28,8 @@ from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql import types as T
 from strataflow.pyspark.sql.reader_datetime_patterns import date_parser, timestamp_parser
 
-__all__ = ["infer_field", "merge_types", "converter", "java_double", "decimal_type_of", "wall_clock"]
+__all__ = ["FieldInference", "merge_types", "converter", "java_int", "java_double", "java_decimal", "decimal_type_of",
+           "wall_clock"]
 
 _INT = re.compile(r"[+-]?\d+")
 _DOUBLE = re.compile(r"\s*[+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?)\s*")
@@ -111,13 +112,7 @@ def converter(t: T.DataType, opts: Any, zone: dt.tzinfo, where: str) -> Callable
             return v
         return to_decimal
     if isinstance(t, T.DateType):
-        parse = date_parser(opts.date_format)
-        if opts.date_format is None:
-            return parse
-
-        def custom_date(s: str) -> dt.date:
-            return parse(s)
-        return custom_date
+        return date_parser(opts.date_format)
     if isinstance(t, (T.TimestampType, T.TimestampNTZType)):
         parse = timestamp_parser(opts.timestamp_format, zone)
         aware = getattr(t.to_arrow(), "tz", None) is not None
@@ -195,10 +190,6 @@ class FieldInference:
 
     def _boolean(self, f: str) -> T.DataType:
         return T.BooleanType() if f.lower() in ("true", "false") else T.StringType()
-
-
-def infer_field(inference: FieldInference, so_far: T.DataType, field: str) -> T.DataType:
-    return inference.infer(so_far, field)
 
 
 _NUMERIC_ORDER = [T.ByteType, T.ShortType, T.IntegerType, T.LongType]

@@ -61,6 +61,8 @@ class Case:
             return _OPS[self.fn](a[0], a[1] if isinstance(self.args[1], C) else F.lit(a[1]))
         if self.kind == "cast":
             return a[0].cast(self.args[1])
+        if self.kind == "method":  # a Column method: col.contains(x)
+            return getattr(a[0], self.fn)(*a[1:])
         return getattr(F, self.fn)(*a)
 
     def sql(self) -> str:
@@ -154,6 +156,10 @@ def _build() -> list[Case]:
          Case("sha2", (C("s"), 256)), Case("sha2", (C("s"), 512)), Case("left", (C("s"), 2)),
          Case("right", (C("s"), 2)), Case("replace", (C("s"), C("s2"))),
          Case("replace", (C("s"), Lit("a"), Lit("A")))])
+    for fn in ("contains", "startswith", "endswith", "like", "ilike", "rlike"):
+        pats = {"like": ["a%", "%b_", "%\\%%"], "ilike": ["A%", "%É"], "rlike": ["^[a-z]+$", "[0-9]", "ß|é"]}
+        add([Case(fn, (C("s"), p), kind="method") for p in pats.get(fn, ["b", "", "é"])])
+    add([Case("contains", (C("s"), C("s2")), kind="method"), Case("startswith", (C("s"), C("s2")), kind="method")])
     # -- null handling -----------------------------------------------------------------------------------
     add([Case("coalesce", (C("nl"), C("i"))), Case("coalesce", (C("i"), C("i2"))), Case("isnull", (C("i"),)),
          Case("nvl", (C("i"), C("i2"))), Case("ifnull", (C("s"), C("s2"))), Case("nullif", (C("i"), C("i2"))),

@@ -106,11 +106,11 @@ def literal_name(e: exp.Expression) -> str | None:
 #: the names Spark shows in capitals (their ``prettyName``), by the name called
 _PRETTY = {"power": "POWER", "ceil": "CEIL", "floor": "FLOOR", "sqrt": "SQRT", "log10": "LOG10", "log2": "LOG2",
            "exp": "EXP", "cos": "COS", "sin": "SIN", "tan": "TAN", "degrees": "DEGREES", "radians": "RADIANS",
-           "cbrt": "CBRT", "signum": "SIGNUM", "sign": "SIGNUM"}
+           "cbrt": "CBRT", "signum": "SIGNUM", "sign": "SIGNUM", "rlike": "RLIKE"}
 #: the arguments Spark shows where the call left them out
 _DEFAULTS = {"round": [None, "0"], "bround": [None, "0"], "regexp_replace": [None, None, None, "1"],
              "split": [None, None, "-1"], "months_between": [None, None, "true"], "replace": [None, None, ""],
-             "sort_array": [None, "true"]}
+             "sort_array": [None, "true"], "from_unixtime": [None, "yyyy-MM-dd HH:mm:ss"]}
 _UNIT_WORDS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"}
 #: SQL-text calls sqlglot builds without their written name
 _CLASS_NAMES = {exp.ArgMin: "min_by", exp.ArgMax: "max_by"}
@@ -142,6 +142,8 @@ def call_name(e: exp.Expression, n: Any) -> str | None:
         shown = [n(_as_written(a)) for a in parts if isinstance(a, exp.Expression)]
         if name in ("trunc", "date_trunc"):  # sqlglot writes a unit word in capitals
             shown = [x.lower() if x in _UNIT_WORDS else x for x in shown]
+        if name in _PATTERN_CALLS:  # sqlglot turns a Spark pattern into strftime letters: back again
+            shown = [_spark_pattern_text(x) if "%" in x else x for x in shown]
         shown += [n(_as_written(a)) for v in (parts if not order else []) if isinstance(v, list) for a in v]
     else:
         return None
@@ -153,15 +155,28 @@ def call_name(e: exp.Expression, n: Any) -> str | None:
     shown = shown[:_SHOWN.get(name, len(shown))]
     if name == "isnull":
         return f"({shown[0]} IS NULL)"
+    if name == "like" and len(shown) == 2:
+        return f"{shown[0]} LIKE {shown[1]}"
     if name in ("date_add", "date_sub") and call is None and isinstance(e.expression, exp.Mul):
         shown = [shown[0], n(e.expression.this)]  # sqlglot's date_sub(d, n) is date_add(d, n * -1)
     return f"{_PRETTY.get(name, name)}({', '.join(shown)})"
 
 
+_PATTERN_CALLS = {"date_format", "from_unixtime", "to_date", "to_timestamp", "unix_timestamp"}
+
+
+def _spark_pattern_text(text: str) -> str:
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.time import format_time
+
+    spark = Spark()
+    return format_time(text, spark.INVERSE_TIME_MAPPING, spark.INVERSE_TIME_TRIE) or text
+
+
 def _as_written(a: exp.Expression) -> exp.Expression:
     """An argument as the SQL text had it: sqlglot wraps some in a conversion of its own
     (``to_date(x)`` inside ``year(x)``) and writes a unit as an upper-case variable."""
-    if isinstance(a, (exp.TsOrDsToDate, exp.TsOrDsToTimestamp)) and not a.args.get("format") \
+    if isinstance(a, (exp.TsOrDsToDate, exp.TsOrDsToTimestamp, exp.TimeStrToTime)) and not a.args.get("format") \
             and not (a._meta and a.meta.get("written")):
         return a.this
     if isinstance(a, exp.Var):
@@ -268,6 +283,10 @@ class _Namer:
             return n(e.expression)  # struct(a, b), not struct(a := a, b := b)
         if isinstance(e, exp.IgnoreNulls):
             return n(e.this)  # Spark's name of first(x, true) is first(x)
+        if isinstance(e, exp.Like) and not e.args.get("escape"):
+            return f"{n(e.this)} LIKE {n(e.expression)}"
+        if isinstance(e, exp.ILike):
+            return f"ilike({n(e.this)}, {n(e.expression)})"
         if isinstance(e, exp.Distinct):
             return "DISTINCT " + ", ".join(n(x) for x in e.expressions)
         if isinstance(e, exp.Anonymous):

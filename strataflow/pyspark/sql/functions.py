@@ -354,3 +354,17 @@ _module = sys.modules[__name__]
 for _name, _spec in _SPECS.items():
     setattr(_module, _name, _make(_name, _spec))
 __all__ += list(_SPECS) + ["udf", "pandas_udf"]
+
+
+class MissingFunction(AttributeError):
+    """A name of PySpark's ``functions`` that strataflow does not have yet: an
+    AttributeError (``hasattr`` says False), whose message names it and what to do."""
+
+
+def __getattr__(name: str) -> Any:
+    from strataflow.pyspark.sql.function_names import PYSPARK_FUNCTIONS
+
+    if name in PYSPARK_FUNCTIONS:
+        raise MissingFunction(f"strataflow does not have pyspark.sql.functions.{name} yet (docs/dataframes.md lists "
+                              f"what it has): use F.expr with a function it has, or a Python UDF (F.udf)")
+    raise AttributeError(f"module 'pyspark.sql.functions' has no attribute '{name}'")

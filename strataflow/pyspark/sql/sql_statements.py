@@ -1,11 +1,12 @@
 """``spark.sql``: the statements it takes (a query, ``CREATE [OR REPLACE] TEMP VIEW``,
-``DROP VIEW``/``TABLE``, ``SHOW TABLES``) and what every query goes through before it
+``DROP VIEW``/``TABLE``, ``SHOW TABLES``, ``SET``/``RESET``) and what every query goes through before it
 is planned: the result's names as Spark gives them, ``range(...)`` as a table,
 ``global_temp.`` views, and sqlglot's optimizer (``sql_query.py`` plans the result).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sqlglot
@@ -24,6 +25,9 @@ def run_sql(session: Any, text: str, args: Any = None, kwargs: dict | None = Non
         text = _formatted(session, text, kwargs, made)
     if " ".join(text.split()).upper().rstrip(";") == "SHOW TABLES":
         return _show_tables(session)
+    setting = _SET.fullmatch(text)
+    if setting is not None:
+        return _set(session, setting)
     try:
         tree = sqlglot.parse_one(text, read=SparkSQL)
     except sqlglot.errors.ParseError as exc:
@@ -177,6 +181,33 @@ def _global_names(tree: exp.Expression) -> exp.Expression:
             alias = t.args.get("alias") or exp.TableAlias(this=exp.to_identifier(t.name))
             t.replace(exp.Table(this=exp.to_identifier(f"{GLOBAL_TEMP}.{t.name}", quoted=True), alias=alias))
     return tree
+
+
+_SET = re.compile(r"\s*(SET|RESET)(?:\s+(-v)|\s+([^=\s;]+)(?:\s*=\s*(.*?))?)?\s*;?\s*", re.I | re.S)
+
+
+def _set(session: Any, m: re.Match) -> Any:
+    """``SET key=value`` (the session's setting, as ``spark.conf.set``: ANSI mode and the
+    time zone change what queries mean), ``SET key`` (its value), ``SET`` (all of them),
+    ``RESET key``; a DataFrame of ``key`` and ``value`` as Spark's."""
+    verb, verbose, key, value = m.group(1).upper(), m.group(2), m.group(3), m.group(4)
+    schema = "key string, value string"
+    if verb == "RESET":
+        if key is None:
+            session._options.clear()
+        else:
+            session.conf.unset(key)
+        return session.createDataFrame([], schema)
+    if key is None:
+        rows = sorted(session.conf.getAll().items())
+        return session.createDataFrame(rows if not verbose else [(k, v) for k, v in rows], schema)
+    if value is None:
+        return session.createDataFrame([(key, session.conf.get(key, "<undefined>"))], schema)
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    session.conf.set(key, value)
+    return session.createDataFrame([(key, value)], schema)
 
 
 def _show_tables(session: Any) -> Any:

@@ -18,6 +18,7 @@ from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.semantics.core import Rules, typed
 from strataflow.pyspark.sql.semantics.template import fill
 from strataflow.pyspark.sql.semantics.types import integral_bits, is_decimal, is_fractional, is_integral
+from strataflow.pyspark.sql.semantics.zones import from_local, local, parse_timestamp
 
 __all__ = ["cast_rule", "spark_kind"]
 
@@ -146,8 +147,6 @@ def _in_range(v: str, bits: int) -> str:
 
 def _pair(src: str, dst: str, p: int, s: int, x: exp.Expression, t: pa.DataType,
           rules: Rules) -> tuple[exp.Expression, exp.Expression | None, str] | None:
-    from strataflow.pyspark.sql.semantics.datetime import from_local, local
-
     f = lambda text, **kw: fill(text, x=x, **kw)  # noqa: E731
     if src == dst and dst != "decimal":
         return f("{x}"), None, ""
@@ -279,8 +278,6 @@ def _pair(src: str, dst: str, p: int, s: int, x: exp.Expression, t: pa.DataType,
                      "first.') ELSE make_timestamp(CAST(trunc(CAST({x} AS DECIMAL(38,6)) * 1000000) AS BIGINT)) "
                      "END"), valid, "CAST_INVALID_INPUT"
         if src == "string":
-            from strataflow.pyspark.sql.semantics.datetime import parse_timestamp
-
             lenient = parse_timestamp(x, rules)
             return lenient, fill("{l} IS NOT NULL", l=lenient), "CAST_INVALID_INPUT"
         return None

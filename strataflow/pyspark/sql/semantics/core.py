@@ -1,4 +1,4 @@
-"""The pass that gives each node of a resolved expression to its rule (see the package)."""
+"""What every rule sees: the session's settings, the types of an expression's parts, and the refusal."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from strataflow.pyspark.errors import AnalysisException
 
-__all__ = ["SqlConf", "Rules", "refusal", "spark_semantics", "REFUSED"]
+__all__ = ["SqlConf", "Rules", "refusal", "typed", "spark_name_of", "REFUSED"]
 
 REFUSED = "STRATAFLOW_UNSUPPORTED"
 
@@ -66,6 +66,14 @@ class Rules:
         known = node.meta.get("arrow") if node._meta else None
         if known is not None:
             return known
+        if isinstance(node, exp.Literal):  # no query for the common literals
+            if node.is_string:
+                return pa.string()
+            if node.is_int:
+                return pa.int32() if -(1 << 31) <= int(node.this) < (1 << 31) else pa.int64()
+        key = node.sql()
+        if key in self._types:
+            return self._types[key]
         from strataflow.pyspark.sql.dialect import to_sql
         from strataflow.pyspark.sql.engine import run_query
 
@@ -73,7 +81,8 @@ class Rules:
             t = run_query(to_sql(exp.select(node.copy()).from_(self.table)),
                           {self.table: self.schema.empty_table()}).schema.types[0]
         except Exception:  # noqa: BLE001 - the query itself will say what is wrong, naming it
-            return None
+            t = None
+        self._types[key] = t
         return t
 
     def refuse(self, node: exp.Expression, why: str, instead: str) -> AnalysisException:
@@ -87,46 +96,3 @@ def typed(node: exp.Expression, t: pa.DataType) -> exp.Expression:
     """``node`` marked with its Arrow type, so a parent's rule need not probe for it."""
     node.meta["arrow"] = t
     return node
-
-
-def spark_semantics(e: exp.Expression, schema: pa.Schema, table: str, conf: SqlConf) -> exp.Expression:
-    """``e`` (resolved over ``table`` of ``schema``) with every node given to its rule,
-    children before parents; AnalysisException (``STRATAFLOW_UNSUPPORTED``) for a node
-    whose answer could differ from Spark's."""
-    from strataflow.pyspark.sql.semantics.registry import rule_for
-
-    rules = Rules(conf, schema, table)
-    todo = [n for n in e.walk(bfs=False)]
-    for node in reversed(todo):  # children before their parents
-        if node.parent is None and node is not e:
-            continue  # replaced with its parent already
-        rule = rule_for(node)
-        if rule is None:
-            continue
-        window = node.parent  # before the rule: a rule may build its result round the node
-        new = rule(node, rules)
-        if new is None or new is node:
-            continue
-        if isinstance(window, exp.Window) and window.this is node:
-            new, node = _over(new, window, rules), window  # the window goes round the aggregate alone
-        if node is e:
-            e = new
-        else:
-            node.replace(new)
-    return e
-
-
-def _over(new: exp.Expression, window: exp.Expression, rules: "Rules") -> exp.Expression:
-    """An aggregate's rewrite ``new`` under ``window``: the window moved onto the one
-    aggregate inside it (``CAST(sum(x) AS ...) OVER w`` is ``CAST(sum(x) OVER w AS ...)``)."""
-    aggs = list(new.find_all(exp.AggFunc))
-    if len(aggs) != 1:
-        raise refusal(spark_name_of(window.this), "this aggregate's rewrite has several parts", "compute it "
-                      "without a window, then join")
-    agg = aggs[0]
-    over = window.copy()
-    over.set("this", agg.copy())
-    if agg is new:
-        return over
-    agg.replace(over)
-    return new

@@ -10,113 +10,111 @@ import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.sql.semantics.core import Rules, typed
+from strataflow.pyspark.sql.semantics.casts import cast_rule
 from strataflow.pyspark.sql.semantics.template import fill
+from strataflow.pyspark.sql.semantics.zones import from_local, local
 
-__all__ = ["RULES", "REFUSE", "local", "from_local", "parse_timestamp", "strftime_pattern"]
+__all__ = ["RULES", "REFUSE", "ANONYMOUS", "strftime_pattern"]
 
 
 def _is_timestamp(t: pa.DataType | None) -> bool:
     return t is not None and pa.types.is_timestamp(t)
 
 
-def local(x: exp.Expression, rules: Rules) -> exp.Expression:
-    """A timestamp (UTC wall clock) as wall clock in the session time zone."""
-    tz = rules.conf.tz
-    if tz.upper() in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
-        return x
-    return fill(f"timezone('{_quote(tz)}', timezone('UTC', CAST({{x}} AS TIMESTAMP)))", x=x)
+#: Spark's pattern letters (by run length) as strftime's, and the text each accepts when
+#: parsing (Java's parser is strict: ``MM`` is two digits, ``M`` one or two)
+_LETTERS = {"yyyy": ("%Y", "[0-9]{4}"), "MMMM": ("%B", "[A-Za-z]+"), "MMM": ("%b", "[A-Za-z]{3}"),
+            "EEEE": ("%A", "[A-Za-z]+"), "EEE": ("%a", "[A-Za-z]{3}"), "SSSSSS": ("%f", "[0-9]{6}"),
+            "SSS": ("%g", "[0-9]{3}"), "yy": ("%y", "[0-9]{2}"), "MM": ("%m", "[0-9]{2}"), "dd": ("%d", "[0-9]{2}"),
+            "HH": ("%H", "[0-9]{2}"), "hh": ("%I", "[0-9]{2}"), "mm": ("%M", "[0-9]{2}"), "ss": ("%S", "[0-9]{2}"),
+            "DDD": ("%j", "[0-9]{3}"), "M": ("%-m", "[0-9]{1,2}"), "d": ("%-d", "[0-9]{1,2}"),
+            "H": ("%-H", "[0-9]{1,2}"), "h": ("%-I", "[0-9]{1,2}"), "m": ("%-M", "[0-9]{1,2}"),
+            "s": ("%-S", "[0-9]{1,2}"), "a": ("%p", "(AM|PM|am|pm)")}
+_RE_SPECIAL = set(".^$*+?()[]{}|\\")
 
 
-def from_local(x: exp.Expression, rules: Rules) -> exp.Expression:
-    """Wall clock in the session time zone as a timestamp (UTC wall clock). A wall clock
-    that happens twice (the hour a DST change repeats) is its earlier instant, as Java's
-    ``ZonedDateTime.of`` takes it; ICU takes the later one."""
-    tz = rules.conf.tz
-    if tz.upper() in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
-        return x
-    z = _quote(tz)
-    later = f"timezone('UTC', timezone('{z}', CAST({{x}} AS TIMESTAMP)))"
-    earlier = f"({later} - INTERVAL 1 HOUR)"
-    return fill(f"CASE WHEN timezone('{z}', timezone('UTC', {earlier})) = CAST({{x}} AS TIMESTAMP) THEN {earlier} "
-                f"ELSE {later} END", x=x)
-
-
-def _quote(s: str) -> str:
-    return s.replace("'", "''")
-
-
-_TS = ("^([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?"
-       "(?:[ T]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\\.([0-9]{1,6}))?)?)?"
-       "(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?$")
-
-
-def parse_timestamp(x: exp.Expression, rules: Rules) -> exp.Expression:
-    """Spark's ``stringToTimestamp`` for the forms ``yyyy[-m[m][-d[d]]][ |T h[h]:m[m][:s[s][.f]]][Z|±hh[:mm]]``:
-    without a zone, wall clock in the session time zone; anything else null."""
-    s = "regexp_replace({x}, '^[\\x00-\\x20]+|[\\x00-\\x20]+$', '', 'g')"
-
-    def g(i: int, default: str) -> str:
-        return f"CAST(coalesce(nullif(regexp_extract({s}, '{_TS}', {i}), ''), '{default}') AS BIGINT)"
-
-    micros = f"CAST(rpad(coalesce(nullif(regexp_extract({s}, '{_TS}', 7), ''), '0'), 6, '0') AS BIGINT)"
-    wall = (f"try(make_timestamp({g(1, '0')}, {g(2, '1')}, {g(3, '1')}, {g(4, '0')}, {g(5, '0')}, "
-            f"CAST({g(6, '0')} AS DOUBLE) + {micros} / 1000000.0))")
-    zone = f"regexp_extract({s}, '{_TS}', 8)"
-    offset = (f"(CASE WHEN {zone} = 'Z' THEN 0 ELSE (CASE WHEN left({zone}, 1) = '-' THEN -1 ELSE 1 END) * "
-              f"(CAST(substr({zone}, 2, 2) AS BIGINT) * 60 + coalesce(TRY_CAST(right(replace({zone}, ':', ''), 2) "
-              f"AS BIGINT) * (length(replace({zone}, ':', '')) > 3)::BIGINT, 0)) END)")
-    zoned = fill(f"{wall} - to_minutes({offset})", x=x)
-    plain = from_local(fill(wall, x=x), rules)
-    return fill(f"CASE WHEN NOT regexp_full_match({s}, '{_TS}') THEN NULL WHEN {zone} = '' THEN {{p}} ELSE {{z}} END",
-                x=x, p=plain, z=zoned)
-
-
-_LETTERS = [("yyyy", "%Y"), ("MMMM", "%B"), ("MMM", "%b"), ("EEEE", "%A"), ("EEE", "%a"), ("SSSSSS", "%f"),
-            ("SSS", "%g"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("hh", "%I"), ("mm", "%M"),
-            ("ss", "%S"), ("DDD", "%j"), ("M", "%-m"), ("d", "%-d"), ("H", "%-H"), ("h", "%-I"), ("m", "%-M"),
-            ("s", "%-S"), ("a", "%p")]
-
-
-def strftime_pattern(pattern: str) -> str | None:
-    """A Spark datetime pattern in strftime's letters; None where it has a letter (or a
-    count of one) this translation does not know."""
-    out, i = [], 0
+def translate_pattern(pattern: str) -> tuple[str, str] | None:
+    """A Spark datetime pattern as (strftime's letters, the regular expression of the text
+    it parses); None where it has a letter (or a run of one) this translation does not know."""
+    fmt, rx, i = [], [], 0
     while i < len(pattern):
         c = pattern[i]
         if c == "'":
             end = pattern.find("'", i + 1)
             if end < 0:
                 return None
-            out.append("'" if end == i + 1 else pattern[i + 1:end].replace("%", "%%"))
+            text = "'" if end == i + 1 else pattern[i + 1:end]
+            fmt.append(text.replace("%", "%%"))
+            rx.append("".join("\\" + ch if ch in _RE_SPECIAL else ch for ch in text))
             i = end + 1
             continue
         if c.isalpha():
             run = len(pattern) - i - len(pattern[i:].lstrip(c))
-            token = pattern[i:i + run]
-            hit = dict(_LETTERS).get(token)
+            hit = _LETTERS.get(pattern[i:i + run])
             if hit is None:
                 return None
-            out.append(hit)
+            fmt.append(hit[0])
+            rx.append(hit[1])
             i += run
             continue
-        out.append("%%" if c == "%" else c)
+        fmt.append("%%" if c == "%" else c)
+        rx.append("\\" + c if c in _RE_SPECIAL else c)
         i += 1
-    return "".join(out)
+    return "".join(fmt), "".join(rx)
+
+
+def strftime_pattern(pattern: str) -> str | None:
+    """A Spark datetime pattern in strftime's letters (None: a letter not translated)."""
+    got = translate_pattern(pattern)
+    return None if got is None else got[0]
+
+
+def _spark_pattern(text: str) -> str:
+    """The Spark pattern the program wrote: sqlglot's Spark parser turns a pattern into
+    strftime letters of its own (``%mstrict``), which its inverse mapping turns back."""
+    if "%" not in text:
+        return text
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.time import format_time
+
+    spark = Spark()
+    return format_time(text, spark.INVERSE_TIME_MAPPING, spark.INVERSE_TIME_TRIE) or text
 
 
 def _pattern(node: exp.Expression, arg: exp.Expression | None, rules: Rules, default: str) -> str:
+    return _patterns(node, arg, rules, default)[0]
+
+
+def _patterns(node: exp.Expression, arg: exp.Expression | None, rules: Rules, default: str) -> tuple[str, str]:
+    """(strftime's pattern, the parse regex), quoted for SQL, of a Spark pattern argument."""
     if arg is None:
-        return strftime_pattern(default)
-    text = arg.meta.get("spark_pattern") if arg._meta else None
-    if text is None and isinstance(arg, exp.Literal) and arg.is_string:
-        text = arg.this
+        f, r = translate_pattern(default)
+        return f, r
+    text = None
+    if isinstance(arg, exp.Literal) and arg.is_string:
+        text = _spark_pattern(arg.this)
     if text is None:
         raise rules.refuse(node, "its pattern is not a literal string", "a literal pattern")
-    fmt = strftime_pattern(text)
-    if fmt is None:
+    got = translate_pattern(text)
+    if got is None:
         raise rules.refuse(node, f"the datetime pattern '{text}' has letters strataflow does not translate",
                            "the letters y M d H h m s S E a and quoted text")
-    return fmt.replace("'", "''")
+    return got[0].replace("'", "''"), got[1].replace("'", "''")
+
+
+def _parsed_wall(node: exp.Expression, x: exp.Expression, fmt: exp.Expression | None, rules: Rules,
+                 default: str) -> exp.Expression:
+    """The wall clock that text ``x`` in a Spark pattern reads as (Java's strict parse: the
+    whole text, each field its width); null where it does not parse, ANSI's
+    CANNOT_PARSE_TIMESTAMP error instead under ANSI mode."""
+    f, r = _patterns(node, fmt, rules, default)
+    wall = fill(f"CASE WHEN regexp_full_match({{x}}, '{r}') THEN CAST(try_strptime({{x}}, '{f}') AS TIMESTAMP) "
+                f"ELSE NULL END", x=x)
+    if not rules.conf.ansi:
+        return wall
+    return fill("CASE WHEN {x} IS NOT NULL AND {w} IS NULL THEN error('[CANNOT_PARSE_TIMESTAMP] Text cannot be "
+                "parsed in the pattern. Use `try_to_timestamp` to tolerate invalid input string and return NULL "
+                "instead.') ELSE {w} END", x=x, w=wall)
 
 
 def _field(sql_fn: str, plus: int = 0):
@@ -174,22 +172,18 @@ def _datediff(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 
 def _to_date(node: exp.Expression, rules: Rules) -> exp.Expression:
-    from strataflow.pyspark.sql.semantics.casts import cast_rule
-
     x, fmt = node.this, node.args.get("format")
     t = rules.type_of(x)
     if fmt is None:
         return cast_rule(exp.Cast(this=x, to=exp.DataType.build("DATE")), rules)
-    pattern = _pattern(node, fmt, rules, "yyyy-MM-dd")
-    body = fill(f"CAST(try_strptime({{x}}, '{pattern}') AS DATE)", x=x)
-    return typed(body, pa.date32())
+    return typed(fill("CAST({w} AS DATE)", w=_parsed_wall(node, x, fmt, rules, "yyyy-MM-dd")), pa.date32())
 
 
 def _to_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
     x, fmt = node.this, node.args.get("format")
-    pattern = _pattern(node, fmt, rules, "yyyy-MM-dd HH:mm:ss")
-    body = from_local(fill(f"CAST(try_strptime({{x}}, '{pattern}') AS TIMESTAMP)", x=x), rules)
-    return typed(body, pa.timestamp("us"))
+    if fmt is None:
+        return cast_rule(exp.Cast(this=x, to=exp.DataType.build("TIMESTAMP")), rules)
+    return typed(from_local(_parsed_wall(node, x, fmt, rules, "yyyy-MM-dd HH:mm:ss"), rules), pa.timestamp("us"))
 
 
 def _date_format(node: exp.Expression, rules: Rules) -> exp.Expression:
@@ -209,18 +203,18 @@ def _date_format(node: exp.Expression, rules: Rules) -> exp.Expression:
 def _from_unixtime(node: exp.Expression, rules: Rules) -> exp.Expression:
     x = node.this
     pattern = _pattern(node, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
-    ts = fill("CASE WHEN abs(CAST({x} AS HUGEINT)) > 9223372036854 THEN NULL "
-              "ELSE make_timestamp(CAST({x} AS BIGINT) * 1000000) END", x=x)
+    ts = fill("CASE WHEN abs(CAST({x} AS HUGEINT)) > 9223372036854 THEN error('[STRATAFLOW_UNSUPPORTED] "
+              "strataflow does not run `from_unixtime` of seconds beyond the year 294247 (Spark overflows). "
+              "Instead: filter them first.') ELSE make_timestamp(CAST({x} AS BIGINT) * 1000000) END", x=x)
     return typed(fill(f"strftime({{t}}, '{pattern}')", t=local(ts, rules)), pa.string())
 
 
 def _unix_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
     x = node.this
-    pattern = _pattern(node, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
     t = rules.type_of(x)
     if not (pa.types.is_string(t) if t is not None else False):
         raise rules.refuse(node, f"an argument of type {t}", "unix_timestamp of a string with a pattern")
-    wall = fill(f"CAST(try_strptime({{x}}, '{pattern}') AS TIMESTAMP)", x=x)
+    wall = _parsed_wall(node, x, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
     return typed(fill("CAST(floor(epoch_us({t}) / 1000000) AS BIGINT)", t=from_local(wall, rules)), pa.int64())
 
 
@@ -304,8 +298,6 @@ RULES[exp.LastDay] = _last_day
 
 def _as_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
     """sqlglot's conversion of a ``date_format`` argument: Spark's cast to timestamp."""
-    from strataflow.pyspark.sql.semantics.casts import cast_rule
-
     if node.args.get("format") is not None:
         raise rules.refuse(node, "a format", "to_timestamp(col, format)")
     return cast_rule(exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMP")), rules)
@@ -338,3 +330,17 @@ def _extract(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 
 RULES[exp.Extract] = _extract
+
+
+def _now(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``current_timestamp()`` as an instant (UTC wall clock) and ``current_date()`` as the
+    date in the session time zone. Each partition's query reads the clock as it starts,
+    where Spark reads it once per query: partitions may differ by the time between them."""
+    now = fill("CAST(timezone('UTC', current_timestamp) AS TIMESTAMP)")
+    if isinstance(node, exp.CurrentDate):
+        return typed(fill("CAST({t} AS DATE)", t=local(now, rules)), pa.date32())
+    return typed(now, pa.timestamp("us"))
+
+
+RULES[exp.CurrentTimestamp] = _now
+RULES[exp.CurrentDate] = _now

@@ -13,7 +13,8 @@ from typing import Callable
 
 from sqlglot import exp
 
-from strataflow.pyspark.sql.semantics import casts, datetime, numeric, text, collections
+from strataflow.pyspark.sql.semantics import arrays, casts, dates, numeric, text
+from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.semantics.core import Rules
 from strataflow.pyspark.sql.semantics.template import fill
 
@@ -34,7 +35,7 @@ KEEP: frozenset[type] = frozenset({
     exp.Repeat, exp.RegexpExtract, exp.Translate, exp.Coalesce, exp.Nullif, exp.LastDay, exp.ArrayMax,
     exp.ArrayMin, exp.ArrayToString, exp.ArraySlice, exp.Sqrt, exp.Degrees, exp.Radians, exp.Sin, exp.Cos, exp.Tan,
     exp.Cbrt, exp.Exp, exp.Pow, exp.Corr, exp.First, exp.Last, exp.Count, exp.IgnoreNulls, exp.ArgMax,
-    exp.TsOrDsAdd,
+    exp.TsOrDsAdd, exp.Contains, exp.StartsWith, exp.EndsWith, exp.RegexpLike,
     # structural function kinds: their meaning is the same in both
     exp.Case, exp.If, exp.Struct, exp.Array, exp.Anonymous, exp.ArrayAgg,
     # window ranking functions and generators, checked against real PySpark by the programs of
@@ -64,9 +65,9 @@ RULES: dict[type, Callable[[exp.Expression, Rules], "exp.Expression | None"]] = 
     exp.ArgMax: numeric.max_by,
     exp.Cast: casts.cast_rule,
     exp.TryCast: casts.cast_rule,
-    **datetime.RULES,
+    **dates.RULES,
     **text.RULES,
-    **collections.RULES,
+    **arrays.RULES,
 }
 
 #: Anonymous functions (no sqlglot kind) by name: rules, or refusals
@@ -78,8 +79,8 @@ ANONYMOUS: dict[str, Callable[[exp.Expression, Rules], "exp.Expression | None"]]
     "pmod": _refuse("not checked by the conformance suite yet", "((a % b) + b) % b"),
     "array_union": _refuse("DuckDB's list operations drop nulls and reorder", "a Python UDF"),
     **text.ANONYMOUS,
-    **datetime.ANONYMOUS,
-    **collections.ANONYMOUS,
+    **dates.ANONYMOUS,
+    **arrays.ANONYMOUS,
 }
 
 #: function kinds refused: (why, instead)
@@ -92,9 +93,9 @@ REFUSE: dict[type, tuple[str, str]] = {
                          "countDistinct for the exact count"),
     exp.MonthsBetween: ("DuckDB counts months by calendar, Spark by 31-day months with rounding to 8 digits",
                         "datediff(end, start) / 31"),
-    **datetime.REFUSE,
+    **dates.REFUSE,
     **text.REFUSE,
-    **collections.REFUSE,
+    **arrays.REFUSE,
 }
 
 #: structural nodes DuckDB and Spark agree on that are Func subclasses in sqlglot
@@ -105,7 +106,7 @@ _STRUCTURAL = (exp.Alias, exp.Column, exp.Literal, exp.Paren, exp.Window, exp.Or
 
 
 def _unresolved(node: exp.Expression, rules: Rules) -> exp.Expression:
-    from strataflow.pyspark.errors import AnalysisException
+
 
     raise AnalysisException(f"[UNRESOLVED_ROUTINE] Cannot resolve routine `{node.name}` on search path "
                             f"[`system`.`builtin`, `system`.`session`, `spark_catalog`.`default`].",
@@ -133,7 +134,8 @@ def rule_for(node: exp.Expression) -> Callable[[exp.Expression, Rules], "exp.Exp
         return RULES[kind]
     if kind in REFUSE:
         return _refuse(*REFUSE[kind])
-    if kind in KEEP or not isinstance(node, exp.Func) or isinstance(node, _STRUCTURAL):
+    if kind in KEEP or kind.__name__ == "_ExplodeOuter" or not isinstance(node, exp.Func) \
+            or isinstance(node, _STRUCTURAL):
         return None
     return _unchecked
 

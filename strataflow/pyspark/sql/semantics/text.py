@@ -188,3 +188,15 @@ REFUSE = {
     exp.Left: ("PySpark's left takes columns for both arguments", "substring(col, 1, n)"),
     exp.Right: ("PySpark's right takes columns for both arguments", "substring(col, -n, n)"),
 }
+
+
+def _like(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``like``/``ilike``: Spark's escape character is ``\\`` unless one is given; DuckDB
+    has none by default."""
+    if node.args.get("escape") is not None or isinstance(node.parent, exp.Escape):
+        return node
+    return exp.Escape(this=node.copy(), expression=exp.Literal.string("\\"))
+
+
+RULES[exp.Like] = _like
+RULES[exp.ILike] = _like

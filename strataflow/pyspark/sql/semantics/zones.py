@@ -1,0 +1,69 @@
+"""Timestamps between UTC and the session time zone, and Spark's parsing of timestamp text.
+
+A timestamp is held as UTC wall clock (an instant); Spark shows it, splits it into fields
+and reads text into it in ``spark.sql.session.timeZone``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from strataflow.pyspark.sql.semantics.core import Rules
+from strataflow.pyspark.sql.semantics.template import fill
+
+__all__ = ["local", "from_local", "parse_timestamp"]
+
+
+def local(x: exp.Expression, rules: Rules) -> exp.Expression:
+    """A timestamp (UTC wall clock) as wall clock in the session time zone."""
+    tz = rules.conf.tz
+    if tz.upper() in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
+        return x
+    return fill(f"timezone('{_quote(tz)}', timezone('UTC', CAST({{x}} AS TIMESTAMP)))", x=x)
+
+
+def from_local(x: exp.Expression, rules: Rules) -> exp.Expression:
+    """Wall clock in the session time zone as a timestamp (UTC wall clock). A wall clock
+    that happens twice (the hour a DST change repeats) is its earlier instant, as Java's
+    ``ZonedDateTime.of`` takes it; ICU takes the later one."""
+    tz = rules.conf.tz
+    if tz.upper() in ("UTC", "GMT", "Z", "+00:00", "ETC/UTC"):
+        return x
+    z = _quote(tz)
+    later = f"timezone('UTC', timezone('{z}', CAST({{x}} AS TIMESTAMP)))"
+    earlier = f"({later} - INTERVAL 1 HOUR)"
+    return fill(f"CASE WHEN timezone('{z}', timezone('UTC', {earlier})) = CAST({{x}} AS TIMESTAMP) THEN {earlier} "
+                f"ELSE {later} END", x=x)
+
+
+def _quote(s: str) -> str:
+    return s.replace("'", "''")
+
+
+_TS = ("^([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?"
+       "(?:[ T]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\\.([0-9]{1,6}))?)?)?"
+       "(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?$")
+
+
+def parse_timestamp(x: exp.Expression, rules: Rules) -> exp.Expression:
+    """Spark's ``stringToTimestamp`` for the forms ``yyyy[-m[m][-d[d]]][ |T h[h]:m[m][:s[s][.f]]][Z|±hh[:mm]]``:
+    without a zone, wall clock in the session time zone; anything else null."""
+    s = "regexp_replace({x}, '^[\\x00-\\x20]+|[\\x00-\\x20]+$', '', 'g')"
+
+    def g(i: int, default: str) -> str:
+        return f"CAST(coalesce(nullif(regexp_extract({s}, '{_TS}', {i}), ''), '{default}') AS BIGINT)"
+
+    micros = f"CAST(rpad(coalesce(nullif(regexp_extract({s}, '{_TS}', 7), ''), '0'), 6, '0') AS BIGINT)"
+    wall = (f"try(make_timestamp({g(1, '0')}, {g(2, '1')}, {g(3, '1')}, {g(4, '0')}, {g(5, '0')}, "
+            f"CAST({g(6, '0')} AS DOUBLE) + {micros} / 1000000.0))")
+    zone = f"regexp_extract({s}, '{_TS}', 8)"
+    offset = (f"(CASE WHEN {zone} = 'Z' THEN 0 ELSE (CASE WHEN left({zone}, 1) = '-' THEN -1 ELSE 1 END) * "
+              f"(CAST(substr({zone}, 2, 2) AS BIGINT) * 60 + coalesce(TRY_CAST(right(replace({zone}, ':', ''), 2) "
+              f"AS BIGINT) * (length(replace({zone}, ':', '')) > 3)::BIGINT, 0)) END)")
+    zoned = fill(f"{wall} - to_minutes({offset})", x=x)
+    plain = from_local(fill(wall, x=x), rules)
+    return fill(f"CASE WHEN NOT regexp_full_match({s}, '{_TS}') THEN NULL WHEN {zone} = '' THEN {{p}} ELSE {{z}} END",
+                x=x, p=plain, z=zoned)
+
+

@@ -498,3 +498,47 @@ def test_the_vectorized_json_path_gives_the_exact_paths_answer(spark, tmp_path, 
     fast = answers()
     monkeypatch.setattr(file_frames, "FAST_PATH", False)
     assert fast == answers()
+
+
+def test_writer_options_are_written_or_refused_by_name(spark, tmp_path):
+    df = spark.createDataFrame([(1, None, ""), (2, "a,b", " x ")], "i INT, s STRING, e STRING")
+
+    def text_of(path: str) -> str:
+        import gzip
+
+        out = ""
+        for f in sorted(os.listdir(path)):
+            if f.startswith("part-"):
+                data = open(os.path.join(path, f), "rb").read()
+                out += (gzip.decompress(data) if f.endswith(".gz") else data).decode()
+        return out
+
+    p1 = str(tmp_path / "o1")
+    df.coalesce(1).write.options(nullValue="NULL", emptyValue="EMPTY", quoteAll=True,
+                                 ignoreTrailingWhiteSpace=False).csv(p1)
+    assert text_of(p1) == '"1",NULL,EMPTY\n"2","a,b","x "\n'  # leading blanks trimmed (Spark's default)
+    p2 = str(tmp_path / "o2")
+    df.coalesce(1).write.option("compression", "gzip").option("header", True).csv(p2)
+    assert text_of(p2) == 'i,s,e\n1,,""\n2,"a,b",x\n'
+    assert sorted(tuple(r) for r in spark.read.csv(p2, header=True, schema="i INT, s STRING, e STRING").collect()) \
+        == [(1, None, None), (2, "a,b", "x")]
+    p3 = str(tmp_path / "o3")
+    df.coalesce(1).write.json(p3, ignoreNullFields=False)
+    assert text_of(p3) == '{"i":1,"s":null,"e":""}\n{"i":2,"s":"a,b","e":" x "}\n'
+    for fmt, key, value in [("csv", "dateFormat", "dd/MM/yyyy"), ("csv", "compression", "snappy"),
+                            ("json", "lineSep", ";"), ("parquet", "compression", "zstd"), ("csv", "encoding", "latin1")]:
+        with pytest.raises(UnsupportedOperation, match=key):
+            df.write.option(key, value).format(fmt).save(str(tmp_path / f"x-{fmt}-{key}"))
+        assert not os.path.exists(tmp_path / f"x-{fmt}-{key}")
+
+
+def test_json_of_a_dataframe_of_strings_and_text_named_by_a_schema(spark, tmp_path):
+    lines = spark.createDataFrame([('{"a": 1}',), ("bad",), ('{"a": 2, "b": "x"}',)], "value STRING")
+    df = spark.read.json(lines)
+    assert df.columns == ["_corrupt_record", "a", "b"]
+    assert [tuple(r) for r in df.collect()] == [(None, 1, None), ("bad", None, None), (None, 2, "x")]
+    (tmp_path / "t.txt").write_text("x\ny\n")
+    assert [tuple(r) for r in spark.read.schema("letter STRING").text(str(tmp_path / "t.txt")).collect()] == \
+        [("x",), ("y",)]
+    with pytest.raises(AnalysisException, match="single column"):
+        spark.read.schema("a STRING, b STRING").text(str(tmp_path / "t.txt"))

@@ -33,7 +33,8 @@ def _one_byte_newline(encoding: str) -> bool:
 
 def plan_splits(files: list[tuple[str, int]], values: list[tuple], parallelism: int, line_records: bool,
                 encoding: str) -> list[tuple[str, tuple, int, int | None]]:
-    """(url, partition values, start, end or None for the whole file) of every split."""
+    """(url, partition values, start, end or None for the whole file) of every split, longest
+    first as Spark orders them (so the rows of several files come in Spark's order)."""
     from strataflow.io.compression import codec_of_path
 
     total = sum(size for _, size in files)
@@ -46,7 +47,8 @@ def plan_splits(files: list[tuple[str, int]], values: list[tuple], parallelism: 
             out.append((url, v, 0, None))
             continue
         out.extend((url, v, a, min(a + size, n)) for a in range(0, n, size))
-    return out
+    lengths = {id(x): ((x[3] if x[3] is not None else dict(files).get(x[0], 0)) - x[2]) for x in out}
+    return sorted(out, key=lambda x: -lengths[id(x)])  # Spark's order: the longest splits first (stable)
 
 
 def _bytes(url: str, start: int, end: int | None) -> bytes:

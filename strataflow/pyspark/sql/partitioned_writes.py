@@ -83,9 +83,15 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def lines_bytes(to_lines: Callable[[pa.Table], list[str]], table: pa.Table) -> bytes:
+def lines_bytes(to_lines: Callable[[pa.Table], list[str]], codec: str | None, table: pa.Table) -> bytes:
+    """A file of the table's lines, compressed with ``codec`` (gzip, bzip2, deflate, xz) if given."""
+    import importlib
+
     lines = to_lines(table)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines).encode("utf-8")
+    data = "".join(line if line.endswith("\n") else line + "\n" for line in lines).encode("utf-8")
+    if codec is None:
+        return data
+    return importlib.import_module({"gzip": "gzip", "bzip2": "bz2", "deflate": "zlib", "xz": "lzma"}[codec]).compress(data)
 
 
 def write_partitioned(ds: Any, keys: list[str], encode: Callable[[pa.Table], bytes], ext: str, target: str,

@@ -25,10 +25,6 @@ from strataflow.pyspark.sql.text_output import csv_lines, json_lines
 __all__ = ["DataFrameReader", "DataFrameWriter"]
 
 
-def _truthy(v: Any) -> bool:
-    return str(v).lower() == "true"
-
-
 def _schema_of(ds: Any) -> pa.Schema:
     """The schema of a Dataset of Tables: a file source's own (its footers), else its first
     partition's (a job)."""
@@ -180,7 +176,14 @@ class DataFrameReader:
             self.schema(schema)
         opts = self._read_options("json", options)
         dataset = getattr(path, "dataset", None)
-        if dataset is not None and hasattr(path, "collect"):  # an RDD of JSON strings
+        if hasattr(path, "_current") and hasattr(path, "sparkSession"):  # a DataFrame of one string column
+            plan = path._current
+            if len(plan.fields) != 1 or not pa.types.is_string(plan.schema.field(0).type):
+                raise AnalysisException(f"[INVALID_JSON_INPUT] spark.read.json of a DataFrame takes one string "
+                                        f"column, not {[f.name for f in plan.fields]}", "INVALID_JSON_INPUT")
+            lines = plan.dataset().map_partitions(functools.partial(_strings, plan.schema))
+            ds, arrow = json_lines_frame(self._session, lines, opts, self._schema)
+        elif dataset is not None and hasattr(path, "collect"):  # an RDD of JSON strings
             ds, arrow = json_lines_frame(self._session, dataset, opts, self._schema)
         else:
             ds, arrow = json_frame(self._session, self._listed(_path_list(path), opts, "json"), opts, self._schema)
@@ -199,6 +202,14 @@ class DataFrameReader:
         # as PySpark's, the keyword's default (False) replaces an .option("wholetext", ...)
         opts = self._read_options("text", {**options, "wholetext": wholetext, "lineSep": lineSep})
         ds, arrow = text_frame(self._session, self._listed(_path_list(paths), opts, "text"), opts)
+        if self._schema is not None:  # Spark's text source takes one string column's name from a schema
+            fields = self._schema.fields
+            if len(fields) != 1 or fields[0].dataType.simpleString() != "string":
+                raise AnalysisException(f"[UNSUPPORTED_DATA_TYPE] Text data source supports only a single column of "
+                                        f"string type, and you have {self._schema.simpleString()}.",
+                                        "UNSUPPORTED_DATA_TYPE")
+            ds = ds.map_partitions(functools.partial(_renamed_first, fields[0].name))
+            arrow = pa.schema([arrow.field(0).with_name(fields[0].name)] + list(arrow)[1:])
         return self._frame(ds, arrow)
 
     def table(self, tableName: str) -> Any:
@@ -327,11 +338,10 @@ class DataFrameWriter:
         raise UnsupportedOperation("[UNSUPPORTED_FEATURE] df.write.sortBy needs bucketBy, which strataflow has not; "
                                    "sort the DataFrame (sortWithinPartitions) before writing")
 
-    def _write(self, path: str, fmt: str, parts: Any, save: str, options: dict[str, Any]) -> None:
+    def _write(self, path: str, fmt: str, parts: Any, save: str, codec: str | None = None) -> None:
         """The frame's partitions mapped by ``parts`` (a function of schema, names, value),
         written by the dataset's ``save`` method under the save mode (or, partitioned, a
-        file per task and partition value)."""
-        _check_write_options(fmt, options)
+        file per task and partition value), text compressed with ``codec``."""
         keys = self._partition_by
 
         def write(target: str) -> None:
@@ -342,28 +352,39 @@ class DataFrameWriter:
 
                 ds = plan.dataset().map_partitions(functools.partial(_named, plan.schema, names))
                 encode = parquet_bytes if fmt == "parquet" else functools.partial(
-                    lines_bytes, functools.partial(_table_lines, parts))
+                    lines_bytes, functools.partial(_table_lines, parts), codec)
                 ext = {"parquet": ".snappy.parquet", "csv": ".csv", "json": ".json", "text": ".txt"}[fmt]
-                write_partitioned(ds, keys, encode, ext, target, zone_of(self._df.sparkSession))
+                write_partitioned(ds, keys, encode, ext + _suffix(codec), target, zone_of(self._df.sparkSession))
                 return
             ds = plan.dataset().map_partitions(functools.partial(parts, plan.schema, names))
-            getattr(ds, save)(target)
+            if codec is not None:
+                getattr(ds, save)(target, compression=codec)
+            else:
+                getattr(ds, save)(target)
 
         write_with_mode(path, self._mode, write, fmt)
 
+    def _writer_options(self, fmt: str, given: dict[str, Any]) -> Any:
+        from strataflow.pyspark.sql.writer_options import writer_options
+
+        return writer_options(fmt, {**self._options, **{k: v for k, v in given.items() if v is not None}})
+
     def parquet(self, path: str, mode: str | None = None, **options: Any) -> None:
-        """Parquet, a part file per partition.
+        """Parquet, a part file per partition (snappy, Spark's default compression).
 
         >>> spark.range(3).write.parquet(tmp_dir + "/pq"); spark.read.parquet(tmp_dir + "/pq").count()
         3
         """
         if mode:
             self.mode(mode)
-        self._write(path, "parquet", _named, "save_as_parquet", {**self._options, **options})
+        self._writer_options("parquet", options)
+        self._write(path, "parquet", _named, "save_as_parquet")
 
-    def csv(self, path: str, mode: str | None = None, header: Any = None, sep: str | None = None,
-            **options: Any) -> None:
-        """CSV text, a part file per partition (a header line in each with ``header``).
+    def csv(self, path: str, mode: str | None = None, **options: Any) -> None:
+        """CSV text as Spark writes it (``text_output.py``), a part file per partition, with
+        Spark's writer options: ``header``, ``sep``, ``nullValue``, ``emptyValue``, ``quote``,
+        ``escape``, ``quoteAll``, ``ignoreLeading/TrailingWhiteSpace``, ``lineSep``,
+        ``compression`` (``writer_options.py``; others refused by name).
 
         >>> spark.range(2).write.csv(tmp_dir + "/csv", header=True)
         >>> spark.read.csv(tmp_dir + "/csv", header=True).collect()
@@ -371,17 +392,12 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        o = {**self._options, **options}
-        if header is not None:
-            o["header"] = header
-        if sep is not None:
-            o["sep"] = sep
-        lines = functools.partial(csv_lines, _truthy(o.get("header", False)), o.get("sep", o.get("delimiter", ",")),
-                                  zone=zone_of(self._df.sparkSession))
-        self._write(path, "csv", lines, "save_as_text_file", o)
+        o = self._writer_options("csv", options)
+        lines = functools.partial(csv_lines, o, zone=zone_of(self._df.sparkSession))
+        self._write(path, "csv", lines, "save_as_text_file", o.codec)
 
     def json(self, path: str, mode: str | None = None, **options: Any) -> None:
-        """JSON lines (nulls left out, as Spark writes them).
+        """JSON lines (nulls left out, as Spark writes them, unless ``ignoreNullFields=false``).
 
         >>> spark.createDataFrame([(1, None)], "a int, b string").write.json(tmp_dir + "/js")
         >>> spark.read.json(tmp_dir + "/js").columns
@@ -389,8 +405,9 @@ class DataFrameWriter:
         """
         if mode:
             self.mode(mode)
-        lines = functools.partial(json_lines, zone=zone_of(self._df.sparkSession))
-        self._write(path, "json", lines, "save_as_text_file", {**self._options, **options})
+        o = self._writer_options("json", options)
+        lines = functools.partial(json_lines, zone=zone_of(self._df.sparkSession), nulls=not o.ignore_null_fields)
+        self._write(path, "json", lines, "save_as_text_file", o.codec)
 
     def text(self, path: str, **options: Any) -> None:
         """One string column, a line per row.
@@ -402,32 +419,24 @@ class DataFrameWriter:
         if len(self._df._current.fields) != 1:
             raise AnalysisException(f"Text data source supports only a single column, and you have "
                                     f"{len(self._df._current.fields)} columns.", "UNSUPPORTED_DATA_TYPE")
-        self._write(path, "text", _text_lines, "save_as_text_file", {**self._options, **options})
+        o = self._writer_options("text", options)
+        self._write(path, "text", _text_lines, "save_as_text_file", o.codec)
 
 
-#: the writer options each format honours, with the values strataflow writes (any other is refused)
-_WRITE_OPTIONS: dict[str, dict[str, Any]] = {
-    "parquet": {"compression": ("snappy",)},
-    "csv": {"header": None, "sep": None, "delimiter": None, "compression": ("none", "uncompressed")},
-    "json": {"compression": ("none", "uncompressed")},
-    "text": {"compression": ("none", "uncompressed")},
-}
+def _strings(schema: pa.Schema, value: Any) -> list:
+    return as_table(value, schema).column(0).to_pylist()
 
 
-def _check_write_options(fmt: str, options: dict[str, Any]) -> None:
-    """Refuses, by name, a writer option strataflow would not apply (Spark's ``nullValue``,
-    ``dateFormat``, a compression codec...), rather than write other bytes than asked."""
-    table = _WRITE_OPTIONS[fmt]
-    for key, value in options.items():
-        if value is None:
-            continue
-        allowed = table.get(key) if key in table else table.get(key.lower(), "unknown")
-        if allowed == "unknown":
-            raise UnsupportedOperation(f"[UNSUPPORTED_OPTION] df.write.{fmt} option {key!r} is not supported by "
-                                       f"strataflow; it takes: {', '.join(sorted(table))}")
-        if allowed is not None and str(value).lower() not in allowed:
-            raise UnsupportedOperation(f"[UNSUPPORTED_OPTION] df.write.{fmt} option {key}={value!r} is not "
-                                       f"supported; strataflow writes {allowed[0]}")
+def _renamed_first(name: str, value: Any) -> Any:
+    if not isinstance(value, pa.Table):
+        return value
+    return value.rename_columns([name] + value.column_names[1:])
+
+
+def _suffix(codec: str | None) -> str:
+    from strataflow.io.compression import CODECS
+
+    return CODECS[codec] if codec else ""
 
 
 def _table_lines(parts: Any, table: pa.Table) -> list[str]:

@@ -53,20 +53,31 @@ def _scalar_text(v: Any, t: pa.DataType, zone: "dt.tzinfo | None" = None) -> str
     return str(v)
 
 
-def _csv_field(v: Any, t: pa.DataType, sep: str, zone: "dt.tzinfo | None" = None) -> str:
+def _csv_field(v: Any, t: pa.DataType, o: Any, zone: "dt.tzinfo | None" = None) -> str:
+    """One value as Spark's CSV writer (univocity, with ``o``'s settings) writes it."""
     if v is None:
-        return ""
-    s = _scalar_text(v, t, zone).strip(" \t\r\n\f\v\x00")
+        return o.null_value
+    s = _scalar_text(v, t, zone)
+    if o.trim_leading:
+        s = s.lstrip(" \t\r\n\f\v\x00")
+    if o.trim_trailing:
+        s = s.rstrip(" \t\r\n\f\v\x00")
     if s == "":
-        return '""'
-    if sep in s or '"' in s or "\n" in s or "\r" in s:
-        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return o.empty_value
+    q, esc = o.quote, o.escape
+    if q is None:
+        return s
+    if o.quote_all or o.sep in s or q in s or "\n" in s or "\r" in s:
+        if esc is not None:
+            s = s.replace(esc, esc + esc) if esc != q else s
+            s = s.replace(q, esc + q)
+        return q + s + q
     return s
 
 
-def csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value: Any,
-              zone: "dt.tzinfo | None" = None) -> list[str]:
-    """One partition as CSV text (a header line first with ``header``; timestamps in ``zone``)."""
+def csv_lines(o: Any, schema: pa.Schema, names: list[str], value: Any, zone: "dt.tzinfo | None" = None) -> list[str]:
+    """One partition as CSV text by the writer options ``o`` (``writer_options``): a header
+    line first with ``o.header``; timestamps in ``zone``."""
     t = as_table(value, schema)
     for f in t.schema:
         if pa.types.is_nested(f.type) or pa.types.is_binary(f.type):
@@ -76,12 +87,12 @@ def csv_lines(header: bool, sep: str, schema: pa.Schema, names: list[str], value
                                     f"column `{f.name}` of the type \"{from_arrow(f.type).simpleString().upper()}\".",
                                     "UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE")
     types = [f.type for f in t.schema]
-    lines = [sep.join(_csv_field(n, pa.string(), sep) for n in names)] if header and (t.num_rows or header) else []
+    lines = [o.sep.join(_csv_field(n, pa.string(), o) for n in names)] if o.header else []
     cols = [c.to_pylist() for c in t.columns]
-    lines += [sep.join(_csv_field(v, ty, sep, zone) for v, ty in zip(row, types)) for row in zip(*cols)]
+    lines += [o.sep.join(_csv_field(v, ty, o, zone) for v, ty in zip(row, types)) for row in zip(*cols)]
     if not lines:
         return []
-    return ["\n".join(lines)]
+    return [o.line_sep.join(lines) + ("" if o.line_sep == "\n" else o.line_sep)]
 
 
 def _json_value(v: Any, t: pa.DataType, zone: "dt.tzinfo | None" = None) -> str:
@@ -111,11 +122,13 @@ def _json_value(v: Any, t: pa.DataType, zone: "dt.tzinfo | None" = None) -> str:
     return json.dumps(_scalar_text(v, t, zone), ensure_ascii=False)
 
 
-def json_lines(schema: pa.Schema, names: list[str], value: Any, zone: "dt.tzinfo | None" = None) -> list[str]:
-    """One partition as JSON lines (a null field left out, as Spark writes them; timestamps in ``zone``)."""
+def json_lines(schema: pa.Schema, names: list[str], value: Any, zone: "dt.tzinfo | None" = None,
+               nulls: bool = False) -> list[str]:
+    """One partition as JSON lines: a null field left out, as Spark writes them (written
+    as ``null`` with ``nulls``, Spark's ``ignoreNullFields=false``); timestamps in ``zone``."""
     t = as_table(value, schema)
     types = [f.type for f in t.schema]
     cols = [c.to_pylist() for c in t.columns]
     return ["{" + ",".join(f"{json.dumps(n, ensure_ascii=False)}:{_json_value(v, ty, zone)}"
-                           for n, v, ty in zip(names, row, types) if v is not None) + "}"
+                           for n, v, ty in zip(names, row, types) if nulls or v is not None) + "}"
             for row in zip(*cols)]

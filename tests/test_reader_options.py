@@ -542,3 +542,10 @@ def test_json_of_a_dataframe_of_strings_and_text_named_by_a_schema(spark, tmp_pa
         [("x",), ("y",)]
     with pytest.raises(AnalysisException, match="single column"):
         spark.read.schema("a STRING, b STRING").text(str(tmp_path / "t.txt"))
+
+
+def test_what_is_not_a_path_is_refused_by_name(spark):
+    with pytest.raises(UnsupportedOperation, match="spark.read.csv of an RDD"):
+        spark.read.csv(spark.sparkContext.parallelize(["a,b"]))
+    with pytest.raises(AnalysisException, match="'path' is not specified"):
+        spark.read.format("csv").load()

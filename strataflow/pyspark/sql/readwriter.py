@@ -34,7 +34,14 @@ def _schema_of(ds: Any) -> pa.Schema:
     return ds._run(lambda v: v.schema if isinstance(v, pa.Table) else pa.table({}).schema, [0], "schema")[0]
 
 
-def _path_list(path: Any) -> list[str]:
+def _path_list(path: Any, fmt: str = "files") -> list[str]:
+    """The paths a reader was given (one, or a list), refusing what is not a path."""
+    if path is None:
+        raise AnalysisException(f"[UNABLE_TO_INFER_SCHEMA] spark.read.{fmt}: 'path' is not specified",
+                                "UNABLE_TO_INFER_SCHEMA")
+    if hasattr(path, "collect") and not isinstance(path, str):
+        raise UnsupportedOperation(f"[UNSUPPORTED_FEATURE] spark.read.{fmt} of an RDD or DataFrame of lines is not "
+                                   f"supported by strataflow (spark.read.json is); write the lines to a file first")
     if isinstance(path, (list, tuple)):
         return [str(p) for p in path]
     return [str(path)]
@@ -156,7 +163,7 @@ class DataFrameReader:
         if schema is not None:
             self.schema(schema)
         opts = self._read_options("csv", options)
-        ds, arrow = csv_frame(self._session, self._listed(_path_list(path), opts, "csv"), opts, self._schema)
+        ds, arrow = csv_frame(self._session, self._listed(_path_list(path, "csv"), opts, "csv"), opts, self._schema)
         return self._frame(ds, arrow)
 
     def json(self, path: Any, schema: Any = None, **options: Any) -> Any:
@@ -184,7 +191,8 @@ class DataFrameReader:
         elif dataset is not None and hasattr(path, "collect"):  # an RDD of JSON strings
             ds, arrow = json_lines_frame(self._session, dataset, opts, self._schema)
         else:
-            ds, arrow = json_frame(self._session, self._listed(_path_list(path), opts, "json"), opts, self._schema)
+            ds, arrow = json_frame(self._session, self._listed(_path_list(path, "json"), opts, "json"), opts,
+                                    self._schema)
         return self._frame(ds, arrow)
 
     def text(self, paths: Any, wholetext: bool = False, lineSep: str | None = None, **options: Any) -> Any:
@@ -199,7 +207,7 @@ class DataFrameReader:
 
         # as PySpark's, the keyword's default (False) replaces an .option("wholetext", ...)
         opts = self._read_options("text", {**options, "wholetext": wholetext, "lineSep": lineSep})
-        ds, arrow = text_frame(self._session, self._listed(_path_list(paths), opts, "text"), opts)
+        ds, arrow = text_frame(self._session, self._listed(_path_list(paths, "text"), opts, "text"), opts)
         if self._schema is not None:  # Spark's text source takes one string column's name from a schema
             fields = self._schema.fields
             if len(fields) != 1 or fields[0].dataType.simpleString() != "string":

@@ -119,7 +119,28 @@ def cast_rule(node: exp.Expression, rules: Rules) -> exp.Expression:
         out = fill(f"CASE WHEN {{x}} IS NOT NULL AND NOT ({{v}}) THEN error('[{error_class}] The value of type "
                    f"\"{src.upper()}\" cannot be cast to \"{dst.upper()}\". Use `try_cast` to tolerate it and "
                    f"return NULL instead.') ELSE {{l}} END", x=x, v=valid, l=lenient)
+    if isinstance(x, (exp.Literal, exp.Null, exp.Boolean)) or (isinstance(x, exp.Neg) and isinstance(x.this, exp.Literal)):
+        out = _folded(out, dst, p, s)
     return typed(out, _arrow(dst, p, s))
+
+
+def _folded(out: exp.Expression, dst: str, p: int, s: int) -> exp.Expression:
+    """A cast of a literal, evaluated once as the plan is made (``CAST('1998-09-02' AS DATE)``
+    must stay a constant, or DuckDB neither folds it nor prunes Parquet row groups with it).
+    A value that fails to convert keeps the expression: the query raises as Spark's would."""
+    if dst == "binary":
+        return out
+    from strataflow.pyspark.sql.dialect import to_sql
+    from strataflow.pyspark.sql.engine import run_query
+
+    try:
+        value = run_query(f"SELECT CAST(({to_sql(out)}) AS VARCHAR) AS v", {}).column(0)[0].as_py()
+    except Exception:  # noqa: BLE001 - an error Spark raises too, when the query runs
+        return out
+    if value is None:
+        return fill(f"CAST(NULL AS {_duck(dst, p, s)})")
+    text = value.replace("'", "''")
+    return fill(f"CAST('{text}' AS {_duck(dst, p, s)})")
 
 
 def _duck(kind: str, p: int, s: int) -> str:

@@ -256,8 +256,7 @@ def avg_rule(node: exp.Expression, rules: Rules) -> exp.Expression | None:
     if is_decimal(t):
         p, s = bounded_decimal(t.precision + 4, t.scale + 4)
         sp, ss = bounded_decimal(t.precision + 10, t.scale)
-        total = typed(cast_to(exp.Sum(this=cast_to(x, f"DECIMAL(38,{t.scale})")), f"DECIMAL({sp},{ss})"),
-                      pa.decimal128(sp, ss))
+        total = typed(cast_to(exp.Sum(this=x.copy()), f"DECIMAL({sp},{ss})"), pa.decimal128(sp, ss))
         count = typed(exp.Count(this=x.copy()), pa.int64())
         k = s - ss  # quotient's unscaled value: round(sum_u * 10^k / count)
         out = fill(f"CASE WHEN {{c}} = 0 THEN NULL ELSE TRY_CAST(CAST(sign(CAST({{t}} * {10 ** ss} AS HUGEINT)) * "

@@ -68,11 +68,6 @@ RULES = {
 }
 ANONYMOUS: dict = {}
 REFUSE = {
-    exp.ArrayDistinct: ("DuckDB's list_distinct drops nulls and does not keep first-seen order",
-                        "array_sort(array_distinct) is refused too; use a Python UDF"),
-    exp.ArrayUniqueAgg: ("DuckDB's set aggregate of only nulls is null, Spark's []", "collect_list then a UDF"),
-    exp.ArrayIntersect: ("DuckDB's list_intersect drops nulls and reorders", "a Python UDF"),
-    exp.ArrayExcept: ("DuckDB's list operations drop nulls and reorder", "a Python UDF"),
     exp.ArraysZip: ("the struct's field names differ", "struct and arrays of structs"),
     exp.GenerateSeries: ("the element type differs", "sequence of bigint columns, cast"),
     exp.Flatten: ("unchecked", "a Python UDF"),
@@ -103,3 +98,42 @@ def _first_last(node: exp.Expression, rules: Rules) -> exp.Expression:
 RULES[exp.IgnoreNulls] = _ignore_nulls
 RULES[exp.First] = _first_last
 RULES[exp.Last] = _first_last
+
+
+_DISTINCT = "list_filter({a}, (x, i) -> list_position({a}, x) = i)"  # first occurrences, one null kept
+
+
+def _distinct(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``array_distinct``: Spark keeps each value's first occurrence, in order, and one null
+    (DuckDB's ``list_distinct`` drops nulls and reorders)."""
+    return fill(_DISTINCT, a=node.this)
+
+
+def _set_op(kind: str):
+    """``array_union``/``array_intersect``/``array_except``: distinct elements in the first
+    array's order (then the second's, for a union); a null element counts as a value;
+    null when either array is null."""
+    def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
+        a, b = node.expressions[:2] if isinstance(node, exp.Anonymous) or node.args.get("this") is None \
+            else (node.this, node.expression)
+        if kind == "union":
+            body = _DISTINCT.replace("{a}", "list_concat({a}, {b})")
+        elif kind == "intersect":
+            body = f"list_filter({_DISTINCT}, y -> list_position({{b}}, y) IS NOT NULL)"
+        else:
+            body = f"list_filter({_DISTINCT}, y -> list_position({{b}}, y) IS NULL)"
+        return fill(f"CASE WHEN {{a}} IS NULL OR {{b}} IS NULL THEN NULL ELSE {body} END", a=a, b=b)
+
+    return rule
+
+
+def _collect_set(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``collect_set``: the distinct non-null values, ``[]`` for none (DuckDB: null)."""
+    return fill("coalesce(list_distinct(list({x})), [])", x=node.this)
+
+
+RULES[exp.ArrayDistinct] = _distinct
+RULES[exp.ArrayIntersect] = _set_op("intersect")
+RULES[exp.ArrayExcept] = _set_op("except")
+RULES[exp.ArrayUniqueAgg] = _collect_set
+ANONYMOUS["array_union"] = _set_op("union")

@@ -77,7 +77,6 @@ ANONYMOUS: dict[str, Callable[[exp.Expression, Rules], "exp.Expression | None"]]
     "format_number": _refuse("Java's DecimalFormat rounds HALF_EVEN on the decimal value; DuckDB's format "
                              "rounds the binary one", "format_string or round then cast to string"),
     "pmod": _refuse("not checked by the conformance suite yet", "((a % b) + b) % b"),
-    "array_union": _refuse("DuckDB's list operations drop nulls and reorder", "a Python UDF"),
     **text.ANONYMOUS,
     **dates.ANONYMOUS,
     **arrays.ANONYMOUS,

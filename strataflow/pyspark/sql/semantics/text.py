@@ -195,6 +195,9 @@ def _like(node: exp.Expression, rules: Rules) -> exp.Expression:
     has none by default."""
     if node.args.get("escape") is not None or isinstance(node.parent, exp.Escape):
         return node
+    pattern = node.expression
+    if isinstance(pattern, exp.Literal) and "\\" not in pattern.this:
+        return node  # no escape in it: DuckDB's own LIKE (which it turns into contains/prefix) is Spark's
     return exp.Escape(this=node.copy(), expression=exp.Literal.string("\\"))
 
 

@@ -369,9 +369,9 @@ def plan_scale(root: str, repeat: int, parallelism: int, workloads: list[str] | 
     inputs = _Inputs(root, budget)
     machine = machine_plan(machine_memory, work_dir, root, time_limit) if machine_memory else None
     if machine and machine["checks_outside"]:
-        machine["note"] += (f"; results checked (up to {_bytes(check_max)} of input; word count's at every size) "
-                            "after the driver leaves its "
-                            "machine: the check holds the whole input in the driver and is not the run")
+        machine["note"] += (f"; results checked (up to {_bytes(check_max)} of input) after the driver leaves its "
+                            "machine: the check holds the whole input in the driver and is not the run (word "
+                            "count's, which streams, at every size)")
     elif machine:
         check_max = min(check_max, machine_limit(machine, budget) // MACHINE_CHECK_SHARE)
         machine["note"] += (f"; results checked up to {_bytes(check_max)} of input, word count's at every size "

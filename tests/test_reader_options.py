@@ -549,3 +549,17 @@ def test_what_is_not_a_path_is_refused_by_name(spark):
         spark.read.csv(spark.sparkContext.parallelize(["a,b"]))
     with pytest.raises(AnalysisException, match="'path' is not specified"):
         spark.read.format("csv").load()
+
+
+def test_a_year_python_cannot_hold_is_refused_not_read_as_null(tmp_path):
+    """Spark reads '10000-01-01' as a date; Python's dates stop at 9999: the read fails
+    naming the year (it read a null before, silently)."""
+    from strataflow.pyspark.errors import UnsupportedOperation
+    from strataflow.pyspark.sql.reader_datetime_patterns import date_parser, timestamp_parser
+
+    for parse in (date_parser(None), date_parser("yyyy-MM-dd"), timestamp_parser(None, dt.timezone.utc)):
+        assert parse("2024-03-10").year == 2024
+        with pytest.raises(UnsupportedOperation, match="the year 10000"):
+            parse("10000-01-01")
+    with pytest.raises(ValueError):  # an impossible date stays a parse failure (null in PERMISSIVE mode)
+        date_parser("yyyy-MM-dd")("2024-02-30")

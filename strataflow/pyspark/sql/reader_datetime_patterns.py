@@ -117,8 +117,20 @@ def _fields(m: re.Match, zone: dt.tzinfo) -> dt.datetime:
         raise ValueError(str(exc)) from None
 
 
+def _python_year(year: int) -> int:
+    """``year`` where Python's dates hold it; a year Spark reads (it goes to +294247) that
+    Python cannot hold is refused by name, never read as a null."""
+    if not -290308 <= year <= 294247:
+        raise ValueError(f"the year {year} is out of Spark's range too")  # null, as Spark's
+    if not 1 <= year <= 9999:
+        raise UnsupportedOperation(f"strataflow does not read the year {year} as a date or timestamp: Spark does, "
+                                   f"but Python's dates stop at 1..9999. Read the column as a string (schema) and "
+                                   f"filter or cast what fits.")
+    return year
+
+
 def _instant(g: dict, zone: dt.tzinfo) -> dt.datetime:
-    year = int(g["year"]) if g.get("year") else 2000 + int(g["year2"]) if g.get("year2") else 1970
+    year = _python_year(int(g["year"]) if g.get("year") else 2000 + int(g["year2"]) if g.get("year2") else 1970)
     month = int(g["month"]) if g.get("month") else (
         [n[:len(g["monthname"])] if len(g["monthname"]) == 3 else n for n in _MONTHS].index(g["monthname"].lower()) + 1
         if g.get("monthname") else 1)
@@ -169,7 +181,7 @@ def _lenient_date(text: str) -> dt.date:
     if m is None:
         raise ValueError(f"{text!r} is not a date")
     try:
-        return dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+        return dt.date(_python_year(int(m.group(1))), int(m.group(2) or 1), int(m.group(3) or 1))
     except OverflowError as exc:
         raise ValueError(str(exc)) from None
 

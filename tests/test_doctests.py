@@ -60,9 +60,16 @@ def _exported_functions() -> list[Callable[..., Any]]:
     return [f for f in (getattr(ps, n) for n in ps.__all__) if inspect.isfunction(f)]
 
 
+def _function_families() -> tuple:
+    from strataflow.pyspark.sql.functions import FAMILIES
+
+    return FAMILIES
+
+
 def _modules() -> list[str]:
     """The modules that define ``CLASSES``, their members and the exported functions."""
-    return sorted({cls.__module__ for cls in CLASSES} | {"strataflow.pyspark.sql.functions", "strataflow.pyspark.sql.types"}
+    return sorted({cls.__module__ for cls in CLASSES} | {"strataflow.pyspark.sql.types"}
+                  | {f"strataflow.pyspark.sql.functions.{m.__name__.rsplit('.', 1)[1]}" for m in _function_families()}
                   | {owner.__module__ for cls in CLASSES for _, owner, _ in public_members(cls)}
                   | {f.__module__ for f in _exported_functions()})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from conformance.cases import CASES
+from conformance.families import ALL_CASES, FAMILIES
 from conformance.record import golden_path
 from conformance.runner import CONFIGS, config_key, run_cases
 from conformance.verdict import judge, load_golden, summary
@@ -12,10 +12,10 @@ from conformance.verdict import judge, load_golden, summary
 __all__ = ["run_config", "run_suite"]
 
 
-def run_config(spark, F, form: str, ansi: str, tz: str) -> dict[str, tuple[str, dict, dict]]:
-    """case id -> (verdict, golden, ours) in one configuration."""
-    golden = load_golden(golden_path(form, ansi, tz))
-    ours = run_cases(spark, F, CASES, form, ansi, tz)
+def run_config(spark, F, form: str, ansi: str, tz: str, family: str = "core") -> dict[str, tuple[str, dict, dict]]:
+    """case id -> (verdict, golden, ours) of ``family``'s cases in one configuration."""
+    golden = load_golden(golden_path(form, ansi, tz, family))
+    ours = run_cases(spark, F, FAMILIES[family], form, ansi, tz)
     return {cid: (judge(golden[cid], ours[cid]), golden[cid], ours[cid]) for cid in golden}
 
 
@@ -28,9 +28,10 @@ def run_suite() -> tuple[dict[str, Counter], dict[str, dict]]:
     try:
         spark = SparkSession(sc)
         verdicts = {}
-        for form, ansi, tz in CONFIGS:
-            got = run_config(spark, F, form, ansi, tz)
-            verdicts[config_key(form, ansi, tz)] = {cid: v for cid, (v, _, _) in got.items()}
+        for family, cases in FAMILIES.items():
+            for form, ansi, tz in CONFIGS if cases else ():
+                got = run_config(spark, F, form, ansi, tz, family)
+                verdicts.setdefault(config_key(form, ansi, tz), {}).update({cid: v for cid, (v, _, _) in got.items()})
     finally:
         sc.stop()
-    return summary(verdicts, {c.id: c.fn for c in CASES}), verdicts
+    return summary(verdicts, {c.id: c.fn for c in ALL_CASES}), verdicts

@@ -127,12 +127,13 @@ class DataFrameSets:
         [Row(id=1, var='a', val=11.0), Row(id=1, var='b', val=1.5)]
         """
         from strataflow.pyspark.sql import functions as F
+        from strataflow.pyspark.sql.column import Column
 
-        ids = [ids] if isinstance(ids, (str, F.Column)) else list(ids or [])
+        ids = [ids] if isinstance(ids, (str, Column)) else list(ids or [])
         id_names = [c if isinstance(c, str) else None for c in ids]
         if values is None:
             values = [c for c in self.columns if c not in id_names]  # type: ignore[attr-defined]
-        values = [values] if isinstance(values, (str, F.Column)) else list(values)
+        values = [values] if isinstance(values, (str, Column)) else list(values)
         if not values:
             raise AnalysisException("[UNPIVOT_REQUIRES_VALUE_COLUMNS] At least one value column needs to be specified "
                                     "for UNPIVOT, all columns specified as ids.", "UNPIVOT_REQUIRES_VALUE_COLUMNS")

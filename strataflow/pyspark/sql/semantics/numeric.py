@@ -16,7 +16,7 @@ from strataflow.pyspark.sql.semantics.types import (bounded_decimal, cast_to, de
                                                     is_decimal, is_fractional, is_integral)
 
 __all__ = ["round_rule", "bround_rule", "divide", "remainder", "arithmetic", "abs_rule", "floor_ceil",
-           "signum", "logarithm", "avg_rule", "to_integral"]
+           "signum", "logarithm", "avg_rule", "to_integral", "KEEP", "RULES", "ANONYMOUS", "REFUSE"]
 
 _MIN = {8: -(1 << 7), 16: -(1 << 15), 32: -(1 << 31), 64: -(1 << 63)}
 _DUCK = {8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"}
@@ -295,3 +295,11 @@ def max_by(node: exp.Expression, rules: Rules) -> exp.Expression:
         raise rules.refuse(node, "an ordering column of floating-point numbers (Spark puts NaN above all)",
                            "max_by over a decimal or integral ordering column")
     return node
+
+
+#: the family's tables, merged by ``registry``: kinds kept as DuckDB computes them, kinds
+#: and Anonymous names rewritten, kinds refused (why, instead)
+KEEP: frozenset[type] = frozenset()
+RULES: dict = {}
+ANONYMOUS: dict = {}
+REFUSE: dict[type, tuple[str, str]] = {}

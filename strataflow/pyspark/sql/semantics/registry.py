@@ -13,12 +13,16 @@ from typing import Callable
 
 from sqlglot import exp
 
-from strataflow.pyspark.sql.semantics import arrays, casts, dates, numeric, text
+from strataflow.pyspark.sql.semantics import aggregates, arrays, casts, dates, numeric, structured, text
 from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.semantics.core import Rules
 from strataflow.pyspark.sql.semantics.template import fill
 
 __all__ = ["rule_for", "KEEP", "RULES", "REFUSE"]
+
+#: the families' modules, each with its KEEP, RULES, ANONYMOUS and REFUSE tables
+FAMILIES = (numeric, text, dates, arrays, aggregates, structured)
+
 
 def _refuse(why: str, instead: str) -> Callable[[exp.Expression, Rules], exp.Expression]:
     def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
@@ -42,7 +46,7 @@ KEEP: frozenset[type] = frozenset({
     # tests/test_dataframe.py and tests/test_dataframe_more.py (not value tables: they read rows)
     exp.RowNumber, exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist, exp.Ntile, exp.Lag, exp.Lead,
     exp.Explode, exp.ExplodeOuter, exp.Posexplode, exp.PosexplodeOuter, exp.Unnest,
-})
+}).union(*(family.KEEP for family in FAMILIES))
 
 #: function kinds rewritten to Spark's meaning
 RULES: dict[type, Callable[[exp.Expression, Rules], "exp.Expression | None"]] = {
@@ -65,9 +69,7 @@ RULES: dict[type, Callable[[exp.Expression, Rules], "exp.Expression | None"]] = 
     exp.ArgMax: numeric.max_by,
     exp.Cast: casts.cast_rule,
     exp.TryCast: casts.cast_rule,
-    **dates.RULES,
-    **text.RULES,
-    **arrays.RULES,
+    **{kind: rule for family in FAMILIES for kind, rule in family.RULES.items()},
 }
 
 #: Anonymous functions (no sqlglot kind) by name: rules, or refusals
@@ -77,9 +79,7 @@ ANONYMOUS: dict[str, Callable[[exp.Expression, Rules], "exp.Expression | None"]]
     "format_number": _refuse("Java's DecimalFormat rounds HALF_EVEN on the decimal value; DuckDB's format "
                              "rounds the binary one", "format_string or round then cast to string"),
     "pmod": _refuse("not checked by the conformance suite yet", "((a % b) + b) % b"),
-    **text.ANONYMOUS,
-    **dates.ANONYMOUS,
-    **arrays.ANONYMOUS,
+    **{name: rule for family in FAMILIES for name, rule in family.ANONYMOUS.items()},
 }
 
 #: function kinds refused: (why, instead)
@@ -92,9 +92,7 @@ REFUSE: dict[type, tuple[str, str]] = {
                          "countDistinct for the exact count"),
     exp.MonthsBetween: ("DuckDB counts months by calendar, Spark by 31-day months with rounding to 8 digits",
                         "datediff(end, start) / 31"),
-    **dates.REFUSE,
-    **text.REFUSE,
-    **arrays.REFUSE,
+    **{kind: why for family in FAMILIES for kind, why in family.REFUSE.items()},
 }
 
 #: structural nodes DuckDB and Spark agree on that are Func subclasses in sqlglot

@@ -1,4 +1,6 @@
-"""``pyspark.sql.functions``: the functions DataFrame programs build columns with.
+"""The core of ``pyspark.sql.functions`` (columns, literals, ``when``, windows' ranking
+functions) and the functions made from the spec table; the other modules of this package
+define a family each, explicitly, with ``call`` and ``arg`` below.
 
 Each is a sqlglot node built by Spark's name (``sx.func(name, ..., dialect="spark")``),
 so its meaning is Spark's and its DuckDB spelling sqlglot's transpiler's; the spec table
@@ -356,15 +358,19 @@ for _name, _spec in _SPECS.items():
 __all__ += list(_SPECS) + ["udf", "pandas_udf"]
 
 
-class MissingFunction(AttributeError):
-    """A name of PySpark's ``functions`` that strataflow does not have yet: an
-    AttributeError (``hasattr`` says False), whose message names it and what to do."""
+def call(name: str, *parts: sx.Expression, shown: "list[sx.Expression] | None" = None) -> Column:
+    """The Column of Spark's function ``name`` applied to ``parts`` (sqlglot nodes: use
+    ``arg(v, "c")`` for a column argument, ``arg(v, "l")`` for a literal one). sqlglot
+    builds the node by Spark's name, so the semantics rules (``sql/semantics``) see the
+    same node the ``spark.sql`` form gives; ``shown``: the arguments Spark shows in the
+    column's name, where they are not ``parts``."""
+    e = sx.func(name, *parts, dialect="spark")
+    e.meta["fn"] = name
+    e.meta["call"] = (name, list(parts if shown is None else shown))
+    return Column(e)
 
 
-def __getattr__(name: str) -> Any:
-    from strataflow.pyspark.sql.function_names import PYSPARK_FUNCTIONS
-
-    if name in PYSPARK_FUNCTIONS:
-        raise MissingFunction(f"strataflow does not have pyspark.sql.functions.{name} yet (docs/dataframes.md lists "
-                              f"what it has): use F.expr with a function it has, or a Python UDF (F.udf)")
-    raise AttributeError(f"module 'pyspark.sql.functions' has no attribute '{name}'")
+def arg(v: Any, kind: str) -> sx.Expression:
+    """An argument as a sqlglot node: ``kind`` ``"c"`` reads a string as a column name
+    (PySpark's ``ColumnOrName``), ``"l"`` as a literal."""
+    return _arg(v, kind)

@@ -1,0 +1,9 @@
+"""``pyspark.sql.functions``: math, bitwise, hash and conditional functions (PySpark's Math, Bitwise, Hash, Conditional and Predicate Functions).
+
+Each function is defined with PySpark's signature and an example; ``call`` builds the
+node by Spark's name, and ``sql/semantics`` gives it Spark's meaning or refuses it.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -165,3 +166,23 @@ def test_no_module_over_500_lines():
 
 def test_the_package_root_holds_at_most_12_modules():
     assert len(list(ROOT.glob("*.py"))) <= MAX_ROOT_MODULES
+
+
+#: a module named in a docstring or comment of another project's (``PySpark's
+#: ``pyspark/join.py``), or a user's file in an example message (``map at job.py:4``)
+_FOREIGN = re.compile(r"(?:PySpark's|Spark's|dask's|Polars'|DuckDB's|Ray's)\s+``?[\w/.-]+\.py|[\w/.-]+\.py:\d")
+
+
+def test_docstrings_name_only_modules_that_exist():
+    """A module a docstring or comment names (``keyed.py``, ``storage/memory/split.py``)
+    is a file of the tree: a module renamed or merged away is not left cited."""
+    repo = ROOT.parent
+    names = {p.name for top in ("strataflow", "tests", "benchmarks") for p in (repo / top).rglob("*.py")}
+    cited = re.compile(r"[\w/.-]*\w\.py\b")
+    stale = []
+    for path in MODULES.values():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            line = _FOREIGN.sub("", line)
+            stale += [f"{path.relative_to(repo)}:{n}: {m}" for m in cited.findall(line)
+                      if m.rsplit("/", 1)[-1] not in names]
+    assert stale == []

@@ -2,7 +2,7 @@
 
 This module holds the dataset's identity, its lineage (``explain``), the one call through
 which a partition is obtained (``iterator``, served by the block manager), and the narrow
-transformations. Keyed and shuffle transformations are in ``pairs.py`` and actions in
+transformations. Keyed and shuffle transformations are in ``keyed.py`` and actions in
 ``actions.py``; the lineage nodes that compute partitions are in ``lineage.py``.
 
 A partition's value is a list of records or a batch (numpy ndarray / pyarrow Table).
@@ -74,8 +74,8 @@ class Dataset(SetOps, SamplingOps, PipeOps, PickleFileOps, StatisticsOps, Approx
     """A partitioned collection. Transformations return new datasets lazily; actions run
     jobs. Obtain one from a :class:`~strataflow.Context`, never directly.
 
-    The operations live in mixins by topic: keyed and shuffle ones in ``pairs.py``,
-    actions in ``actions.py`` and ``more_actions.py``, and ``set_ops``, ``sampling``,
+    The operations live in mixins by topic: keyed and shuffle ones in ``keyed.py``,
+    actions in ``actions.py`` and ``small_results.py``, and ``sets``, ``sampling``,
     ``statistics``, ``approximate``, ``checkpoint``, ``pipe`` and ``pickle_files``
     (``CheckpointOps`` comes before ``ActionOps``: it follows each job with the writes of
     the checkpoints the job's lineage marked)."""

@@ -26,7 +26,7 @@ def as_result_iterables(lists: tuple) -> tuple:
 
 def cogroup_partitions(rdds: Sequence["RDD[Any]"], numPartitions: int | None, partitioned: bool = True) -> int:
     """The partition count PySpark gives a cogroup or join of ``rdds``: its Python side
-    unions the inputs and groups by key (``pyspark/join.py``), so without
+    unions the inputs and groups by key (PySpark's ``pyspark/join.py``), so without
     ``numPartitions`` it is ``spark.default.parallelism`` when set, else the union's
     partition count: the inputs' own when all are partitioned alike (then nothing is
     shuffled), else their sum. ``partitioned=False``: inputs keyed by a ``map`` first

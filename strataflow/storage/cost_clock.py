@@ -1,7 +1,7 @@
 """Where the seconds that AUTO and the memory split weigh come from: the wall clock, or
 costs declared in advance (a test seam).
 
-Why: AUTO's choices (``auto_level.py``) and the memory split's moves (``memory_split.py``)
+Why: AUTO's choices (``auto_level.py``) and the memory split's moves (``storage/memory/split.py``)
 rest on seconds the block manager times: a block's compute time, a disk write's, a read's.
 That is what they are for on a real job. But it makes a test that asserts a choice depend
 on the machine's load: on a busy machine a write of a cheap dataset's victim can take

@@ -228,7 +228,7 @@ class MappedPageBound:
     is never released. Returns the bytes released. ``limit`` None (or ``release`` None: no
     mapped store): no bound, nothing kept.
 
-    ``set_limit`` moves the bound (the memory split, ``memory_split.py``); the blocks whose
+    ``set_limit`` moves the bound (the memory split, ``storage/memory/split.py``); the blocks whose
     pages were released are remembered (``state``), so that a read of one is known for a
     page-cache miss a larger bound would have saved.
 

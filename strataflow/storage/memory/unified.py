@@ -27,7 +27,7 @@ free only once it is gone, so the budget holds at every instant; a caller whose 
 bytes were taken by another thread meanwhile selects again, a bounded number of times.
 
 The total may change while running (:meth:`MemoryManager.resize`, called by the memory
-split, ``storage/memory_split.py``): shrinking evicts cached blocks down to the new total
+split, ``storage/memory/split.py``): shrinking evicts cached blocks down to the new total
 first and only then lowers it, so used bytes never exceed the total, and it never takes
 memory a task holds for execution (the shrink stops short instead).
 

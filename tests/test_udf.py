@@ -84,3 +84,36 @@ def test_a_result_of_another_type_is_converted_as_pyspark_does(spark):
     as_int = F.udf(lambda x: "nope" if x == 1 else x, "long")  # a value the type cannot hold is null
     assert [tuple(r) for r in spark.range(3).select(as_text("id"), as_int("id")).collect()] == \
         [("0", 0), ("2", None), ("4", 2)]
+
+
+def _parse_twice(s):
+    return int(s) * 2  # the line a failing UDF's error must show
+
+
+def test_a_udfs_error_shows_the_users_line_as_pysparks_python_exception(spark):
+    """A UDF that raises fails the query with PySpark's ``PythonException``: its message
+    is the traceback of the user's function (file, line, source and the exception), not
+    DuckDB's one-line summary; ``pandas_udf`` alike."""
+    import pandas as pd
+
+    from strataflow.pyspark.errors import PythonException
+
+    df = spark.createDataFrame([("1",), ("x",)], ["s"])
+    twice = F.udf(_parse_twice, IntegerType())
+    with pytest.raises(PythonException) as err:
+        df.select(twice("s")).collect()
+    text = str(err.value)
+    assert "An exception was thrown from the Python worker" in text
+    assert f'File "{__file__}"' in text and "in _parse_twice" in text
+    assert "return int(s) * 2  # the line a failing UDF's error must show" in text
+    assert "ValueError: invalid literal for int() with base 10: 'x'" in text
+    assert "engine.py" not in text  # strataflow's own frames are left out
+    assert err.value.getCondition() == "PYTHON_EXCEPTION"
+
+    @F.pandas_udf("long")
+    def ints(s: pd.Series) -> pd.Series:
+        return s.astype("int64")
+
+    with pytest.raises(PythonException, match=r"in ints\n") as err:
+        df.select(ints("s")).collect()
+    assert "ValueError" in str(err.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["UnsupportedOperation", "Py4JJavaError", "AnalysisException", "unsupported", "SparkRuntimeException",
            "ArithmeticException", "NumberFormatException", "DateTimeException", "ArrayIndexOutOfBoundsException",
-           "UnsupportedOperationException"]
+           "UnsupportedOperationException", "PythonException"]
 
 
 class UnsupportedOperation(NotImplementedError):
@@ -126,3 +126,14 @@ class ArrayIndexOutOfBoundsException(SparkRuntimeException, IndexError):
 class UnsupportedOperationException(SparkRuntimeException, NotImplementedError):
     """STRATAFLOW_UNSUPPORTED at run time: a value whose answer strataflow cannot give as
     Spark would (the message names the function and what to use instead)."""
+
+
+class PythonException(SparkRuntimeException):
+    """A Python UDF raised (PySpark's ``pyspark.errors.PythonException``): the message is
+    the traceback of the user's function, its line included, as PySpark shows it.
+
+    >>> print(PythonException("Traceback (most recent call last):\\n  File \\"job.py\\", line 4, in parse\\nValueError: x"))
+    Traceback (most recent call last):
+      File "job.py", line 4, in parse
+    ValueError: x
+    """

@@ -200,9 +200,28 @@ class UdfDef(NamedTuple):
     vectorized: bool
 
 
+class UdfFailed(Exception):
+    """A UDF's own exception, carried through DuckDB (which keeps only an exception's
+    type and message) as the traceback of the user's frames: the driver raises it as
+    PySpark's ``PythonException`` (``spark_errors``), with the user's line in it."""
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback as Python prints it, without this module's frames (the user's
+    function and what it called)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(type(exc), exc)))
+
+
 def _row_by_row(func: Callable, arrow: pa.DataType, *arrays: Any) -> pa.Array:
     values = [a.to_pylist() for a in arrays]
-    out = [func(*row) for row in zip(*values)]
+    try:
+        out = [func(*row) for row in zip(*values)]
+    except Exception as exc:  # noqa: BLE001 - any error of the user's function, with its traceback
+        raise UdfFailed(_user_traceback(exc)) from None
     try:
         return pa.array(out, type=arrow)
     except (pa.ArrowTypeError, pa.ArrowInvalid):  # as PySpark: a string type takes str(value), a value
@@ -220,7 +239,11 @@ def _or_null(v: Any, arrow: pa.DataType) -> Any:
 
 
 def _batch(func: Callable, arrow: pa.DataType, *arrays: Any) -> pa.Array:
-    return pa.array(func(*[a.to_pandas() for a in arrays]), type=arrow, from_pandas=True)
+    try:
+        out = func(*[a.to_pandas() for a in arrays])
+    except Exception as exc:  # noqa: BLE001 - any error of the user's function, with its traceback
+        raise UdfFailed(_user_traceback(exc)) from None
+    return pa.array(out, type=arrow, from_pandas=True)
 
 
 def register_udfs(defs: Iterable[UdfDef]) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from strataflow.pyspark.errors import (ArithmeticException, ArrayIndexOutOfBoundsException, DateTimeException,
-                                       NumberFormatException, SparkRuntimeException, UnsupportedOperationException)
+                                       NumberFormatException, PythonException, SparkRuntimeException,
+                                       UnsupportedOperationException)
 
 __all__ = ["engine_error"]
 
@@ -27,9 +28,15 @@ _KINDS = {
 _CLASS = re.compile(r"\[([A-Z_]+(?:\.[A-Z_]+)?)\] (.*)", re.S)
 
 
+_UDF = "Python exception occurred while executing the UDF: UdfFailed: "
+
+
 def engine_error(exc: BaseException) -> SparkRuntimeException | None:
     """PySpark's exception for DuckDB's error ``exc``; None where it is none of Spark's."""
     text = str(exc)
+    if _UDF in text:  # a UDF raised: PySpark's PythonException, with the user's traceback
+        return PythonException("\n  An exception was thrown from the Python worker. Please see the stack trace "
+                               "below.\n" + text.split(_UDF, 1)[1], "PYTHON_EXCEPTION")
     m = _CLASS.search(text)
     if m is not None and m.group(1).split(".")[0] in _KINDS:
         cls = m.group(1).split(".")[0]

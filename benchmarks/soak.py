@@ -22,7 +22,7 @@ iteration. It exits 1 when any process's slope exceeds ``--threshold-kb`` (defau
 per iteration, issue 50: 200 KB over 2,000 iterations, under the noise of one glibc arena
 trim), or when fds, threads or directories grew over the second half.
 
-Where the executors answer it (``call("registry_sizes")``, ``executor/core.py``), it also
+Where the executors answer it (``call(GetRegistrySizes())``, ``executor/core.py``), it also
 prints the sizes of their per-dataset, per-stage and per-job structures at the end.
 
     python benchmarks/soak.py [--iterations 2000] [--every 100] [--parallelism 2] [--threshold-kb 0.1]
@@ -46,6 +46,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from strataflow import Context, StorageLevel  # noqa: E402
+from strataflow.executor.messages import GetRegistrySizes  # noqa: E402
 
 KB = 1024
 MB = 1 << 20
@@ -134,7 +135,7 @@ def registry_sizes(ctx: Context) -> dict:
         pass
     for h in ctx.fleet.live():
         try:
-            out[f"exec {h.executor_id}"] = h.call("registry_sizes")
+            out[f"exec {h.executor_id}"] = h.call(GetRegistrySizes())
         except Exception as exc:  # noqa: BLE001 - an engine without the question
             out[f"exec {h.executor_id}"] = {"n/a": f"{type(exc).__name__}"}
     return out

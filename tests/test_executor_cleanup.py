@@ -11,6 +11,7 @@ import pytest
 
 from strataflow.config import Config
 from strataflow.executor.core import ExecutorCore
+from strataflow.executor.messages import RemoveLostExecutor, RemoveMapOutputs
 from strataflow.executor.runtime import ExecutorRuntime, ExecutorSpec
 
 
@@ -32,17 +33,17 @@ def test_a_lost_executors_directories_are_removed_by_a_sibling(core):
         (d / "exec-1" / "sub").mkdir(parents=True)
         (d / "exec-1" / "sub" / "block").write_bytes(b"x")
         (d / "exec-10").mkdir()
-    assert c.call("remove_lost_executor", "1") == 2
+    assert c.handle(RemoveLostExecutor("1")) == 2
     for d in dirs.values():
         assert not (d / "exec-1").exists() and (d / "exec-10").exists() and (d / "exec-0").exists()
-    assert c.call("remove_lost_executor", "7") == 0  # none here: nothing to do
+    assert c.handle(RemoveLostExecutor("7")) == 0  # none here: nothing to do
 
 
 @pytest.mark.parametrize("bad", ["0", "../cache", "1/..", "", "-1"])
 def test_only_another_executors_id_is_taken(core, bad):
     c, dirs = core
     with pytest.raises(ValueError, match="not another executor's id"):
-        c.call("remove_lost_executor", bad)
+        c.handle(RemoveLostExecutor(bad))
     assert (dirs["cache"] / "exec-0").exists()
 
 
@@ -55,7 +56,7 @@ def test_an_executor_removes_only_its_own_map_outputs(core, tmp_path):
                                          os.getpid(), auth_key=rt.spec.auth_key))
     try:
         theirs = other.shuffle.write(3, 1, [np.arange(3.0), np.arange(4.0)])
-        assert c.call("remove_map_outputs", [mine, theirs]) == 1
+        assert c.handle(RemoveMapOutputs((mine, theirs))) == 1
         assert not os.path.exists(mine.data_path) and not os.path.exists(mine.index_path)
         assert os.path.exists(theirs.data_path) and os.path.exists(theirs.index_path)
     finally:

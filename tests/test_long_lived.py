@@ -28,6 +28,7 @@ import numpy as np
 
 from strataflow import Context, StorageLevel
 from strataflow.executor.introspect import driver_registry_sizes
+from strataflow.executor.messages import GetRegistrySizes
 from strataflow.executor.processes import _FORGET_BATCH
 
 LEVELS = (StorageLevel.MEMORY_ONLY, StorageLevel.MEMORY_AND_DISK_SER, StorageLevel.DISK_ONLY,
@@ -84,13 +85,13 @@ def _sizes(ctx: Context) -> dict[str, dict[str, int]]:
     gc.collect()
     out = {"driver": driver_registry_sizes(ctx)}
     for h in ctx.fleet.live():
-        out[f"executor {h.executor_id}"] = h.call("registry_sizes")
+        out[f"executor {h.executor_id}"] = h.call(GetRegistrySizes())
     return out
 
 
 def _held(ctx: Context) -> dict[str, dict[str, int]]:
     """Each executor's figures while a dataset of the loop is cached and its shuffle alive."""
-    return {f"executor {h.executor_id}": h.call("registry_sizes") for h in ctx.fleet.live()}
+    return {f"executor {h.executor_id}": h.call(GetRegistrySizes()) for h in ctx.fleet.live()}
 
 
 def test_registries_do_not_grow_with_iterations(tmp_path):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from strataflow import Context
+from strataflow.executor.messages import Unpersist
 
 
 def _context(tmp_path, **kw) -> Context:
@@ -104,7 +105,7 @@ def test_a_memory_block_whose_holder_dropped_it_is_recomputed(tmp_path):
         ds, want = _dataset(c, tmp_path, "MEMORY_ONLY")
         ds.count()
         for h in c.fleet.live():  # the holders forget the blocks; the driver does not know
-            h.call("unpersist", ds.id)
+            h.call(Unpersist(ds.id))
         _invert_locality(c)
         assert np.array_equal(np.concatenate(ds.glom().collect()), want)
         assert _computed(tmp_path) == 16

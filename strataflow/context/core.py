@@ -38,6 +38,7 @@ from strataflow.context.sources import DataSources
 from strataflow.context.store_access import StoreAccess
 from strataflow.dataset import Dataset
 from strataflow.executor.fleet import Fleet
+from strataflow.executor.messages import ForgetBroadcasts, ForgetShuffles, RemoveMapOutputs, Unpersist
 from strataflow.metrics import EventBus, gc_timer
 from strataflow.metrics.events import open_event_log
 from strataflow.scheduler import DAGScheduler
@@ -260,11 +261,11 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
                 for eid, outs in by_writer.items():
                     handle = self.fleet.get(eid)
                     if handle is not None and handle.alive:
-                        handle.call_async("remove_map_outputs", outs)
+                        handle.call_async(RemoveMapOutputs(tuple(outs)))
             self.events.post("ShuffleCleaned", shuffle_id=shuffle_id)
         if dead:  # each executor's cached indexes of them go now, not at its next stage
             for handle in self.fleet.live():
-                handle.call_async("forget_shuffles", *dead)
+                handle.call_async(ForgetShuffles(tuple(dead)))
 
     def _clean_broadcasts(self) -> None:
         """Tells every executor to drop its copies of the broadcasts the program no longer
@@ -276,7 +277,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
         if not bids or backend_class(self.config.backend).in_driver_process:  # nothing was loaded
             return
         for handle in self.fleet.live():
-            handle.call_async("forget_broadcast", *bids)
+            handle.call_async(ForgetBroadcasts(tuple(bids)))
 
     def __reduce__(self):
         raise TypeError("a Context cannot be sent to executors: it lives on the driver only (use it outside "
@@ -294,7 +295,7 @@ class Context(DataSources, FileReaders, SharedVariables, ExecutorViews, StoreAcc
         """Removes the dataset's blocks from every executor (and waits for them)."""
         self._registry.pop(dataset_id, None)
         if not self._closed:
-            self.fleet.ask_all("unpersist", dataset_id)
+            self.fleet.ask_all(Unpersist(dataset_id))
         self._release_store_level(dataset_id)
         self.block_master.remove_dataset(dataset_id)
 

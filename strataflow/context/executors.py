@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from strataflow.config import parse_size
+from strataflow.executor.messages import GetMetrics, GetStorageStatus, MeasureTiers
 from strataflow.storage.status import StorageStatus, merge_metrics, merge_status
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ class ExecutorViews:
         [('points#...', 'MEMORY_ONLY', 2)]
         >>> _ = ds.unpersist()
         """
-        answers = self.fleet.ask_all("storage_status")
+        answers = self.fleet.ask_all(GetStorageStatus())
         if by_executor:
             return answers
         registered = [(d.id, d.label, d.storage_level.name, d.num_partitions)
@@ -137,7 +138,7 @@ class ExecutorViews:
         """
         n = parse_size(size, "size")
         live = self.fleet.live()
-        return live[0].call("measure_tiers", n, timeout=None) if live else {}
+        return live[0].call(MeasureTiers(n), timeout=None) if live else {}
 
     def metrics(self, by_executor: bool = False) -> dict:
         """Totals for the application: cache hits, misses, drops, re-caches, disk bytes,
@@ -171,7 +172,7 @@ class ExecutorViews:
         2
         >>> _ = ds.unpersist()
         """
-        answers = self.fleet.ask_all("metrics")
+        answers = self.fleet.ask_all(GetMetrics())
         if by_executor:
             return answers
         out = merge_metrics(list(answers.values()), self.scheduler.totals.retired())

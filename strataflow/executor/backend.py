@@ -1,7 +1,8 @@
 """The backend interface: how the driver starts, reaches and stops one executor.
 
 An :class:`ExecutorHandle` is the driver's view of one executor, whatever runs it: it
-accepts tasks (the stage's work goes first, once), answers questions (``call``), and
+accepts tasks (the stage's work goes first, once), answers requests (``call``: a record of
+``messages.py``), and
 reports its loss to the callback it was given. Its class is the backend: class attributes
 declare what the backend can do, which the rest of the engine asks instead of testing a
 backend's name, and ``start``/``open_session`` how its executors start. The built-in ones
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from strataflow.config.backends import SHIPS_BY_FILE
 from strataflow.metrics import EventBus
+from strataflow.executor.messages import ExecutorRequest
 from strataflow.executor.work import StageWork, TaskOutcome, TaskSpec
 
 if TYPE_CHECKING:
@@ -108,15 +110,16 @@ class ExecutorHandle(abc.ABC):
         return [self.submit(work, payload, plan, spec) for spec in specs]
 
     @abc.abstractmethod
-    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
-        """Asks the executor (``ExecutorCore.call``) and waits for the answer."""
+    def call(self, request: ExecutorRequest, timeout: float | None = 60.0) -> Any:
+        """Sends the executor ``request`` (``ExecutorCore.handle`` answers it) and waits for
+        the answer."""
 
-    def call_async(self, op: str, *args: Any) -> "Future[Any]":
+    def call_async(self, request: ExecutorRequest) -> "Future[Any]":
         """``call`` without waiting: a future of the answer (this default answers at once,
         for executors whose ``call`` does not wait on anything)."""
         fut: Future = Future()
         try:
-            fut.set_result(self.call(op, *args))
+            fut.set_result(self.call(request))
         except Exception as exc:  # noqa: BLE001 - the caller reads it from the future
             fut.set_exception(exc)
         return fut

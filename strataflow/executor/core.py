@@ -1,7 +1,8 @@
 """The executor's side of the protocol, shared by every backend: it keeps the stages it
 was sent, registers their persisted datasets with its block manager, takes the policy's
-plan, runs tasks and answers the driver's questions. The threads backend calls it
-directly; an executor process (``worker.py``) calls it for each message it receives."""
+plan, runs tasks and answers the driver's requests (``messages.py``), each with its own
+handler. The threads backend calls it directly; an executor process (``worker.py``) and
+a Ray actor (``ray/actor.py``) call it for each message they receive."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import gc
 import importlib
 import threading
 import time
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 from strataflow.shipping.accumulators import task_updates
 from strataflow.shipping.files import install as install_files
@@ -20,6 +21,10 @@ from strataflow.shuffle.index_cache import forget_removed_indexes, forget_shuffl
 from strataflow.storage.blocks.block import MISS
 from strataflow.storage.disk.disk_store import BlockUnavailable
 from strataflow.storage.peer_blocks import locate
+from strataflow.executor.messages import (REQUEST_TYPES, CancelStage, ExecutorRequest, FetchBlock, ForgetBroadcasts,
+                                          ForgetShuffles, ForgetStage, GetCacheSnapshot, GetMetrics,
+                                          GetRegistrySizes, GetStorageStatus, MeasureTiers, Ping, Preload,
+                                          RemoveLostExecutor, RemoveMapOutputs, Unpersist)
 from strataflow.executor.runtime import ExecutorRuntime
 from strataflow.executor.work import StageWork, TaskCancelled, TaskOutcome, TaskSpec
 
@@ -27,7 +32,7 @@ __all__ = ["ExecutorCore"]
 
 
 class ExecutorCore:
-    """Stages by key, and the operations the driver may ask for (``call``)."""
+    """Stages by key, and the requests the driver may send (``handle``)."""
 
     def __init__(self, runtime: ExecutorRuntime) -> None:
         self.runtime = runtime
@@ -132,53 +137,85 @@ class ExecutorCore:
         return TaskOutcome(None if map_output is not None else value, tc.metrics, map_output, blocks,
                            rt.cache_snapshot(), seconds, updates)
 
-    # -- questions --------------------------------------------------------------------------
-    def call(self, op: str, *args: Any) -> Any:
+    # -- requests (``messages.py``) --------------------------------------------------------------
+    def handle(self, request: ExecutorRequest) -> Any:
+        """Answers one request of the driver (or of another executor, relayed) with its
+        handler, found by the request's type; a TypeError for anything that is not one."""
+        handler = self._HANDLERS.get(type(request))
+        if handler is None:
+            known = ", ".join(t.__name__ for t in REQUEST_TYPES)
+            raise TypeError(f"executor: {request!r} is not an executor request (one of {known}, from "
+                            f"strataflow.executor.messages)")
+        return handler(self, request)
+
+    def _on_metrics(self, req: GetMetrics) -> dict:
+        return self.runtime.metrics()
+
+    def _on_snapshot(self, req: GetCacheSnapshot) -> dict:
+        return self.runtime.cache_snapshot()
+
+    def _on_storage_status(self, req: GetStorageStatus) -> Any:
+        return self.runtime.storage_status()
+
+    def _on_measure_tiers(self, req: MeasureTiers) -> dict[str, dict]:
+        return self.runtime.measure_tiers(req.size)
+
+    def _on_registry_sizes(self, req: GetRegistrySizes) -> dict:
+        from strataflow.executor.introspect import executor_registry_sizes
+
+        return executor_registry_sizes(self)
+
+    def _on_ping(self, req: Ping) -> str:
+        return self.runtime.executor_id
+
+    def _on_fetch_block(self, req: FetchBlock) -> Any:
         rt = self.runtime
-        if op == "metrics":
-            return rt.metrics()
-        if op == "snapshot":
-            return rt.cache_snapshot()
-        if op == "storage_status":
-            return rt.storage_status()
-        if op == "unpersist":
-            info = rt.block_manager.info(args[0])
-            removed = rt.unpersist(*args)
-            _forget_dataset_estimates(rt, *args)
-            if info is not None and info.level.deserialized and rt.block_manager.gc_free:
-                _collect_unfrozen()
-            return removed
-        if op == "measure_tiers":
-            return rt.measure_tiers(*args)
-        if op == "forget_stage":
-            return self.forget_stage(*args)
-        if op == "cancel_stage":
-            return self.cancel_stage(*args)
-        if op == "block":  # another executor's task reads a block held here
-            value = rt.block_manager.serve_peer(*args)
-            if value is MISS:
-                raise BlockUnavailable(f"executor {rt.executor_id} no longer holds block {args[0]}")
-            return value
-        if op == "remove_lost_executor":
-            return rt.remove_lost_executor(*args)
-        if op == "remove_map_outputs":
-            return rt.remove_map_outputs(*args)
-        if op == "forget_shuffles":  # removed shuffles: their cached indexes go now, not at the next stage
-            return forget_shuffle_indexes(args, rt.spec.shuffle_dirs)
-        if op == "forget_broadcast":
-            from strataflow.shipping.broadcast import forget_loaded
+        value = rt.block_manager.serve_peer(req.block_id)
+        if value is MISS:
+            raise BlockUnavailable(f"executor {rt.executor_id} no longer holds block {req.block_id}")
+        return value
 
-            return forget_loaded(*args)
-        if op == "registry_sizes":  # tests and benchmarks/soak.py: nothing grows with the iterations
-            from strataflow.executor.introspect import executor_registry_sizes
+    def _on_unpersist(self, req: Unpersist) -> int:
+        rt = self.runtime
+        info = rt.block_manager.info(req.dataset_id)
+        removed = rt.unpersist(req.dataset_id)
+        _forget_dataset_estimates(rt, req.dataset_id)
+        if info is not None and info.level.deserialized and rt.block_manager.gc_free:
+            _collect_unfrozen()
+        return removed
 
-            return executor_registry_sizes(self)
-        if op == "ping":
-            return rt.executor_id
-        if op == "preload":  # Fleet.preload: the modules the coming tasks import, loaded now
-            threading.Thread(target=_import_all, args=(args,), daemon=True, name="strataflow-preload").start()
-            return None
-        raise ValueError(f"executor: unknown operation {op!r}")
+    def _on_forget_stage(self, req: ForgetStage) -> None:
+        self.forget_stage(req.stage_key)
+
+    def _on_cancel_stage(self, req: CancelStage) -> None:
+        self.cancel_stage(req.stage_key)
+
+    def _on_remove_lost_executor(self, req: RemoveLostExecutor) -> int:
+        return self.runtime.remove_lost_executor(req.executor_id)
+
+    def _on_remove_map_outputs(self, req: RemoveMapOutputs) -> int:
+        return self.runtime.remove_map_outputs(list(req.outputs))
+
+    def _on_forget_shuffles(self, req: ForgetShuffles) -> int:
+        return forget_shuffle_indexes(req.shuffle_ids, self.runtime.spec.shuffle_dirs)
+
+    def _on_forget_broadcasts(self, req: ForgetBroadcasts) -> int:
+        from strataflow.shipping.broadcast import forget_loaded
+
+        return forget_loaded(*req.broadcast_ids)
+
+    def _on_preload(self, req: Preload) -> None:
+        threading.Thread(target=_import_all, args=(req.modules,), daemon=True, name="strataflow-preload").start()
+
+    #: request type -> its handler: one each (``tests/test_executor_messages.py`` checks)
+    _HANDLERS: ClassVar[dict[type, Callable[["ExecutorCore", Any], Any]]] = {
+        GetMetrics: _on_metrics, GetCacheSnapshot: _on_snapshot, GetStorageStatus: _on_storage_status,
+        MeasureTiers: _on_measure_tiers, GetRegistrySizes: _on_registry_sizes, Ping: _on_ping,
+        FetchBlock: _on_fetch_block, Unpersist: _on_unpersist, ForgetStage: _on_forget_stage,
+        CancelStage: _on_cancel_stage, RemoveLostExecutor: _on_remove_lost_executor,
+        RemoveMapOutputs: _on_remove_map_outputs, ForgetShuffles: _on_forget_shuffles,
+        ForgetBroadcasts: _on_forget_broadcasts, Preload: _on_preload,
+    }
 
 
 def _import_all(modules: tuple[str, ...]) -> None:

@@ -28,6 +28,7 @@ from strataflow.storage.blocks import app_keys
 from strataflow.storage.blocks.frame_auth import FrameAuth, new_key
 from strataflow.executor.backend import ExecutorHandle, SourceServer
 from strataflow.executor.backends import backend_class, open_session, start_executor
+from strataflow.executor.messages import ExecutorRequest, ForgetBroadcasts, Preload
 from strataflow.executor.runtime import ExecutorSpec, app_dirs, executor_dirs
 from strataflow.executor.work import ExecutorLost
 
@@ -189,7 +190,7 @@ class Fleet:
             return
         self.events.post("ExecutorAdded", executor=spec.executor_id, pid=getattr(h, "pid", None))
         if self._preloads:
-            h.call_async("preload", *self._preloads)
+            h.call_async(Preload(tuple(self._preloads)))
         with self.changed:
             self.changed.notify_all()
 
@@ -214,27 +215,33 @@ class Fleet:
             self._preloads.extend(new)
         if new:
             for h in self.live():
-                h.call_async("preload", *new)
+                h.call_async(Preload(tuple(new)))
 
-    def ask_all(self, op: str, *args) -> dict[str, object]:
-        """``op`` on every live executor, in parallel; executor id -> answer (executors
-        lost meanwhile are left out)."""
+    def ask_all(self, request: ExecutorRequest) -> dict[str, object]:
+        """``request`` to every live executor, in parallel; executor id -> answer
+        (executors lost meanwhile are left out)."""
         handles = self.live()
         if len(handles) == 1:
             h = handles[0]
             try:
-                return {h.executor_id: h.call(op, *args)}
+                return {h.executor_id: h.call(request)}
             except ExecutorLost:
                 return {}
         out: dict[str, object] = {}
         with ThreadPoolExecutor(max_workers=len(handles) or 1) as pool:
-            futs = {pool.submit(h.call, op, *args): h.executor_id for h in handles}
+            futs = {pool.submit(h.call, request): h.executor_id for h in handles}
             for fut, eid in futs.items():
                 try:
                     out[eid] = fut.result()
                 except ExecutorLost:
                     pass
         return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+    def forget_broadcasts(self, *broadcast_ids: str) -> None:
+        """Every live executor drops its loaded copies of the broadcasts (and the caller
+        waits until they have): for ``Broadcast.unpersist``, whose floor is below the
+        executors' requests."""
+        self.ask_all(ForgetBroadcasts(broadcast_ids))
 
     def stop(self) -> None:
         with self._lock:

@@ -6,7 +6,7 @@ unpersists a new dataset each iteration for days) must not grow with the iterati
 (issue 38). Memory figures are too noisy to show a leak of a few hundred bytes per
 iteration quickly; entry counts are exact. ``tests/test_long_lived.py`` asserts these
 counts are the same after 40 and after 160 iterations, and ``benchmarks/soak.py`` prints
-them. An executor answers ``call("registry_sizes")``.
+them. An executor answers ``handle(GetRegistrySizes())``.
 
 This module reads the structures' private attributes on purpose: it is the one place
 that knows them all, so that a new registry added without a bound is noticed by adding

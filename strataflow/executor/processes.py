@@ -27,6 +27,7 @@ from strataflow.shuffle.key_hash import EXECUTOR_HASH_SEED
 from strataflow.metrics import EventBus
 from strataflow.executor import wire
 from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, SourceServer, fail_waiting
+from strataflow.executor.messages import ExecutorRequest, FetchBlock
 from strataflow.executor.runtime import ExecutorSpec
 from strataflow.executor.work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
@@ -155,7 +156,7 @@ class ProcessExecutor(ExecutorHandle):
             exc = fut.exception()
             self._answer_fetch(req_id, exc is None, fut.result() if exc is None else f"{type(exc).__name__}: {exc}")
 
-        holder.call_async("block", bid).add_done_callback(done)
+        holder.call_async(FetchBlock(bid)).add_done_callback(done)
 
     def _send_source(self, req_id: int, uid: str, split: int, reason: str | None) -> None:
         """The driver's copy of a source slice the executor could not read (the store also
@@ -263,10 +264,10 @@ class ProcessExecutor(ExecutorHandle):
         except ExecutorLost:
             pass
 
-    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
-        return self.call_async(op, *args).result(timeout)
+    def call(self, request: ExecutorRequest, timeout: float | None = 60.0) -> Any:
+        return self.call_async(request).result(timeout)
 
-    def call_async(self, op: str, *args: Any) -> "Future[Any]":
+    def call_async(self, request: ExecutorRequest) -> "Future[Any]":
         fut: Future = Future()
         with self._lock:
             if self._lost_reason is not None:
@@ -275,7 +276,7 @@ class ProcessExecutor(ExecutorHandle):
             req_id = next(self._req_ids)
             self._replies[req_id] = fut
         try:
-            self._send(("call", req_id, op, args))
+            self._send(("call", req_id, request))
         except ExecutorLost as exc:
             if not fut.done():
                 fut.set_exception(exc)

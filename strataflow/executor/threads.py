@@ -13,6 +13,7 @@ from typing import Any
 from strataflow.metrics import EventBus
 from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, SourceServer
 from strataflow.executor.core import ExecutorCore
+from strataflow.executor.messages import ExecutorRequest
 from strataflow.executor.runtime import ExecutorRuntime, ExecutorSpec
 from strataflow.executor.work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
 
@@ -55,8 +56,8 @@ class LocalExecutor(ExecutorHandle):
             self.core.add_stage(work, plan)
         return self.pool.submit(self.core.run, spec)
 
-    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
-        return self.core.call(op, *args)
+    def call(self, request: ExecutorRequest, timeout: float | None = 60.0) -> Any:
+        return self.core.handle(request)
 
     def forget_stage(self, key: str) -> None:
         self.core.forget_stage(key)

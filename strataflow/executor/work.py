@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from strataflow.lineage import ShuffleDependency
     from strataflow.executor.task import TaskMetrics
     from strataflow.shuffle import MapOutput
+    from strataflow.storage.blocks.location import BlockLocation
 
 __all__ = ["StageWork", "TaskSpec", "TaskOutcome", "ExecutorLost", "RemoteTaskError", "TaskCancelled",
            "portable_error"]
@@ -62,7 +63,7 @@ class TaskOutcome:
     value: Any
     metrics: "TaskMetrics"
     map_output: "MapOutput | None"
-    blocks: list[tuple[Any, str, Any]]  # (block, "memory" | "disk", its disk copy's description)
+    blocks: list[tuple[Any, "BlockLocation", Any]]  # (block, where, its disk copy's description)
     snapshot: dict
     seconds: float = 0.0
     #: the accumulators' updates the task made (id -> value), merged by the driver once

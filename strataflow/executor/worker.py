@@ -3,7 +3,7 @@
 Started by the processes backend as a fresh interpreter (spawn: never a fork of a driver
 that already runs threads), it receives its :class:`ExecutorSpec` on the socket ``FD``,
 builds its runtime, says ``ready``, then serves the driver's messages: stages, tasks
-(run on ``cores_per_executor`` task threads) and questions. Replies carry the events its
+(run on ``cores_per_executor`` task threads) and requests (``messages.py``). Replies carry the events its
 block manager and tasks posted since the last one, so the driver's event log and
 listeners see everything.
 
@@ -218,9 +218,9 @@ class Worker:
                 if fut is not None:
                     fut.set_result((msg[2], msg[3]))
             elif kind == "call":
-                _, req_id, op, args = msg
+                _, req_id, request = msg
                 try:
-                    self.send("reply", req_id, True, core.call(op, *args))
+                    self.send("reply", req_id, True, core.handle(request))
                 except BaseException as exc:  # noqa: BLE001
                     self.send("reply", req_id, False, portable_error(exc, wire.dumps))
             elif kind == "stop":

@@ -37,6 +37,7 @@ from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from strataflow.executor.messages import CancelStage
 from strataflow.executor.work import ExecutorLost, StageWork, TaskCancelled, TaskOutcome, TaskSpec
 from strataflow.shuffle import FetchFailed
 from strataflow.shipping.source_store import spilling_sources
@@ -240,7 +241,7 @@ class TaskSetRunner:
         for h in self.fleet.live():
             if h.executor_id in self._sent_to:
                 try:
-                    h.call("cancel_stage", self.work.key, timeout=2.0)
+                    h.call(CancelStage(self.work.key), timeout=2.0)
                 except Exception:  # noqa: BLE001 - a lost executor has nothing to cancel
                     pass
 

@@ -99,7 +99,7 @@ class Broadcast(Generic[T]):
         """
         ctx = self._ctx() if self._ctx is not None else None
         if ctx is not None and not ctx._closed and not backend_class(ctx.backend).in_driver_process:
-            ctx.fleet.ask_all("forget_broadcast", self.bid)
+            ctx.fleet.forget_broadcasts(self.bid)
 
     def destroy(self, blocking: bool = False) -> None:
         """Drops every copy, the written one too; any later use fails, on the driver at once

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from strataflow.storage.blocks.block import MISS
+from strataflow.storage.blocks.location import BlockLocation
 from strataflow.storage.blocks.serde import SerializationError
 from strataflow.storage.blocks.sizing import estimate_size
 from strataflow.storage.memory.store import readonly
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from strataflow.storage.blocks.block import BlockId
     from strataflow.storage.manager import BlockManager
 
-__all__ = ["PeerBlock", "Fetch", "locate", "read_peer", "serve_peer"]
+__all__ = ["BlockLocation", "PeerBlock", "Fetch", "locate", "read_peer", "serve_peer"]
 
 #: ``fetch(executor_id, block_id)``: the value of a block in another executor's memory,
 #: or raises BlockUnavailable (the holder no longer has it, or is gone)
@@ -49,25 +50,25 @@ Source = Optional[StoreEntry]
 
 @dataclass(frozen=True)
 class PeerBlock:
-    """A block of another executor: its id, ``where`` it is (``memory`` or ``disk``)
+    """A block of another executor: its id, ``where`` it is (in memory or on disk)
     and, when it is on that executor's disk, the file's description (``source``)."""
 
     executor_id: str
-    where: str
+    where: BlockLocation
     source: Source = None
 
 
-def locate(bm: "BlockManager", bid: "BlockId") -> tuple[str, Source] | None:
+def locate(bm: "BlockManager", bid: "BlockId") -> tuple[BlockLocation, Source] | None:
     """Where this executor holds the block (``memory`` first) and the description of its
     disk copy, if it has one; None if it does not hold it."""
     source: Source = bm.disk.entry(bid)
     if source is None and bm.regions is not None:
         source = bm.regions.entry(bid)
     if bid in bm.memory_store:
-        return "memory", source
+        return BlockLocation.MEMORY, source
     if source is None and _in_located_store(bm, bid):
-        return "disk", None  # in this executor's node's store: read there, fetched through it elsewhere
-    return ("disk", source) if source is not None else None
+        return BlockLocation.DISK, None  # in this executor's node's store: read there, fetched through it elsewhere
+    return (BlockLocation.DISK, source) if source is not None else None
 
 
 def _in_located_store(bm: "BlockManager", bid: "BlockId") -> bool:
@@ -99,7 +100,7 @@ def read_peer(bm: "BlockManager", bid: "BlockId", peer: PeerBlock) -> Any:
         return MISS
     bm.metrics.add(peer_hits=1, peer_bytes_read=nbytes)
     bm.events.post("BlockAccess", block=str(bid), dataset_id=bid.dataset_id, split=bid.split,
-                   result="peer", bytes=nbytes, executor_held=peer.executor_id, where=peer.where,
+                   result="peer", bytes=nbytes, executor_held=peer.executor_id, where=BlockLocation(peer.where).value,
                    file=peer.source is not None)
     return readonly(value)
 

@@ -22,6 +22,7 @@ from strataflow.shuffle.files import FetchFailed, MapOutput, read_bucket
 from strataflow.shipping import source_store
 from strataflow.executor import wire
 from strataflow.executor.ray import short_error
+from strataflow.executor.messages import CancelStage, ExecutorRequest, FetchBlock, ForgetStage
 from strataflow.executor.ray.session import SOURCE_PREFIX
 from strataflow.executor.runtime import ExecutorSpec, app_dirs
 from strataflow.executor.work import ExecutorLost, TaskCancelled, TaskSpec, portable_error
@@ -167,25 +168,28 @@ class ExecutorActor:
 
     # -- questions ---------------------------------------------------------------------------------
     @ray.method(concurrency_group="control")
-    def call(self, op: str, args: tuple) -> tuple:
-        if op in ("forget_stage", "cancel_stage") and args:
+    def call(self, request: ExecutorRequest) -> tuple:
+        """Answers a request (``ExecutorCore.handle``): ``("ok", answer, events)`` or
+        ``("err", pickled exception, events)``. A stage forgotten or cancelled is also
+        marked dead here, so a task of it that arrives later is cancelled."""
+        if isinstance(request, (ForgetStage, CancelStage)):
             with self._stage_cond:
-                self._dead[args[0]] = None
+                self._dead[request.stage_key] = None
                 if len(self._dead) > _DEAD_KEPT:
                     self._dead.popitem(last=False)
-                if op == "forget_stage":
-                    self._known.discard(args[0])
+                if isinstance(request, ForgetStage):
+                    self._known.discard(request.stage_key)
                 self._stage_cond.notify_all()
         try:
-            return "ok", self.core.call(op, *args), self._take_events()
+            return "ok", self.core.handle(request), self._take_events()
         except BaseException as exc:  # noqa: BLE001
             return "err", wire.dumps(portable_error(exc, wire.dumps)), self._take_events()
 
     @ray.method(concurrency_group="control")
     def block(self, bid) -> tuple[bool, Any]:
-        """A block another executor's task reads (``ExecutorCore.call("block")``)."""
+        """A block another executor's task reads (``ExecutorCore.handle(FetchBlock)``)."""
         try:
-            return True, self.core.call("block", bid)
+            return True, self.core.handle(FetchBlock(bid))
         except Exception as exc:  # noqa: BLE001
             return False, short_error(exc)
 

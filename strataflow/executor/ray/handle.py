@@ -20,6 +20,7 @@ from strataflow.config.backends import SHIPS_BY_OBJECT_STORE
 from strataflow.metrics import EventBus
 from strataflow.storage.peer_blocks import PeerBlock
 from strataflow.executor.backend import ExecutorHandle, LostCallback, Peers, SourceServer, fail_waiting
+from strataflow.executor.messages import ExecutorRequest, ForgetStage, RemoveLostExecutor
 from strataflow.executor.ray import short_error
 from strataflow.executor.runtime import ExecutorSpec
 from strataflow.executor.work import ExecutorLost, StageWork, TaskOutcome, TaskSpec
@@ -280,7 +281,7 @@ class RayExecutor(ExecutorHandle):
                         if node == self.node_id and eid != self.executor_id), None)
         if sibling is not None:
             try:
-                sibling.call.remote("remove_lost_executor", (self.executor_id,))
+                sibling.call.remote(RemoveLostExecutor(self.executor_id))
             except Exception:  # noqa: BLE001 - Ray is going; the node's dirs go with the app
                 pass
 
@@ -346,19 +347,19 @@ class RayExecutor(ExecutorHandle):
             self._stage_refs.pop(key, None)
         if had and self.alive:
             try:
-                self._watch(self.actor.call.remote("forget_stage", (key,)), "call", None)
+                self._watch(self.actor.call.remote(ForgetStage(key)), "call", None)
             except Exception:  # noqa: BLE001
                 pass
 
-    def call(self, op: str, *args: Any, timeout: float | None = 60.0) -> Any:
-        return self.call_async(op, *args).result(timeout)
+    def call(self, request: ExecutorRequest, timeout: float | None = 60.0) -> Any:
+        return self.call_async(request).result(timeout)
 
-    def call_async(self, op: str, *args: Any) -> "Future[Any]":
+    def call_async(self, request: ExecutorRequest) -> "Future[Any]":
         if not self.alive:
             return self._failed()
         fut: Future = Future()
         try:
-            self._watch(self.actor.call.remote(op, args), "call", fut)
+            self._watch(self.actor.call.remote(request), "call", fut)
         except Exception as exc:  # noqa: BLE001
             self._lost(short_error(exc))
             if not fut.done():

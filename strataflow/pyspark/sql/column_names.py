@@ -104,22 +104,34 @@ def literal_name(e: exp.Expression) -> str | None:
 
 
 #: the names Spark shows in capitals (their ``prettyName``), by the name called
-_PRETTY = {"power": "POWER", "ceil": "CEIL", "floor": "FLOOR", "sqrt": "SQRT", "log10": "LOG10", "log2": "LOG2",
+_PRETTY = {"regexp": "REGEXP", "regexp_like": "REGEXP_LIKE",
+           "power": "POWER", "ceil": "CEIL", "floor": "FLOOR", "sqrt": "SQRT", "log10": "LOG10", "log2": "LOG2",
            "exp": "EXP", "cos": "COS", "sin": "SIN", "tan": "TAN", "degrees": "DEGREES", "radians": "RADIANS",
-           "cbrt": "CBRT", "signum": "SIGNUM", "sign": "SIGNUM", "rlike": "RLIKE"}
+           "cbrt": "CBRT", "signum": "SIGNUM", "rlike": "RLIKE",
+           "array_agg": "collect_list",
+           "acos": "ACOS", "asin": "ASIN", "atan": "ATAN", "atan2": "ATAN2", "acosh": "ACOSH", "asinh": "ASINH",
+           "atanh": "ATANH", "cosh": "COSH", "sinh": "SINH", "tanh": "TANH", "cot": "COT", "csc": "CSC", "sec": "SEC",
+           "expm1": "EXPM1", "log1p": "LOG1P", "hypot": "HYPOT", "e": "E", "pi": "PI", "log": "LOG",
+           "current_database": "current_schema", "dateadd": "date_add"}
 #: the arguments Spark shows where the call left them out
-_DEFAULTS = {"round": [None, "0"], "bround": [None, "0"], "regexp_replace": [None, None, None, "1"],
+_DEFAULTS = {"position": [None, None, "1"], "regexp_instr": [None, None, "0"], "regexp_extract_all": [None, None, "1"],
+             "substr": [None, None, "2147483647"], "substring": [None, None, "2147483647"], "overlay": [None, None, None, "-1"], "mask": [None, "X", "x", "n", "NULL"],
+             "round": [None, "0"], "bround": [None, "0"], "regexp_replace": [None, None, None, "1"],
              "split": [None, None, "-1"], "months_between": [None, None, "true"], "replace": [None, None, ""],
-             "sort_array": [None, "true"], "from_unixtime": [None, "yyyy-MM-dd HH:mm:ss"]}
+             "sort_array": [None, "true"], "from_unixtime": [None, "yyyy-MM-dd HH:mm:ss"],
+             "to_unix_timestamp": [None, "yyyy-MM-dd HH:mm:ss"],
+             "array_sort": [None, "lambdafunction((IF(((namedlambdavariable() IS NULL) AND (namedlambdavariable() IS NULL)), 0, (IF((namedlambdavariable() IS NULL), 1, (IF((namedlambdavariable() IS NULL), -1, (IF((namedlambdavariable() < namedlambdavariable()), -1, (IF((namedlambdavariable() > namedlambdavariable()), 1, 0)))))))))), namedlambdavariable(), namedlambdavariable())"]}
 _UNIT_WORDS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"}
 #: SQL-text calls sqlglot builds without their written name
-_CLASS_NAMES = {exp.ArgMin: "min_by", exp.ArgMax: "max_by"}
+_CLASS_NAMES = {exp.StrPosition: "position", exp.Overlay: "overlay", exp.Substring: "substring", exp.ArgMin: "min_by", exp.ArgMax: "max_by", exp.Lambda: "lambdafunction", exp.Identifier: "namedlambdavariable"}
 #: how many arguments Spark shows (sqlglot adds some of its own)
-_SHOWN = {"sort_array": 2, "log10": 1, "log2": 1, "ln": 1, "first": 1, "last": 1, "date_add": 2, "date_sub": 2}
+_SHOWN = {"sort_array": 2, "log10": 1, "log2": 1, "ln": 1, "first": 1, "last": 1, "date_add": 2, "date_sub": 2,
+          "dateadd": 2,
+          "mode": 1}
 #: SQL-text calls whose node keeps its arguments in another order than Spark's
 _SQL_ORDER = {"locate": ("substr", "this", "position"), "position": ("substr", "this", "position"),
               "instr": ("this", "substr"), "trunc": ("this", "unit"), "date_trunc": ("unit", "this"),
-              "log10": ("expression",), "log2": ("expression",)}
+              "log10": ("expression",), "log2": ("expression",), "array_sort": ("this", "expression")}
 
 
 def call_name(e: exp.Expression, n: Any) -> str | None:
@@ -132,7 +144,7 @@ def call_name(e: exp.Expression, n: Any) -> str | None:
     if call is not None:
         name, args = call
         shown = [n(a) for a in args]
-    elif (e.meta.get("written") or type(e) in _CLASS_NAMES) and not isinstance(e, exp.Anonymous):
+    elif (e.meta.get("written") or type(e) in _CLASS_NAMES) and not isinstance(e, (exp.Anonymous, exp.VarMap)):
         name = str(e.meta.get("written") or _CLASS_NAMES[type(e)]).lower()
         order = _SQL_ORDER.get(name)
         if isinstance(e, exp.IgnoreNulls):  # first(x, true): shown as first(x)

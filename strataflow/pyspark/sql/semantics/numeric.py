@@ -10,12 +10,14 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from strataflow.pyspark.sql.semantics.core import Rules, typed
+from strataflow.pyspark.errors import AnalysisException
+from strataflow.pyspark.sql.semantics import bitwise, elementary, hashing, nulls
+from strataflow.pyspark.sql.semantics.core import Rules, SqlConf, typed
 from strataflow.pyspark.sql.semantics.template import fill
 from strataflow.pyspark.sql.semantics.types import (bounded_decimal, cast_to, decimal_of, duck, integral_bits,
                                                     is_decimal, is_fractional, is_integral)
 
-__all__ = ["round_rule", "bround_rule", "divide", "remainder", "arithmetic", "abs_rule", "floor_ceil",
+__all__ = ["log_rule", "pmod", "negative", "positive", "width_bucket", "round_rule", "bround_rule", "divide", "remainder", "arithmetic", "abs_rule", "floor_ceil",
            "signum", "logarithm", "avg_rule", "to_integral", "KEEP", "RULES", "ANONYMOUS", "REFUSE"]
 
 _MIN = {8: -(1 << 7), 16: -(1 << 15), 32: -(1 << 31), 64: -(1 << 63)}
@@ -297,9 +299,142 @@ def max_by(node: exp.Expression, rules: Rules) -> exp.Expression:
     return node
 
 
+def log_rule(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``log(base, x)``: ``ln(x) / ln(base)`` (Spark's ``Logarithm``), null where either is
+    not positive; ``log10``, ``log2`` and ``ln`` as ``logarithm`` gives them. SQL's
+    one-argument ``log(x)`` is refused: Spark names it ``LOG(E(), x)``."""
+    if isinstance(node, exp.Ln) and node._meta and str(node.meta.get("written", "")).lower() == "log":
+        raise rules.refuse(node, "Spark names SQL's one-argument log(x) LOG(E(), x), strataflow log(x)",
+                           "ln(x)")
+    if isinstance(node, exp.Log) and node.expression is not None:
+        base = node.this
+        if not (isinstance(base, exp.Literal) and base.this in ("10", "2")):
+            return typed(fill("CASE WHEN CAST({b} AS DOUBLE) <= 0 OR CAST({x} AS DOUBLE) <= 0 THEN NULL "
+                              "ELSE ln(CAST({x} AS DOUBLE)) / ln(CAST({b} AS DOUBLE)) END",
+                              b=base, x=node.expression), pa.float64())
+    return logarithm(node, rules)
+
+
+def _relaxed(rules: Rules) -> Rules:
+    """``rules`` with ANSI off: a ``try_`` function's null where ANSI would fail."""
+    return Rules(SqlConf(ansi=False, tz=rules.conf.tz), rules.schema, rules.table, rules._types)
+
+
+def pmod(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``pmod(a, n)``: Spark's ``r = a % n; if (r < 0) (r + n) % n else r``, of ``%``'s type,
+    with Java's wrap-around in ``r + n``; null (ANSI: REMAINDER_BY_ZERO) for a zero ``n``."""
+    a, n = [fill("CAST({x} AS DOUBLE)", x=x) if isinstance(x, exp.Literal) and not x.is_string and not x.is_int
+            else x for x in node.expressions]  # a Python float is a Spark double, not a decimal
+    r = remainder(exp.Mod(this=a.copy(), expression=n.copy()), rules)
+    if r is None:
+        raise rules.refuse(node, f"arguments of types {rules.type_of(a)} and {rules.type_of(n)}", "pmod of numbers")
+    t = r.meta["arrow"]
+    if is_integral(t):
+        bits = integral_bits(t)
+        again = bitwise.wrap(f"CAST({bitwise.wrap('CAST({r} AS HUGEINT) + CAST({n} AS HUGEINT)', bits)} AS HUGEINT)"
+                             f" % CAST({{n}} AS HUGEINT)", bits)
+    elif is_decimal(t):
+        again = f"CAST((CAST({{r}} AS DECIMAL(38,{t.scale})) + {{n}}) % {{n}} AS {duck(t)})"
+    else:
+        again = f"CAST((CAST({{r}} AS DOUBLE) + CAST({{n}} AS DOUBLE)) % CAST({{n}} AS DOUBLE) AS {duck(t)})"
+    return typed(fill(f"CASE WHEN {{r}} < 0 THEN {again} ELSE {{r}} END", r=r, n=n), t)
+
+
+def _try(op: type):
+    def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
+        a, b = (node.expressions if isinstance(node, exp.Anonymous) else [node.this, node.expression])
+        ta, tb = rules.type_of(a), rules.type_of(b)
+        fake = op(this=a.copy(), expression=b.copy())
+        if op in (exp.Add, exp.Sub, exp.Mul) and is_integral(ta) and is_integral(tb):
+            bits = max(integral_bits(ta), integral_bits(tb))
+            lo = _MIN[bits]
+            v = fill(f"CAST({{a}} AS HUGEINT) {_SYMBOL[op]} CAST({{b}} AS HUGEINT)", a=a, b=b)
+            return typed(fill(f"CASE WHEN {{v}} < {lo} OR {{v}} > {-lo - 1} THEN NULL ELSE CAST({{v}} AS {_DUCK[bits]}) "
+                              f"END", v=v), _ARROW[bits])
+        if op in (exp.Add, exp.Sub) and ta is not None and pa.types.is_date32(ta) and is_integral(tb) \
+                and integral_bits(tb) <= 32:
+            return typed(fill(f"{{a}} {_SYMBOL[op]} CAST({{b}} AS INTEGER)", a=a, b=b), pa.date32())
+        numeric = all(is_integral(t) or is_fractional(t) or is_decimal(t) for t in (ta, tb))
+        if not numeric:
+            raise rules.refuse(node, f"arguments of types {ta} and {tb}", "try_ arithmetic of numbers")
+        rule_of = {exp.Add: arithmetic, exp.Sub: arithmetic, exp.Mul: arithmetic, exp.Div: divide,
+                   exp.Mod: remainder}[op]
+        out = rule_of(fake, _relaxed(rules))
+        if out is None:  # floating-point operands: DuckDB's answer is IEEE's, as Spark's
+            out = typed(fake, pa.float32() if pa.float64() not in (ta, tb) and pa.float32() in (ta, tb)
+                        else pa.float64())
+            for part in out.walk():
+                part.meta["internal"] = True
+        return out
+
+    return rule
+
+
+def negative(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``negative``: an integer's minimum wraps to itself (ANSI: ARITHMETIC_OVERFLOW)."""
+    x = node.this
+    t = rules.type_of(x)
+    if is_integral(t):
+        bits = integral_bits(t)
+        lo = _MIN[bits]
+        if rules.conf.ansi:
+            return typed(fill(f"CASE WHEN {{x}} = {lo} THEN error('[ARITHMETIC_OVERFLOW] {_DUCK[bits].lower()} "
+                              f"overflow. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this "
+                              f"error.') ELSE CAST(-CAST({{x}} AS HUGEINT) AS {_DUCK[bits]}) END", x=x), t)
+        return typed(fill(f"CASE WHEN {{x}} = {lo} THEN {{x}} ELSE CAST(-CAST({{x}} AS HUGEINT) AS {_DUCK[bits]}) END",
+                          x=x), t)
+    if is_fractional(t) or is_decimal(t):
+        return typed(fill("-{x}", x=x), t)
+    raise rules.refuse(node, f"an argument of type {t}", "negative of a number")
+
+
+def positive(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``positive``: the number itself (its SQL form is refused: Spark names it ``(+ x)``)."""
+    if not (node._meta and node.meta.get("shown")):
+        raise rules.refuse(node, "Spark names SQL's positive(x) (+ x), strataflow positive(x)", "x itself")
+    x = node.expressions[0]
+    t = rules.type_of(x)
+    if not (is_integral(t) or is_fractional(t) or is_decimal(t)):
+        raise rules.refuse(node, f"an argument of type {t}", "positive of a number")
+    return typed(x.copy(), t)
+
+
+def width_bucket(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """Spark's ``WidthBucket.computeBucketNumber``: null for a NaN value, equal or infinite
+    bounds, or a bucket count that is not positive; 0 below the range, n + 1 above."""
+    v, lo, hi, n = (node.this, node.args.get("min_value"), node.args.get("max_value"), node.args.get("num_buckets"))
+    d = {k: fill("CAST({x} AS DOUBLE)", x=e) for k, e in (("v", v), ("a", lo), ("b", hi))}
+    body = ("CASE WHEN {v} IS NULL OR {a} IS NULL OR {b} IS NULL OR {n} IS NULL THEN NULL "
+            "WHEN {n} <= 0 OR {n} = 9223372036854775807 OR isnan({v}) OR {a} = {b} OR isnan({a}) OR isinf({a}) "
+            "OR isnan({b}) OR isinf({b}) THEN NULL "
+            "WHEN {a} < {b} THEN (CASE WHEN {v} < {a} THEN 0 WHEN {v} >= {b} THEN {n} + 1 "
+            "ELSE CAST(trunc(CAST({n} AS DOUBLE) * ({v} - {a}) / ({b} - {a})) AS BIGINT) + 1 END) "
+            "ELSE (CASE WHEN {v} > {a} THEN 0 WHEN {v} <= {b} THEN {n} + 1 "
+            "ELSE CAST(trunc(CAST({n} AS DOUBLE) * ({a} - {v}) / ({a} - {b})) AS BIGINT) + 1 END) END")
+    return typed(fill(body, n=fill("CAST({x} AS BIGINT)", x=n), **d), pa.int64())
+
+
+def _unresolved(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """A PySpark function name that is no SQL function (``negate``, ``toDegrees``)."""
+    raise AnalysisException(f"[UNRESOLVED_ROUTINE] Cannot resolve routine `{node.name}` on search path "
+                            f"[`system`.`builtin`, `system`.`session`, `spark_catalog`.`default`].",
+                            "UNRESOLVED_ROUTINE")
+
+
 #: the family's tables, merged by ``registry``: kinds kept as DuckDB computes them, kinds
-#: and Anonymous names rewritten, kinds refused (why, instead)
-KEEP: frozenset[type] = frozenset()
-RULES: dict = {}
-ANONYMOUS: dict = {}
-REFUSE: dict[type, tuple[str, str]] = {}
+#: and Anonymous names rewritten, kinds refused (why, instead); the concepts' modules
+#: (``elementary``, ``bitwise``, ``hashing``, ``nulls``) add theirs
+_PARTS = (elementary, bitwise, hashing, nulls)
+KEEP: frozenset[type] = frozenset().union(*(p.KEEP for p in _PARTS))
+RULES: dict = {
+    exp.Ln: log_rule, exp.Log: log_rule, exp.Negative: negative, exp.WidthBucket: width_bucket,
+    exp.SafeAdd: _try(exp.Add), exp.SafeSubtract: _try(exp.Sub), exp.SafeMultiply: _try(exp.Mul),
+    exp.SafeDivide: _try(exp.Div),
+    **{k: v for p in _PARTS for k, v in p.RULES.items()},
+}
+ANONYMOUS: dict = {
+    "pmod": pmod, "try_mod": _try(exp.Mod), "positive": positive,
+    **{name: _unresolved for name in ("negate", "todegrees", "toradians", "bitwise_not", "bitwisenot")},
+    **{k: v for p in _PARTS for k, v in p.ANONYMOUS.items()},
+}
+REFUSE: dict[type, tuple[str, str]] = {k: v for p in _PARTS for k, v in p.REFUSE.items()}

@@ -169,8 +169,10 @@ def test_the_package_root_holds_at_most_12_modules():
 
 
 #: a module named in a docstring or comment of another project's (``PySpark's
-#: ``pyspark/join.py``), or a user's file in an example message (``map at job.py:4``)
-_FOREIGN = re.compile(r"(?:PySpark's|Spark's|dask's|Polars'|DuckDB's|Ray's)\s+``?[\w/.-]+\.py|[\w/.-]+\.py:\d")
+#: ``pyspark/join.py``), or a user's file in an example message (``map at job.py:4``,
+#: a traceback's ``File "job.py", line 4``)
+_FOREIGN = re.compile(r"(?:PySpark's|Spark's|dask's|Polars'|DuckDB's|Ray's)\s+``?[\w/.-]+\.py|[\w/.-]+\.py:\d"
+                      r"|[\w/.-]+\.py\\*\", line \d")
 
 
 def test_docstrings_name_only_modules_that_exist():

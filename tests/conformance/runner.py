@@ -103,12 +103,21 @@ def run_cases(spark: Any, F: Any, cases: Iterable[Case], form: str, ansi: str, t
     df = _table(spark)
     out: dict[str, dict] = {}
     typed: list[tuple[Case, str, str]] = []
-    for case in cases:  # analysis: the name and type, or the error the query is refused with
+    cases = list(cases)
+    for start in range(0, len(cases), _BATCH):  # analysis: names and types, a batch in one query
+        batch = cases[start:start + _BATCH]
         try:
-            field = _select(spark, F, df, form, [case], alias=False).schema.fields[0]
-            typed.append((case, field.name, field.dataType.simpleString()))
-        except Exception as exc:  # noqa: BLE001 - the outcome is the error
-            out[case.id] = {"error": error_class(exc)}
+            fields = _select(spark, F, df, form, batch, alias=False).schema.fields
+            typed += [(case, f.name, f.dataType.simpleString()) for case, f in zip(batch, fields)]
+            continue
+        except Exception:  # noqa: BLE001 - a case is refused: analyse them one by one
+            pass
+        for case in batch:  # the name and type, or the error the query is refused with
+            try:
+                field = _select(spark, F, df, form, [case], alias=False).schema.fields[0]
+                typed.append((case, field.name, field.dataType.simpleString()))
+            except Exception as exc:  # noqa: BLE001 - the outcome is the error
+                out[case.id] = {"error": error_class(exc)}
     for agg in (False, True):
         group = [t for t in typed if t[0].agg == agg]
         for start in range(0, len(group), _BATCH):

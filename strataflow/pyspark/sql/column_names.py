@@ -120,6 +120,8 @@ _DEFAULTS = {"position": [None, None, "1"], "regexp_instr": [None, None, "0"], "
              "split": [None, None, "-1"], "months_between": [None, None, "true"], "replace": [None, None, ""],
              "sort_array": [None, "true"], "from_unixtime": [None, "yyyy-MM-dd HH:mm:ss"],
              "to_unix_timestamp": [None, "yyyy-MM-dd HH:mm:ss"],
+             "aggregate": [None, None, None, "lambdafunction(namedlambdavariable(), namedlambdavariable())"],
+             "reduce": [None, None, None, "lambdafunction(namedlambdavariable(), namedlambdavariable())"],
              "array_sort": [None, "lambdafunction((IF(((namedlambdavariable() IS NULL) AND (namedlambdavariable() IS NULL)), 0, (IF((namedlambdavariable() IS NULL), 1, (IF((namedlambdavariable() IS NULL), -1, (IF((namedlambdavariable() < namedlambdavariable()), -1, (IF((namedlambdavariable() > namedlambdavariable()), 1, 0)))))))))), namedlambdavariable(), namedlambdavariable())"]}
 _UNIT_WORDS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"}
 #: SQL-text calls sqlglot builds without their written name
@@ -291,8 +293,9 @@ class _Namer:
         if isinstance(e, exp.VarMap):  # create_map(k1, v1, ...): Spark names it map(k1, v1, ...)
             pairs = zip(e.args["keys"].expressions, e.args["values"].expressions)
             return f"map({', '.join(n(x) for kv in pairs for x in kv)})"
-        if isinstance(e, exp.PropertyEQ):
-            return n(e.expression)  # struct(a, b), not struct(a := a, b := b)
+        if isinstance(e, exp.PropertyEQ):  # struct(a, b), not struct(a := a, b := b); named_struct('x', a): x, a
+            named = e.parent is not None and e.parent.meta.get("written") == "named_struct"
+            return (f"{e.this.name}, " if named else "") + n(e.expression)
         if isinstance(e, exp.IgnoreNulls):
             return n(e.this)  # Spark's name of first(x, true) is first(x)
         if isinstance(e, exp.Like) and not e.args.get("escape"):

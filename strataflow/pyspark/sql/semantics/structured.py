@@ -2,17 +2,26 @@
 rules of the ``functions.structured`` family (merged by ``registry``).
 
 ``typeof`` is known when the plan is made: the Spark type of its argument's Arrow type,
-written as Spark's ``simpleString``.
+written as Spark's ``simpleString``; so are the session's user, database and catalog.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.sql.semantics.core import Rules, typed
+from strataflow.pyspark.sql.semantics.template import fill
 
 __all__ = ["KEEP", "RULES", "ANONYMOUS", "REFUSE"]
+
+
+def _constant(text: str) -> exp.Expression:
+    lit = exp.Literal.string(text)
+    lit.meta["internal"] = True
+    return typed(lit, pa.string())
 
 
 def _typeof(node: exp.Expression, rules: Rules) -> exp.Expression:
@@ -22,16 +31,136 @@ def _typeof(node: exp.Expression, rules: Rules) -> exp.Expression:
     t = rules.type_of(node.this)
     if t is None:
         raise rules.refuse(node, "the argument's type is not known before it runs", "df.schema or df.dtypes")
-    lit = exp.Literal.string(from_arrow(t).simpleString())
-    lit.meta["internal"] = True
-    return typed(lit, pa.string())
+    return _constant(from_arrow(t).simpleString())
+
+
+def _user(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``current_user()``, ``user()``, ``session_user()``: the application's user, as
+    ``SparkContext.sparkUser`` (``HADOOP_USER_NAME``, else the OS user)."""
+    import getpass
+    import os
+
+    return _constant(os.environ.get("HADOOP_USER_NAME") or getpass.getuser())
+
+
+def _uuid(node: exp.Expression, rules: Rules) -> exp.Expression:
+    if node.args.get("this") is not None or node.expressions:
+        raise rules.refuse(node, "a seed needs Spark's random generator", "uuid() without a seed")
+    return typed(fill("CAST(gen_random_uuid() AS VARCHAR)"), pa.string())
+
+
+def _assert_true(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``assert_true(c[, msg])``: null where ``c`` is true, else the query fails with
+    USER_RAISED_EXCEPTION (``'<c>' is not true!`` without a message), null ``c`` included."""
+    from strataflow.pyspark.sql.column_names import spark_name
+
+    args = node.expressions
+    cond = args[0]
+    if len(args) > 1:
+        msg = fill("'[USER_RAISED_EXCEPTION] ' || coalesce(CAST({m} AS VARCHAR), 'null')", m=args[1])
+    else:
+        shown = node.meta.get("call", (None, [cond]))[1][0] if node._meta else cond
+        text = f"'{spark_name(shown)}' is not true!".replace("'", "''")
+        msg = fill(f"'[USER_RAISED_EXCEPTION] {text}'")
+    return fill("CASE WHEN {c} THEN NULL ELSE error({m}) END", c=cond, m=msg)
+
+
+def _udf(func: Any, return_type: str, *args: exp.Expression) -> exp.Expression:
+    """A call of the Python function ``func`` (row by row, None for null) on ``args``."""
+    from strataflow.pyspark.sql.column import Column
+    from strataflow.pyspark.sql.udf import UserDefinedFunction
+
+    return UserDefinedFunction(func, return_type)(*[Column(a) for a in args])._expr
+
+
+def _literal_text(node: exp.Expression, what: str, e: exp.Expression | None, rules: Rules) -> str:
+    if isinstance(e, exp.Literal) and e.is_string:
+        return e.this
+    raise rules.refuse(node, f"{what} that is not a literal string", f"a literal {what}")
+
+
+def _path_steps(node: exp.Expression, rules: Rules) -> list | None:
+    """The steps of ``get_json_object``'s path, from its text (the ``functions`` form keeps
+    it; the Spark SQL parser rewrites it into a tree of its own, whose column name and
+    reading of a path without ``$`` are not Spark's)."""
+    from strataflow.pyspark.sql.semantics.json_values import parse_path
+
+    if not isinstance(node, exp.Anonymous):
+        raise rules.refuse(node, "the SQL parser rewrites the JSON path of Spark SQL text (Spark's column name and "
+                           "its reading of a path without '$' would differ)", "F.get_json_object(col, path)")
+    return parse_path(_literal_text(node, "JSON path", node.expressions[1], rules))
+
+
+def _get_json_object(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``get_json_object(json, path)``: a string's text, other values as compact JSON
+    (numbers as Java writes them), null where the text is not JSON or the path finds nothing."""
+    from strataflow.pyspark.sql.semantics import json_values
+
+    steps = _path_steps(node, rules)
+    if steps is not None and "*" in steps:
+        raise rules.refuse(node, "a wildcard in the JSON path", "from_json with a schema, then explode")
+    text = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+    return _udf(lambda j: json_values.get_json_object(j, steps), "string", text)
+
+
+def _json_array_length(node: exp.Expression, rules: Rules) -> exp.Expression:
+    from strataflow.pyspark.sql.semantics import json_values
+
+    text = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+    return _udf(json_values.json_array_length, "int", text)
+
+
+def _json_object_keys(node: exp.Expression, rules: Rules) -> exp.Expression:
+    from strataflow.pyspark.sql.semantics import json_values
+
+    text = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+    return _udf(json_values.json_object_keys, "array<string>", text)
+
+
+def _schema_of_json(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``schema_of_json(text)``: the type Spark infers for one JSON literal, as DDL (a
+    constant of the plan)."""
+    from strataflow.pyspark.sql.semantics.json_values import infer_ddl
+
+    if len(node.expressions) > 1:
+        raise rules.refuse(node, "options", "schema_of_json(json) without options")
+    text = _literal_text(node, "JSON text", node.expressions[0], rules)
+    ddl = infer_ddl(text)
+    if ddl is None:
+        raise rules.refuse(node, "text that is not one JSON value", "a literal JSON value")
+    return _constant(ddl)
+
+
+def _to_json(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``to_json(struct | array | map)``: compact JSON as Spark's Jackson writes it (see
+    ``json_values.writer``); options are refused."""
+    from strataflow.pyspark.sql.semantics.json_values import writer
+
+    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
+    if len(args) > 1 or node.args.get("options") is not None:
+        raise rules.refuse(node, "options", "to_json(col) without options")
+    t = rules.type_of(args[0])
+    if t is None or not (pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t)):
+        raise rules.refuse(node, "an argument that is not a struct, array or map", "a struct of the columns")
+    w = writer(t, rules.conf.tz)
+    if w is None:
+        raise rules.refuse(node, "a field of a type it does not write as Spark", "cast the field to string first")
+    return _udf(lambda v: None if v is None else w(v), "string", args[0])
 
 
 #: kinds whose DuckDB answer the suite found equal to Spark's
 KEEP: frozenset[type] = frozenset()
 #: kinds rewritten to Spark's meaning
-RULES: dict = {exp.Typeof: _typeof}
+RULES: dict = {
+    exp.Typeof: _typeof, exp.CurrentUser: _user, exp.SessionUser: _user, exp.Uuid: _uuid,
+    exp.CurrentDatabase: lambda node, rules: _constant("default"),
+    exp.CurrentSchema: lambda node, rules: _constant("default"),
+    exp.CurrentCatalog: lambda node, rules: _constant("spark_catalog"),
+    exp.JSONExtractScalar: _get_json_object, exp.JSONKeys: _json_object_keys, exp.JSONFormat: _to_json,
+}
 #: Anonymous functions (no sqlglot kind) by name: rules
-ANONYMOUS: dict = {}
+ANONYMOUS: dict = {"user": _user, "assert_true": _assert_true, "get_json_object": _get_json_object,
+                   "json_array_length": _json_array_length, "json_object_keys": _json_object_keys,
+                   "schema_of_json": _schema_of_json, "to_json": _to_json}
 #: kinds refused: (why, instead)
 REFUSE: dict[type, tuple[str, str]] = {}

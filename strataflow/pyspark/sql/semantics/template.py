@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sqlglot
@@ -15,7 +16,7 @@ def fill(text: str, **parts: exp.Expression) -> exp.Expression:
     a copy of ``parts[name]``; the result is marked internal (the pass leaves it be)."""
     holes = {name: f"__hole_{name}" for name in parts}
     text = re.sub(r"\{(\w+)\}", lambda m: holes.get(m.group(1), m.group(0)), text)
-    tree = sqlglot.parse_one(text, read="duckdb")
+    tree = _parsed(text).copy()
     for col in list(tree.find_all(exp.Column)):
         name = col.name
         if name.startswith("__hole_"):
@@ -28,3 +29,10 @@ def fill(text: str, **parts: exp.Expression) -> exp.Expression:
         if node._meta is None or "arrow" not in node.meta:
             node.meta["internal"] = True
     return tree
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> exp.Expression:
+    """A template's tree, parsed once (parsing costs about ten copies of the tree, and a
+    plan fills the same few templates for every column it types)."""
+    return sqlglot.parse_one(text, read="duckdb")

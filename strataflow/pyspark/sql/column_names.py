@@ -129,7 +129,7 @@ _CLASS_NAMES = {exp.StrPosition: "position", exp.Overlay: "overlay", exp.Substri
 #: how many arguments Spark shows (sqlglot adds some of its own)
 _SHOWN = {"sort_array": 2, "log10": 1, "log2": 1, "ln": 1, "first": 1, "last": 1, "date_add": 2, "date_sub": 2,
           "dateadd": 2,
-          "mode": 1}
+          "mode": 1, "from_json": 1}
 #: SQL-text calls whose node keeps its arguments in another order than Spark's
 _SQL_ORDER = {"locate": ("substr", "this", "position"), "position": ("substr", "this", "position"),
               "instr": ("this", "substr"), "trunc": ("this", "unit"), "date_trunc": ("unit", "this"),

@@ -104,20 +104,24 @@ def run_cases(spark: Any, F: Any, cases: Iterable[Case], form: str, ansi: str, t
     out: dict[str, dict] = {}
     typed: list[tuple[Case, str, str]] = []
     cases = list(cases)
-    for start in range(0, len(cases), _BATCH):  # analysis: names and types, a batch in one query
-        batch = cases[start:start + _BATCH]
+
+    def analyse(batch: list[Case]) -> None:
+        """Names and types of ``batch`` in one query; where one case is refused, each half
+        again, down to the case whose outcome is its error."""
         try:
             fields = _select(spark, F, df, form, batch, alias=False).schema.fields
-            typed += [(case, f.name, f.dataType.simpleString()) for case, f in zip(batch, fields)]
-            continue
-        except Exception:  # noqa: BLE001 - a case is refused: analyse them one by one
-            pass
-        for case in batch:  # the name and type, or the error the query is refused with
-            try:
-                field = _select(spark, F, df, form, [case], alias=False).schema.fields[0]
-                typed.append((case, field.name, field.dataType.simpleString()))
-            except Exception as exc:  # noqa: BLE001 - the outcome is the error
-                out[case.id] = {"error": error_class(exc)}
+            typed.extend((case, f.name, f.dataType.simpleString()) for case, f in zip(batch, fields))
+        except Exception as exc:  # noqa: BLE001 - the outcome is the error
+            if len(batch) == 1:
+                out[batch[0].id] = {"error": error_class(exc)}
+            else:
+                analyse(batch[:len(batch) // 2])
+                analyse(batch[len(batch) // 2:])
+
+    for start in range(0, len(cases), _BATCH):
+        analyse(cases[start:start + _BATCH])
+    order = {id(case): i for i, case in enumerate(cases)}
+    typed.sort(key=lambda t: order[id(t[0])])
     for agg in (False, True):
         group = [t for t in typed if t[0].agg == agg]
         for start in range(0, len(group), _BATCH):

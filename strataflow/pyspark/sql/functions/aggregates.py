@@ -252,8 +252,13 @@ def nth_value(col: "Column | str", offset: int, ignoreNulls: "bool | None" = Fal
     >>> [r[0] for r in spark.createDataFrame([(1,), (2,), (3,)], "x int").select(F.nth_value("x", 2).over(w)).collect()]
     [None, 2, 2]
     """
-    parts = [arg(col, "c"), arg(offset, "l")] + ([arg(True, "l")] if ignoreNulls else [])
-    return call("nth_value", *parts)
+    c, n = arg(col, "c"), arg(offset, "l")
+    e: sx.Expression = sx.NthValue(this=c, offset=n)
+    if ignoreNulls:
+        e = sx.IgnoreNulls(this=e)
+    e.meta["fn"] = "nth_value"
+    e.meta["call"] = ("nth_value", [c, n])
+    return Column(e)
 
 
 def _regr(name: str, y: "Column | str", x: "Column | str") -> Column:

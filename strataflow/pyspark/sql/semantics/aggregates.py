@@ -300,8 +300,10 @@ def _nth_value(node: exp.Expression, rules: Rules) -> exp.Expression | None:
     off = _number(node.args.get("offset"))
     if off is None or off != int(off) or off < 1:
         raise rules.refuse(node, "its offset is not a literal positive integer", "nth_value(col, 2)")
-    if node.args.get("from_first") is not None:
-        node.set("from_first", None)
+    first = node.args.get("from_first")
+    if first is not None and not (isinstance(first, exp.Boolean) and first.this):
+        raise rules.refuse(node, "FROM LAST (Spark counts from the frame's first row)", "nth_value(col, n)")
+    node.set("from_first", None)
     return None
 
 

@@ -16,6 +16,7 @@ import threading
 from typing import Iterable
 
 from strataflow.storage.blocks.block import BlockId
+from strataflow.storage.blocks.location import BlockLocation
 from strataflow.storage.peer_blocks import PeerBlock
 
 __all__ = ["BlockMaster"]
@@ -39,7 +40,7 @@ class BlockMaster:
         with self._lock:
             for bid in blocks:
                 for eid, held in self._where.get(bid, {}).items():
-                    (mem if held.where == "memory" else disk)[eid] = None
+                    (mem if held.where == BlockLocation.MEMORY else disk)[eid] = None
         return list(mem) + [e for e in disk if e not in mem]
 
     def splits(self, dataset_id: int) -> set[int]:

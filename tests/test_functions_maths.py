@@ -68,3 +68,32 @@ def test_hash_and_xxhash64_over_partitions_agree_with_one(spark):
     four = df.repartition(4).orderBy("id").select(F.hash("id", "s", "d").alias("h"),
                                                   F.xxhash64("s").alias("x")).collect()
     assert one == four
+
+
+def test_the_batch_hashes_are_the_row_hashes():
+    """The numpy kernels of ``hash``/``xxhash64`` (fixed-width kinds) give the row-by-row
+    kernels' answers (those the goldens check) on random values, extremes, NaN and -0.0."""
+    import random as rnd
+
+    import numpy as np
+
+    from strataflow.pyspark.sql.semantics.kernels import hash_batch, murmur3_row, xxhash64_row
+
+    r = rnd.Random(7)
+    n = 300
+    ints = [r.choice([0, -1, 2 ** 31 - 1, -2 ** 31, r.randint(-2 ** 31, 2 ** 31 - 1)]) for _ in range(n)]
+    longs = [r.choice([0, -1, 2 ** 63 - 1, -2 ** 63, r.randint(-2 ** 63, 2 ** 63 - 1)]) for _ in range(n)]
+    doubles = [r.choice([0.0, -0.0, float("nan"), float("inf"), r.uniform(-1e300, 1e300), r.random()]) for _ in range(n)]
+    floats = [float(np.float32(x)) if abs(x) < 3e38 or x != x else 1.5 for x in doubles]
+    bools = [r.random() < 0.5 for _ in range(n)]
+    nulls = [r.random() < 0.2 for _ in range(n)]
+    kinds = (("int", 0), ("long", 0), ("double", 0), ("float", 0), ("bool", 0), ("bytes", 0))
+    texts = [r.choice(["", "a", "ß", "abcde", "😀 x"]) for _ in range(n)]
+    columns = [np.array(ints, dtype=np.int32), np.array(nulls), np.array(longs, dtype=np.int64), np.zeros(n, bool),
+               np.array(doubles), np.array(nulls), np.array(floats, dtype=np.float32), np.zeros(n, bool),
+               np.array(bools), np.zeros(n, bool), texts, np.array(nulls)]
+    for xx, row in ((False, murmur3_row), (True, xxhash64_row)):
+        got = hash_batch(xx, kinds, *columns)
+        want = [row(kinds, *(None if nulls[i] else ints[i], longs[i], None if nulls[i] else doubles[i], floats[i],
+                             bools[i], None if nulls[i] else texts[i])) for i in range(n)]
+        assert [int(v) for v in got] == want

@@ -5,7 +5,8 @@ argument with the hash so far as its seed, over the bytes Spark feeds for its ty
 int (also a tinyint, smallint, date's day number and boolean's 0/1) as 4 bytes, a bigint
 (and a timestamp's microseconds) as 8, a float's or double's bits (-0.0 as 0.0, one NaN),
 a decimal's unscaled value (a bigint up to 18 digits, else its two's complement bytes), a
-string's UTF-8 bytes; computed in Python (``kernels``). Nested types are refused.
+string's UTF-8 bytes; computed in Python (``kernels``: numpy arrays for the fixed-width
+kinds). Nested types are refused.
 
 ``rand``/``randn``/``uniform`` without a seed draw from DuckDB's generator; with a seed,
 Spark's answer is its XORShiftRandom sequence seeded by the seed plus the partition's
@@ -19,7 +20,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.sql.semantics.core import Rules, typed
-from strataflow.pyspark.sql.semantics.kernels import bound, crc32_value, murmur3_row, python_call, xxhash64_row
+from strataflow.pyspark.sql.semantics.kernels import bound, crc32_value, hash_batch, python_call
 from strataflow.pyspark.sql.semantics.template import fill
 from strataflow.pyspark.sql.semantics.types import integral_bits
 
@@ -51,7 +52,7 @@ def _fed(node: exp.Expression, a: exp.Expression, rules: Rules) -> tuple[exp.Exp
     raise rules.refuse(node, f"an argument of type {t}", "hash of the fields of atomic types")
 
 
-def _hash_rule(name: str, kernel, returns: str, arrow: pa.DataType):
+def _hash_rule(name: str, xx: bool, returns: str, arrow: pa.DataType):
     def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
         if not node.expressions:
             raise rules.refuse(node, "no arguments (Spark requires at least one)", f"{name}(col, ...)")
@@ -61,7 +62,12 @@ def _hash_rule(name: str, kernel, returns: str, arrow: pa.DataType):
                                f"{name} of the columns named")
         fed = [_fed(node, a, rules) for a in node.expressions]
         kinds = tuple(k for _, k in fed)
-        return typed(python_call(name, bound(kernel, kinds), returns, *[a for a, _ in fed]), arrow)
+        columns = []
+        for a, (kind, _) in fed:  # each value (a fixed-width one with its null replaced) and its null flag
+            fixed = kind in ("int", "long", "float", "double", "bool")
+            columns += [fill("coalesce({x}, false)" if kind == "bool" else "coalesce({x}, 0)", x=a) if fixed else a,
+                        fill("({x} IS NULL)", x=a)]
+        return typed(python_call(name, bound(hash_batch, xx, kinds), returns, *columns, vectorized=True), arrow)
 
     return rule
 
@@ -102,7 +108,7 @@ def _random_rule(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 KEEP: frozenset[type] = frozenset()
 RULES: dict = {exp.Rand: _random_rule, exp.Randn: _random_rule, exp.Uniform: _random_rule}
-ANONYMOUS: dict = {"hash": _hash_rule("hash", murmur3_row, "int", pa.int32()),
-                   "xxhash64": _hash_rule("xxhash64", xxhash64_row, "bigint", pa.int64()),
+ANONYMOUS: dict = {"hash": _hash_rule("hash", False, "int", pa.int32()),
+                   "xxhash64": _hash_rule("xxhash64", True, "bigint", pa.int64()),
                    "crc32": crc32_rule}
 REFUSE: dict = {}

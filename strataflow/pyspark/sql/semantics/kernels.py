@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-__all__ = ["OVERFLOW", "python_call", "murmur3_row", "xxhash64_row", "crc32_value", "conv_value", "log1p_value",
+__all__ = ["OVERFLOW", "hash_batch", "python_call", "murmur3_row", "xxhash64_row", "crc32_value", "conv_value", "log1p_value",
            "expm1_value", "hypot_value", "HASH_KINDS"]
 
 _M32 = 0xFFFFFFFF
@@ -26,13 +26,20 @@ _M64 = 0xFFFFFFFFFFFFFFFF
 HASH_KINDS = ("int", "long", "float", "double", "bytes", "decimal_long", "decimal_bytes", "bool")
 
 
-def python_call(name: str, func: Callable, returns: str, *args: exp.Expression) -> exp.Expression:
-    """A node calling ``func`` row by row on the values of ``args`` (None for null),
-    returning Spark type ``returns`` (DDL): named ``name`` in messages."""
+def python_call(name: str, func: Callable, returns: str, *args: exp.Expression,
+                vectorized: bool = False) -> exp.Expression:
+    """A node calling ``func`` row by row on the values of ``args`` (None for null), or
+    once a batch on pandas Series (``vectorized``), returning Spark type ``returns`` (DDL):
+    named ``name`` in messages."""
     from strataflow.pyspark.sql.column import Column
     from strataflow.pyspark.sql.udf import UserDefinedFunction
 
-    return UserDefinedFunction(func, returns, name)(*[Column(a) for a in args])._expr
+    u = UserDefinedFunction(func, returns, name, vectorized=vectorized)
+    # a name of its own for each function and its fixed arguments, the same in every process:
+    # a connection registers a name once, and a process resolving the plan again counts anew
+    key = f"{getattr(func, 'func', func).__qualname__}{getattr(func, 'args', ())}{returns}{vectorized}"
+    u._id = f"_{name}_{zlib.crc32(key.encode()):08x}"
+    return u(*[Column(a) for a in args])._expr
 
 
 # -- Murmur3 x86 32 (org.apache.spark.unsafe.hash.Murmur3_x86_32) ---------------------------------------------
@@ -158,6 +165,118 @@ def xxhash64_row(kinds: tuple[tuple[str, int], ...], *values: Any) -> int:
             struct.pack("<q", _signed(x & _M64, 64)) if how == "long" else x
         h = xxhash.xxh64_intdigest(data, h & _M64)
     return _signed(h, 64)
+
+
+# -- the same hashes a batch at a time (numpy), for the fixed-width kinds -------------------------------------
+
+_P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
+                           9650029242287828579, 2870177450012600261)
+
+
+def _np_m3_int(v, seed):
+    import numpy as np
+
+    def rotl(x, r):
+        return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+    k1 = rotl(v * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593)
+    h1 = rotl(seed ^ k1, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+    return h1
+
+
+def _np_fmix32(h1, length: int):
+    import numpy as np
+
+    h1 = h1 ^ np.uint32(length)
+    h1 = h1 ^ (h1 >> np.uint32(16))
+    h1 = h1 * np.uint32(0x85EBCA6B)
+    h1 = h1 ^ (h1 >> np.uint32(13))
+    h1 = h1 * np.uint32(0xC2B2AE35)
+    return h1 ^ (h1 >> np.uint32(16))
+
+
+def _np_xx(v, seed, width: int):
+    import numpy as np
+
+    def rotl(x, r):
+        return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+    u = np.uint64
+    h = seed + u(_P5) + u(width)
+    if width == 4:
+        h = h ^ ((v & u(0xFFFFFFFF)) * u(_P1))
+        h = rotl(h, 23) * u(_P2) + u(_P3)
+    else:
+        k1 = rotl(v * u(_P2), 31) * u(_P1)
+        h = rotl(h ^ k1, 27) * u(_P1) + u(_P4)
+    h = (h ^ (h >> u(33))) * u(_P2)
+    h = (h ^ (h >> u(29))) * u(_P3)
+    return h ^ (h >> u(32))
+
+
+def _np_bits(kind: str, values):
+    """(width in bytes, the unsigned bits Spark hashes) of a batch of non-null values."""
+    import numpy as np
+
+    if kind in ("int", "bool"):
+        return 4, values.astype(np.int64).astype(np.uint32)
+    if kind == "long":
+        return 8, values.astype(np.int64).view(np.uint64)
+    if kind == "float":
+        f = values.astype(np.float32)
+        f = np.where(f == 0, np.float32(0.0), f)
+        bits = f.view(np.uint32)
+        return 4, np.where(np.isnan(f), np.uint32(0x7FC00000), bits)
+    d = values.astype(np.float64)
+    d = np.where(d == 0, 0.0, d)
+    bits = d.view(np.uint64)
+    return 8, np.where(np.isnan(d), np.uint64(0x7FF8000000000000), bits)
+
+
+def hash_batch(xx: bool, kinds: tuple[tuple[str, int], ...], *columns: Any) -> Any:
+    """Spark's ``hash`` (``xx`` False) or ``xxhash64`` of a batch: ``columns`` holds, per
+    argument, its values (nulls replaced) and whether each is null; fixed-width kinds are
+    hashed as arrays, the others value by value."""
+    import numpy as np
+
+    n = len(columns[0]) if columns else 0
+    with np.errstate(over="ignore"):
+        h = np.full(n, 42, dtype=np.uint64 if xx else np.uint32)
+        for (kind, scale), values, nulls in zip(kinds, columns[0::2], columns[1::2]):
+            nulls = np.asarray(nulls, dtype=bool)
+            if kind in ("int", "bool", "long", "float", "double"):
+                width, bits = _np_bits(kind, np.asarray(values))
+                if xx:
+                    new = _np_xx(bits.astype(np.uint64), h, width)
+                elif width == 4:
+                    new = _np_fmix32(_np_m3_int(bits, h), 4)
+                else:
+                    low = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+                    high = (bits >> np.uint64(32)).astype(np.uint32)
+                    new = _np_fmix32(_np_m3_int(high, _np_m3_int(low, h)), 8)
+                h = np.where(nulls, h, new)
+            else:
+                row = xxhash64_row if xx else murmur3_row
+                out = h.copy()
+                for i, (v, null) in enumerate(zip(values, nulls)):
+                    if not null:
+                        seed = int(h[i])
+                        got = _hash_from(row, kind, scale, v, seed)
+                        out[i] = got & (0xFFFFFFFFFFFFFFFF if xx else 0xFFFFFFFF)
+                h = out
+        return h.view(np.int64) if xx else h.view(np.int32)
+
+
+def _hash_from(row: Callable, kind: str, scale: int, v: Any, seed: int) -> int:
+    """One value's hash with ``seed`` as the hash so far (``murmur3_row``'s step)."""
+    how, x = _fed(kind, v, scale)
+    if row is murmur3_row:
+        return _m3_int(x, seed) if how == "int" else _m3_long(x, seed) if how == "long" else _m3_bytes(x, seed)
+    import xxhash
+
+    data = struct.pack("<i", _signed(x & _M32, 32)) if how == "int" else \
+        struct.pack("<q", _signed(x & _M64, 64)) if how == "long" else x
+    return xxhash.xxh64_intdigest(data, seed & _M64)
 
 
 def crc32_value(v: Any) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from strataflow.pyspark.sql.semantics import calendar, instants
 from strataflow.pyspark.sql.semantics.core import Rules, typed
 from strataflow.pyspark.sql.semantics.casts import cast_rule
 from strataflow.pyspark.sql.semantics.template import fill
@@ -210,8 +211,15 @@ def _from_unixtime(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 
 def _unix_timestamp(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``unix_timestamp``/``to_unix_timestamp``: seconds (rounded down) of a timestamp, a
+    date's midnight in the session zone, or text read in the pattern."""
     x = node.this
     t = rules.type_of(x)
+    if _is_timestamp(t) or (t is not None and pa.types.is_date32(t)):
+        ts = x if _is_timestamp(t) else from_local(fill("CAST({x} AS TIMESTAMP)", x=x), rules)
+        us = "epoch_us(CAST({t} AS TIMESTAMP))"
+        return typed(fill(f"CAST({us} // 1000000 AS BIGINT)", t=ts),  # Java's /: toward zero
+                     pa.int64())
     if not (pa.types.is_string(t) if t is not None else False):
         raise rules.refuse(node, f"an argument of type {t}", "unix_timestamp of a string with a pattern")
     wall = _parsed_wall(node, x, node.args.get("format"), rules, "yyyy-MM-dd HH:mm:ss")
@@ -307,29 +315,6 @@ RULES[exp.TimeStrToTime] = _as_timestamp
 RULES[exp.Day] = _field("day")
 
 
-_EXTRACT_INT = {"year", "yyyy", "yy", "quarter", "month", "mon", "mm", "day", "dd", "dayofweek", "dow", "doy",
-                "dayofyear", "hour", "minute", "week", "w"}
-
-
-def _extract(node: exp.Expression, rules: Rules) -> exp.Expression:
-    """``extract(field FROM x)``/``date_part``: an int for the calendar fields (DuckDB
-    gives a bigint); Spark's decimal seconds and the rest are refused."""
-    unit = node.this
-    name = (unit.name if isinstance(unit, (exp.Var, exp.Identifier, exp.Literal)) else unit.sql()).lower()
-    if name not in _EXTRACT_INT:
-        raise rules.refuse(node, f"the field '{name}'", "year, quarter, month, day, hour, minute, dayofweek")
-    x = node.expression
-    t = rules.type_of(x)
-    if not (_is_timestamp(t) or (t is not None and pa.types.is_date32(t))):
-        raise rules.refuse(node, f"an argument of type {t}", "cast it to date or timestamp first")
-    arg = local(x, rules) if _is_timestamp(t) else x
-    field = {"dow": "dayofweek", "doy": "dayofyear", "w": "week", "yyyy": "year", "yy": "year", "mon": "month",
-             "mm": "month", "dd": "day"}.get(name, name)
-    plus = " + 1" if field == "dayofweek" else ""
-    return typed(fill(f"CAST({field}({{x}}){plus} AS INTEGER)", x=arg), pa.int32())
-
-
-RULES[exp.Extract] = _extract
 
 
 def _now(node: exp.Expression, rules: Rules) -> exp.Expression:
@@ -344,6 +329,41 @@ def _now(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 RULES[exp.CurrentTimestamp] = _now
 RULES[exp.CurrentDate] = _now
+
+
+
+def _lenient(rules: Rules) -> Rules:
+    """``rules`` with ANSI mode off: the ``try_`` functions' null for text that does not parse."""
+    from dataclasses import replace
+
+    return replace(rules, conf=replace(rules.conf, ansi=False))
+
+
+def _text_to(kind: str, lenient: bool):
+    """``try_to_timestamp``, ``to_timestamp_ltz`` (``kind`` timestamp) and ``try_to_date``
+    (date): the ``to_timestamp``/``to_date`` of the text (null where it does not parse,
+    for the ``try_`` ones, whatever the ANSI mode)."""
+
+    def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
+        x, fmt = (list(node.expressions) + [None])[:2]
+        r = _lenient(rules) if lenient else rules
+        if fmt is None:
+            return cast_rule(exp.Cast(this=x, to=exp.DataType.build(kind.upper())), r)
+        if kind == "date":
+            return typed(fill("CAST({w} AS DATE)", w=_parsed_wall(node, x, fmt, r, "yyyy-MM-dd")), pa.date32())
+        return typed(from_local(_parsed_wall(node, x, fmt, r, "yyyy-MM-dd HH:mm:ss"), r), pa.timestamp("us"))
+
+    return rule
+
+
+ANONYMOUS.update({"try_to_timestamp": _text_to("timestamp", True), "try_to_date": _text_to("date", True),
+                  "to_timestamp_ltz": _text_to("timestamp", False)})
+
+#: the family's other modules' tables, merged into this one's (``registry`` reads this module's)
+for _part in (instants, calendar):
+    RULES.update(_part.RULES)
+    ANONYMOUS.update(_part.ANONYMOUS)
+    REFUSE.update(_part.REFUSE)
 
 #: kinds whose DuckDB answer the suite found equal to Spark's (merged by ``registry``)
 KEEP: frozenset[type] = frozenset()

@@ -6,13 +6,15 @@ and reads text into it in ``spark.sql.session.timeZone``.
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 from sqlglot import exp
 
 from strataflow.pyspark.sql.semantics.core import Rules
 from strataflow.pyspark.sql.semantics.template import fill
 
-__all__ = ["local", "from_local", "parse_timestamp"]
+__all__ = ["local", "from_local", "parse_timestamp", "zone_of", "local_in", "from_local_in"]
 
 
 def local(x: exp.Expression, rules: Rules) -> exp.Expression:
@@ -67,3 +69,58 @@ def parse_timestamp(x: exp.Expression, rules: Rules) -> exp.Expression:
                 x=x, p=plain, z=zoned)
 
 
+
+
+#: Java's ``ZoneId.SHORT_IDS``, which Spark's ``getZoneId`` reads zone names through
+_SHORT_IDS = {"ACT": "Australia/Darwin", "AET": "Australia/Sydney", "AGT": "America/Argentina/Buenos_Aires",
+              "ART": "Africa/Cairo", "AST": "America/Anchorage", "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka",
+              "CAT": "Africa/Harare", "CNT": "America/St_Johns", "CST": "America/Chicago", "CTT": "Asia/Shanghai",
+              "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris", "IET": "America/Indiana/Indianapolis",
+              "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "MIT": "Pacific/Apia", "NET": "Asia/Yerevan",
+              "NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
+              "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
+              "EST": "-05:00", "MST": "-07:00", "HST": "-10:00"}
+_OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?")
+
+
+def zone_of(text: str) -> "str | int | None":
+    """Spark's ``getZoneId`` of ``text``: a region's name (str), a fixed offset from UTC
+    in seconds (int), or None where Java knows no such zone."""
+    import zoneinfo
+
+    t = re.sub(r"^([+-])(\d):", r"\g<1>0\2:", text)
+    t = _SHORT_IDS.get(t, t)
+    if t in ("Z", "UTC", "GMT", "UT"):
+        return 0
+    m = _OFFSET.fullmatch(t)
+    if m is not None:
+        sign, h, mi, s = m.group(1), int(m.group(2)), int(m.group(3) or 0), int(m.group(4) or 0)
+        if h > 18 or mi > 59 or s > 59:
+            return None
+        return (-1 if sign == "-" else 1) * (h * 3600 + mi * 60 + s)
+    try:
+        zoneinfo.ZoneInfo(t)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        return None
+    return t if "/" in t or t in zoneinfo.available_timezones() else None
+
+
+def _in_zone(rules: Rules, zone: str) -> Rules:
+    from dataclasses import replace
+
+    return replace(rules, conf=replace(rules.conf, tz=zone))
+
+
+def local_in(x: exp.Expression, zone: "str | int", rules: Rules) -> exp.Expression:
+    """A timestamp (UTC wall clock) as wall clock in ``zone`` (``zone_of``'s answer)."""
+    if isinstance(zone, int):
+        return x if zone == 0 else fill(f"CAST({{x}} AS TIMESTAMP) + to_seconds({zone})", x=x)
+    return local(x, _in_zone(rules, zone))
+
+
+def from_local_in(x: exp.Expression, zone: "str | int", rules: Rules) -> exp.Expression:
+    """Wall clock in ``zone`` (``zone_of``'s answer) as a timestamp (UTC wall clock), as
+    Java's ``LocalDateTime.atZone`` reads it."""
+    if isinstance(zone, int):
+        return x if zone == 0 else fill(f"CAST({{x}} AS TIMESTAMP) - to_seconds({zone})", x=x)
+    return from_local(x, _in_zone(rules, zone))

@@ -157,6 +157,10 @@ def test_show_prints_as_pyspark(spark, capsys):
         "+---+--------------------+-----+----+----------+\n\n")
     spark.range(5).show(2)
     assert capsys.readouterr().out.endswith("|  1|\n+---+\nonly showing top 2 rows\n")  # as PySpark 4: no blank line
+    # a name longer than 20 characters is shown whole (Spark cuts the cells, not the names:
+    # PySpark's own doctest of Column.between)
+    df.select(df.id.between(1, 4)).show()
+    assert capsys.readouterr().out.splitlines()[1] == "|((id >= 1) AND (id <= 4))|"
 
 
 # -- plain-Python models over generated data --------------------------------------------------------------

@@ -129,7 +129,7 @@ def show_string(table: pa.Table, names: list[str], n: int, truncate: "bool | int
     rows = []
     for row in zip(*[c.to_pylist() for c in table.columns]) if table.num_columns else [()] * table.num_rows:
         rows.append([_truncated(cell(v, f.type, zone).translate(_META), width) for v, f in zip(row, table.schema)])
-    header = [_truncated(h, width) for h in names]
+    header = [h.translate(_META) for h in names]  # Spark truncates the cells, never the names
     footer = f"only showing top {n} {'row' if n == 1 else 'rows'}" if more else ""
     if vertical:
         return _vertical(header, rows, footer)

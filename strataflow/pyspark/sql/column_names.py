@@ -112,7 +112,7 @@ _PRETTY = {"regexp": "REGEXP", "regexp_like": "REGEXP_LIKE",
            "acos": "ACOS", "asin": "ASIN", "atan": "ATAN", "atan2": "ATAN2", "acosh": "ACOSH", "asinh": "ASINH",
            "atanh": "ATANH", "cosh": "COSH", "sinh": "SINH", "tanh": "TANH", "cot": "COT", "csc": "CSC", "sec": "SEC",
            "expm1": "EXPM1", "log1p": "LOG1P", "hypot": "HYPOT", "e": "E", "pi": "PI", "log": "LOG",
-           "current_database": "current_schema", "dateadd": "date_add"}
+           "current_database": "current_schema", "dateadd": "date_add", "curdate": "current_date"}
 #: the arguments Spark shows where the call left them out
 _DEFAULTS = {"position": [None, None, "1"], "regexp_instr": [None, None, "0"], "regexp_extract_all": [None, None, "1"],
              "substr": [None, None, "2147483647"], "substring": [None, None, "2147483647"], "overlay": [None, None, None, "-1"], "mask": [None, "X", "x", "n", "NULL"],

@@ -88,6 +88,19 @@ def _build() -> list[Case]:
          XCase("to_json", (X("map('k', `d`)", lambda F: F.create_map(F.lit("k"), F.col("d"))),)),
          XCase("to_json", (X("map(`s`, `i`)", lambda F: F.create_map(F.col("s"), F.col("i"))),)),
          XCase("to_json", (X("array(`d`, `d2`)", lambda F: F.array("d", "d2")),))])
+    # -- from_json: each JSON text into several schemas, and to_json's text read back -------------------
+    schemas = ["a INT, b ARRAY<DOUBLE>, c STRUCT<d: STRING, e: STRING>", "a STRING, b STRING", "a DOUBLE, d BIGINT",
+               "a DECIMAL(5,2), b ARRAY<STRING>", "a BOOLEAN, c MAP<STRING, STRING>", "array<int>",
+               "map<string,int>", "array<struct<a:int>>", "struct<a:tinyint,d:decimal(38,0)>"]
+    add([Case("from_json", (Lit(j), sch)) for j in _JSON for sch in schemas[:2]])
+    add([Case("from_json", (Lit(_JSON[k]), sch)) for k in (0, 1, 2, 6, 9, 12) for sch in schemas[2:]])
+    add([Case("from_json", (C("sn"), "a INT")), Case("from_json", (C("s"), "array<string>")),
+         Case("from_json", (Lit('{"a": "NaN", "d": 12}'), schemas[2])),
+         Case("from_json", (Lit('{"a": "Infinity", "d": 9223372036854775808}'), schemas[2])),
+         Case("from_json", (Lit('{"a": 1}'), "double"))])
+    back = "i INT, d DOUBLE, s STRING, b BOOLEAN, l BIGINT, m DECIMAL(10,2), a ARRAY<INT>, f FLOAT"
+    add([XCase("from_json", (X("to_json(struct(`i`, `d`, `s`, `b`, `l`, `m`, `a`, `f`))",
+                               lambda F: F.to_json(F.struct("i", "d", "s", "b", "l", "m", "a", "f"))), back))])
     return out
 
 

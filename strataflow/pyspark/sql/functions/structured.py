@@ -16,7 +16,7 @@ from strataflow.pyspark.sql.functions.builtin import arg, call
 __all__: list[str] = ["typeof", "asc_nulls_first", "asc_nulls_last", "desc_nulls_first", "desc_nulls_last",
                       "current_user", "user", "session_user", "current_database", "current_schema",
                       "current_catalog", "assert_true", "uuid", "call_function", "get_json_object",
-                      "json_array_length", "json_object_keys", "schema_of_json", "to_json"]
+                      "json_array_length", "json_object_keys", "schema_of_json", "to_json", "from_json"]
 
 
 class NotExpectedType(TypeError):
@@ -243,6 +243,25 @@ def to_json(col: "Column | str", options: "dict[str, str] | None" = None) -> Col
     """
     parts = [_col(col)] + ([] if options is None else [_options(options)])
     return _anonymous("to_json", *parts)
+
+
+def from_json(col: "Column | str", schema: Any, options: "dict[str, str] | None" = None) -> Column:
+    """The JSON text ``col`` read into ``schema`` (a StructType, ArrayType or MapType, or its DDL text) as
+    Spark's PERMISSIVE mode reads it: a field whose value does not fit its type is null.
+
+    >>> df = spark.createDataFrame([('{"a": 1, "b": [1.5]}',), ('{"a": "x"}',), ("not json",)], "j string")
+    >>> df.select(F.from_json("j", "a INT, b ARRAY<DOUBLE>").alias("r")).collect()
+    [Row(r=Row(a=1, b=[1.5])), Row(r=Row(a=None, b=None)), Row(r=Row(a=None, b=None))]
+    """
+    from strataflow.pyspark.sql.types import DataType
+
+    if isinstance(schema, DataType):
+        schema = schema.simpleString()
+    parts = [_col(col), arg(schema, "l")] + ([] if options is None else [_options(options)])
+    out = _anonymous("from_json", *parts)
+    if isinstance(schema, str) and schema.strip().lower().startswith("map"):
+        out._expr.meta["shown"] = "entries"  # Spark's name of from_json into a map
+    return out
 
 
 def _options(options: "dict[str, str]") -> sx.Expression:

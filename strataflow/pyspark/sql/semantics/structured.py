@@ -7,6 +7,7 @@ written as Spark's ``simpleString``; so are the session's user, database and cat
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -148,6 +149,47 @@ def _to_json(node: exp.Expression, rules: Rules) -> exp.Expression:
     return _udf(lambda v: None if v is None else w(v), "string", args[0])
 
 
+def _schema(node: exp.Expression, e: exp.Expression, rules: Rules) -> Any:
+    """A schema argument (DDL text: ``a INT, b STRING`` or ``struct<...>``, ``array<...>``, ``map<...>``)."""
+    from strataflow.pyspark.sql import types as T
+
+    text = _literal_text(node, "schema", e, rules).strip()
+    try:
+        if re.match(r"(?i)(struct|array|map)\s*<", text) or " " not in text and ":" not in text:
+            return T._parse_type(text)
+        return T._parse_ddl(text)
+    except Exception as exc:  # noqa: BLE001 - Spark's parse error, named
+        from strataflow.pyspark.errors import AnalysisException
+
+        raise AnalysisException(f"[PARSE_SYNTAX_ERROR] the schema {text!r} is not a DDL type: {exc}",
+                                "PARSE_SYNTAX_ERROR") from None
+
+
+def _from_json(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``from_json(text, schema)``: the JSON text read into ``schema`` as Spark's PERMISSIVE
+    mode reads it (``json_reader``); options are refused."""
+    from strataflow.pyspark.sql import types as T
+    from strataflow.pyspark.sql.semantics.json_reader import Unreadable, reader
+
+    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this, node.expression]
+    if len(args) > 2 or node.args.get("options") is not None:
+        raise rules.refuse(node, "options", "from_json(col, schema) without options")
+    dt = _schema(node, args[1], rules)
+    if not isinstance(dt, (T.StructType, T.ArrayType, T.MapType)):
+        from strataflow.pyspark.errors import AnalysisException
+
+        raise AnalysisException(f"[DATATYPE_MISMATCH.INVALID_JSON_SCHEMA] Input schema \"{dt.simpleString()}\" must "
+                                "be a struct, an array, a map or a variant.", "DATATYPE_MISMATCH")
+    try:
+        read = reader(dt)
+    except Unreadable as exc:
+        raise rules.refuse(node, str(exc), "read the field as a string, then cast or parse it") from None
+    if isinstance(dt, T.MapType) and not (node._meta and node.meta.get("shown") == "entries"):
+        raise rules.refuse(node, "Spark names the column of Spark SQL text's from_json into a map 'entries'",
+                           "F.from_json(col, 'map<...>'), or an alias")
+    return _udf(read, dt, args[0])
+
+
 #: kinds whose DuckDB answer the suite found equal to Spark's
 KEEP: frozenset[type] = frozenset()
 #: kinds rewritten to Spark's meaning
@@ -157,10 +199,12 @@ RULES: dict = {
     exp.CurrentSchema: lambda node, rules: _constant("default"),
     exp.CurrentCatalog: lambda node, rules: _constant("spark_catalog"),
     exp.JSONExtractScalar: _get_json_object, exp.JSONKeys: _json_object_keys, exp.JSONFormat: _to_json,
+    exp.FromJson: _from_json,
 }
 #: Anonymous functions (no sqlglot kind) by name: rules
 ANONYMOUS: dict = {"user": _user, "assert_true": _assert_true, "get_json_object": _get_json_object,
                    "json_array_length": _json_array_length, "json_object_keys": _json_object_keys,
-                   "schema_of_json": _schema_of_json, "to_json": _to_json}
+                   "schema_of_json": _schema_of_json, "to_json": _to_json,
+                   "from_json": _from_json}
 #: kinds refused: (why, instead)
 REFUSE: dict[type, tuple[str, str]] = {}

@@ -1,0 +1,80 @@
+"""``parse_url`` as Spark computes it, with ``java.net.URI``'s parts: a URL of the form
+``scheme://[userinfo@]host[:port][path][?query][#fragment]`` made of ASCII characters URI
+allows, whose host is a host name (its last label starting with a letter) or a dotted
+quad, is split by pattern here; any other string is refused where it is met (Java's URI
+grammar has more forms, and a host it cannot read makes the authority registry-based).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+from sqlglot import exp
+
+from strataflow.pyspark.sql.semantics.core import Rules, typed
+from strataflow.pyspark.sql.semantics.substrings import need_text, unsupported
+from strataflow.pyspark.sql.semantics.template import fill
+
+__all__ = ["ANONYMOUS", "RULES"]
+
+_PCT = "%[0-9A-Fa-f]{2}"
+_UNRESERVED = "\\-A-Za-z0-9._~!$&'()*+,;="
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_TOP = "[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+_HOST = f"(?:(?:{_LABEL}\\.)*{_TOP}\\.?|{_OCTET}(?:\\.{_OCTET}){{3}})"
+#: only the named groups capture (DuckDB's regexp_extract reads groups 0 to 9)
+_URL = (f"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>(?:(?:[{_UNRESERVED}:]|{_PCT})*@)?{_HOST}(?::[0-9]*)?)"
+        f"(?P<path>(?:/(?:[{_UNRESERVED}:@/]|{_PCT})*)?)(?:\\?(?P<query>(?:[{_UNRESERVED}:@/?]|{_PCT})*))?"
+        f"(?:#(?P<ref>(?:[{_UNRESERVED}:@/?]|{_PCT})*))?$")
+#: the group numbers (RE2 numbers groups as Python does)
+_GROUPS = re.compile(_URL).groupindex
+
+
+def _group(name: str) -> str:
+    return f"regexp_extract({{u}}, '{_URL.replace(chr(39), chr(39) * 2)}', {_GROUPS[name]})"
+
+
+def _parts() -> dict[str, str]:
+    has_query = "contains(regexp_replace({u}, '#.*$', ''), '?')"
+    has_ref = "contains({u}, '#')"
+    userinfo = f"CASE WHEN contains({_group('authority')}, '@') THEN regexp_extract({_group('authority')}, '^(.*)@', 1) END"
+    query = f"CASE WHEN {has_query} THEN {_group('query')} END"
+    return {"PROTOCOL": _group('scheme'), "AUTHORITY": _group('authority'), "USERINFO": userinfo,
+            "HOST": f"regexp_extract({_group('authority')}, '^(.*@)?([^:]*)', 2)", "PATH": _group('path'), "QUERY": query,
+            "REF": f"CASE WHEN {has_ref} THEN regexp_extract({{u}}, '#(.*)$', 1) END",
+            "FILE": f"{_group('path')} || CASE WHEN {has_query} THEN '?' || {_group('query')} ELSE '' END"}
+
+
+def _parse_url(node: exp.Expression, rules: Rules, try_: bool = False) -> exp.Expression:
+    args = node.expressions if isinstance(node, exp.Anonymous) else \
+        [node.this, node.args.get("part_to_extract"), node.args.get("key")]
+    u, part = args[0], args[1]
+    key = args[2] if len(args) > 2 else None
+    fn = "try_parse_url" if try_ else "parse_url"
+    need_text(rules, node, u)
+    if not (isinstance(part, exp.Literal) and part.is_string):
+        raise rules.refuse(node, "a part that is not a literal string", "a literal part: HOST, PATH, QUERY...")
+    name = part.this
+    parts = _parts()
+    if name not in parts:
+        return typed(fill("CAST(NULL AS VARCHAR)"), pa.string())
+    value = parts[name]
+    if key is not None:
+        if name != "QUERY":
+            return typed(fill("CAST(NULL AS VARCHAR)"), pa.string())
+        if not (isinstance(key, exp.Literal) and key.is_string and key.this.replace("_", "a").isalnum()):
+            raise rules.refuse(node, "a key that is not a literal of letters, digits and _ (Spark reads it as a "
+                                     "Java regex)", "a literal key")
+        q = parts["QUERY"]
+        value = f"CASE WHEN regexp_matches({q}, '(&|^){key.this}=') THEN regexp_extract({q}, '(&|^){key.this}=([^&]*)', 2) END"
+    bad = unsupported(fn, "a URL outside the plain scheme://host/path?query#fragment form (java.net.URI reads more "
+                          "forms, and fails or gives no host for others)", "regexp_extract with a pattern for the part")
+    body = (f"CASE WHEN {{u}} IS NULL THEN NULL WHEN NOT regexp_matches({{u}}, '{_URL.replace(chr(39), chr(39) * 2)}') "
+            f"THEN {bad} ELSE {value} END")
+    return typed(fill(body, u=u), pa.string())
+
+
+RULES = {exp.ParseUrl: _parse_url}
+ANONYMOUS = {"try_parse_url": lambda node, rules: _parse_url(node, rules, try_=True)}

@@ -359,7 +359,7 @@ def timestamp_add(unit: str, quantity: "Column | str", ts: "Column | str") -> Co
     >>> df.select(F.timestamp_add("YEAR", "n", "ts").alias("t")).first()
     Row(t=datetime.datetime(2018, 3, 11, 9, 0, 7))
     """
-    parts = [sx.var(str(unit).upper()), arg(quantity, "c"), arg(ts, "c")]
+    parts = [sx.var(str(unit)), arg(quantity, "c"), arg(ts, "c")]
     return _named("timestamp_add", *parts, called="timestampadd")
 
 
@@ -371,7 +371,7 @@ def timestamp_diff(unit: str, start: "Column | str", end: "Column | str") -> Col
     >>> df.select(F.timestamp_diff("YEAR", "a", "b").alias("n")).first()
     Row(n=8)
     """
-    parts = [sx.var(str(unit).upper()), arg(start, "c"), arg(end, "c")]
+    parts = [sx.var(str(unit)), arg(start, "c"), arg(end, "c")]
     return _named("timestamp_diff", *parts, called="timestampdiff")
 
 

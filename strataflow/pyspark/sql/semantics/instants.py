@@ -15,7 +15,7 @@ from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.semantics.casts import cast_rule
 from strataflow.pyspark.sql.semantics.core import Rules, spark_name_of, typed
 from strataflow.pyspark.sql.semantics.template import fill
-from strataflow.pyspark.sql.semantics.zones import from_local, from_local_in, local, local_in, zone_of
+from strataflow.pyspark.sql.semantics.zones import from_local, from_local_in, local, local_in, zone_column, zone_of
 
 __all__ = ["RULES", "ANONYMOUS", "REFUSE", "as_timestamp", "literal_text", "unsupported"]
 
@@ -60,14 +60,18 @@ def _zone(node: exp.Expression, arg: exp.Expression, rules: Rules) -> "str | int
 def _from_utc(node: exp.Expression, rules: Rules) -> exp.Expression:
     """``from_utc_timestamp``: the instant's wall clock in the zone, read as UTC (the
     session zone plays no part)."""
-    x = as_timestamp(node.this, rules)
-    return typed(local_in(x, _zone(node, node.args["zone"], rules), rules), _TS)
+    x, z = as_timestamp(node.this, rules), node.args["zone"]
+    if not (isinstance(z, exp.Literal) and z.is_string):
+        return typed(zone_column(x, z, True, "from_utc_timestamp"), _TS)
+    return typed(local_in(x, _zone(node, z, rules), rules), _TS)
 
 
 def _to_utc(node: exp.Expression, rules: Rules) -> exp.Expression:
     """``to_utc_timestamp``: the instant's UTC wall clock read in the zone."""
-    x = as_timestamp(node.this, rules)
-    return typed(from_local_in(x, _zone(node, node.args["zone"], rules), rules), _TS)
+    x, z = as_timestamp(node.this, rules), node.args["zone"]
+    if not (isinstance(z, exp.Literal) and z.is_string):
+        return typed(zone_column(x, z, False, "to_utc_timestamp"), _TS)
+    return typed(from_local_in(x, _zone(node, z, rules), rules), _TS)
 
 
 # -- epoch numbers ------------------------------------------------------------------------------------------------
@@ -179,7 +183,9 @@ def _make_timestamp(fn: str, fail: bool | None = None):
         if len(parts) not in (6, 7) or any(p is None for p in parts):
             raise rules.refuse(node, "its arguments are not six fields and a zone", "make_timestamp(y, mo, d, "
                                "h, mi, s[, zone])")
-        zone = _zone(node, parts[6], rules) if len(parts) == 7 else rules.conf.tz
+        zone_arg = parts[6] if len(parts) == 7 else None
+        by_row = zone_arg is not None and not (isinstance(zone_arg, exp.Literal) and zone_arg.is_string)
+        zone = rules.conf.tz if zone_arg is None or by_row else _zone(node, zone_arg, rules)
         ints = [cast_rule(exp.Cast(this=p, to=exp.DataType.build("INT")), rules) for p in parts[:5]]
         raw = parts[5]
         to_dec = exp.DataType.build("DECIMAL(16,6)")
@@ -195,7 +201,7 @@ def _make_timestamp(fn: str, fail: bool | None = None):
                  f"AND {{mi}} BETWEEN 0 AND 59 AND ({us} BETWEEN 0 AND 59999999 OR {us} = 60000000)")
         wall = fill(f"CAST(make_date({{y}}, {{mo}}, {{d}}) AS TIMESTAMP) + to_microseconds((CAST({{h}} AS BIGINT) "
                     f"* 3600 + {{mi}} * 60) * 1000000 + {us})", y=y, mo=mo, d=d, h=h, mi=mi, s=sec)
-        instant = from_local_in(wall, zone, rules)
+        instant = zone_column(wall, zone_arg, False, fn) if by_row else from_local_in(wall, zone, rules)
         nulls = " OR ".join(f"{{{k}}} IS NULL" for k in ("y", "mo", "d", "h", "mi", "s"))
         fields_fail = rules.conf.ansi if fail is None else fail
         bad_fields = f"(NOT ({nulls}) AND NOT coalesce({valid}, false))" if fields_fail else "false"

@@ -14,7 +14,7 @@ from sqlglot import exp
 from strataflow.pyspark.sql.semantics.core import Rules
 from strataflow.pyspark.sql.semantics.template import fill
 
-__all__ = ["local", "from_local", "parse_timestamp", "zone_of", "local_in", "from_local_in"]
+__all__ = ["local", "from_local", "parse_timestamp", "zone_of", "local_in", "from_local_in", "zone_column"]
 
 
 def local(x: exp.Expression, rules: Rules) -> exp.Expression:
@@ -124,3 +124,49 @@ def from_local_in(x: exp.Expression, zone: "str | int", rules: Rules) -> exp.Exp
     if isinstance(zone, int):
         return x if zone == 0 else fill(f"CAST({{x}} AS TIMESTAMP) - to_seconds({zone})", x=x)
     return from_local(x, _in_zone(rules, zone))
+
+
+def _zone_text(z: str) -> str:
+    """DuckDB SQL of a zone name column ``z`` read as ``getZoneId`` reads it: short IDs
+    mapped, ``+h:mm`` padded."""
+    cases = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _SHORT_IDS.items())
+    return f"(CASE {z} {cases} ELSE regexp_replace({z}, '^([+-])([0-9]):', '\\1' || '0' || '\\2:') END)"
+
+
+def _offset_seconds(zt: str) -> str:
+    """Seconds east of UTC of a fixed-offset zone text (null: a region, or not a zone)."""
+    rx = "^(UTC|GMT|UT)?([+-])([0-9]{1,2})(:?([0-9]{2}))?(:?([0-9]{2}))?$"
+    part = f"CAST(coalesce(nullif(regexp_extract({zt}, '{rx}', @), ''), '0') AS INTEGER)"
+    fields = f"({part.replace('@', '3')} * 3600 + {part.replace('@', '5')} * 60 + {part.replace('@', '7')})"
+    return (f"(CASE WHEN {zt} IN ('Z', 'UTC', 'GMT', 'UT') THEN 0 WHEN regexp_full_match({zt}, '{rx[1:-1]}') AND "
+            f"{part.replace('@', '3')} <= 18 THEN (CASE WHEN regexp_extract({zt}, '{rx}', 2) = '-' THEN -1 ELSE 1 END) * "
+            f"{fields} END)")
+
+
+def _regions() -> str:
+    import zoneinfo
+
+    names = sorted(n for n in zoneinfo.available_timezones() if "/" in n and "'" not in n)
+    return "[" + ", ".join(f"'{n}'" for n in names) + "]"
+
+
+def zone_column(x: exp.Expression, z: exp.Expression, to_local: bool, fn: str) -> exp.Expression:
+    """``local_in``/``from_local_in`` (``to_local``) for a zone that is a column: each
+    row's zone read as Spark's ``getZoneId`` reads it; a name that is neither a region nor
+    an offset refused on its row."""
+    zt = _zone_text("{z}")
+    off = _offset_seconds(zt)
+    bad = (f"error('[STRATAFLOW_UNSUPPORTED] strataflow does not run `{fn}` of the time zone ' || {{z}} || "
+           f"': not a region name or offset it reads, so its answer could differ from Spark''s. Instead: a region "
+           f"name (America/New_York) or an offset (+05:30).')")
+    if to_local:
+        fixed = f"CAST({{x}} AS TIMESTAMP) + to_seconds({off})"
+        region = f"CAST(timezone({zt}, timezone('UTC', CAST({{x}} AS TIMESTAMP))) AS TIMESTAMP)"
+    else:
+        fixed = f"CAST({{x}} AS TIMESTAMP) - to_seconds({off})"
+        later = f"CAST(timezone('UTC', timezone({zt}, CAST({{x}} AS TIMESTAMP))) AS TIMESTAMP)"
+        earlier = f"({later} - INTERVAL 1 HOUR)"
+        region = (f"(CASE WHEN CAST(timezone({zt}, timezone('UTC', {earlier})) AS TIMESTAMP) = CAST({{x}} AS TIMESTAMP) "
+                  f"THEN {earlier} ELSE {later} END)")
+    return fill(f"CASE WHEN {{z}} IS NULL OR {{x}} IS NULL THEN NULL WHEN {off} IS NOT NULL THEN {fixed} "
+                f"WHEN list_contains({_regions()}, {zt}) THEN {region} ELSE {bad} END", x=x, z=z)

@@ -88,7 +88,8 @@ def test_the_batch_hashes_are_the_row_hashes():
     bools = [r.random() < 0.5 for _ in range(n)]
     nulls = [r.random() < 0.2 for _ in range(n)]
     kinds = (("int", 0), ("long", 0), ("double", 0), ("float", 0), ("bool", 0), ("bytes", 0))
-    texts = [r.choice(["", "a", "ß", "abcde", "😀 x"]) for _ in range(n)]
+    texts = [r.choice(["", "a", "ß", "abcde", "😀 x", "".join(chr(r.randint(32, 0x2FFF)) for _ in range(r.randint(0, 41))),
+                       bytes(r.randint(0, 255) for _ in range(r.randint(0, 13)))]) for _ in range(n)]
     columns = [np.array(ints, dtype=np.int32), np.array(nulls), np.array(longs, dtype=np.int64), np.zeros(n, bool),
                np.array(doubles), np.array(nulls), np.array(floats, dtype=np.float32), np.zeros(n, bool),
                np.array(bools), np.zeros(n, bool), texts, np.array(nulls)]

@@ -120,6 +120,15 @@ def _build() -> list[Case]:
     for fn in ("hash", "xxhash64"):
         add(_one(fn, ["i", "l", "d", "f", "s", "m", "m2", "dt", "ts", "b", "y", "h", "bin", "nl", "d2"]))
         add([Case(fn, (C("i"), C("s"))), Case(fn, (C("d"), C("s"), C("l"))), Case(fn, (C("nl"), C("i2")))])
+    # -- more argument forms: integer bases, float and mixed operands, literals, edge counts -------------------
+    add([Case("factorial", (C("l"),)),
+         Case("try_add", (C("f"), C("f"))), Case("try_multiply", (C("f"), C("d2"))), Case("try_divide", (C("d"), C("i2"))),
+         Case("try_mod", (C("m"), C("i2"))), Case("pmod", (C("f"), C("f"))), Case("pmod", (C("y"), C("i2"))),
+         LitCase("width_bucket", (C("d"), 0.0, 10.0, 0)), Case("hash", (Lit("abc"),)), Case("xxhash64", (Lit(""),)),
+         Case("hash", (Lit("Spark"), C("i"))), Case("shiftleft", (C("l"), -1)), Case("shiftright", (C("h"), 20)),
+         Case("atan2", (C("d2"), C("d"))), Case("zeroifnull", (C("f"),)), Case("zeroifnull", (C("y"),)),
+         Case("nullifzero", (C("f"),)), Case("nvl2", (C("nl"), C("nl"), C("i"))), Case("unhex", (C("i"),)),
+         Case("crc32", (C("i"),)), Case("negative", (C("m2"),)), Case("bin", (C("i2"),))])
     return out
 
 

@@ -85,7 +85,8 @@ def factorial_rule(node: exp.Expression, rules: Rules) -> exp.Expression:
                  "Use `try_cast` to tolerate overflow and return NULL instead. If necessary set "
                  "\"spark.sql.ansi.enabled\" to \"false\" to bypass this error.') ELSE CAST({x} AS INTEGER) END", x=x)
     elif bits == 64:
-        x = fill("CAST(((({x} + 2147483648) % 4294967296) + 4294967296) % 4294967296 - 2147483648 AS INTEGER)", x=x)
+        x = fill("CAST((((CAST({x} AS HUGEINT) + 2147483648) % 4294967296) + 4294967296) % 4294967296 - 2147483648 "
+                 "AS INTEGER)", x=x)
     return typed(fill("CASE WHEN {x} < 0 OR {x} > 20 THEN NULL ELSE CAST(factorial(CAST({x} AS INTEGER)) AS BIGINT) END",
                       x=x), pa.int64())
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from strataflow.pyspark.errors import AnalysisException
 from strataflow.pyspark.sql.semantics.core import Rules, typed
 from strataflow.pyspark.sql.semantics.kernels import bound, crc32_value, hash_batch, python_call
 from strataflow.pyspark.sql.semantics.template import fill
@@ -75,8 +76,11 @@ def _hash_rule(name: str, xx: bool, returns: str, arrow: pa.DataType):
 def crc32_rule(node: exp.Expression, rules: Rules) -> exp.Expression:
     x = node.expressions[0]
     t = rules.type_of(x)
-    if t is not None and not (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)):
-        x = fill("CAST({x} AS VARCHAR)", x=x)
+    if t is not None and not (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+                              or pa.types.is_null(t)):
+        raise AnalysisException(f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"crc32\" due to data type "
+                                f"mismatch: the first parameter requires the \"BINARY\" type, however it has the "
+                                f"type {t}.", "DATATYPE_MISMATCH")
     return typed(python_call("crc32", crc32_value, "bigint", x), pa.int64())
 
 

@@ -184,10 +184,10 @@ def _np_m3_int(v, seed):
     return h1
 
 
-def _np_fmix32(h1, length: int):
+def _np_fmix32(h1, length):
     import numpy as np
 
-    h1 = h1 ^ np.uint32(length)
+    h1 = h1 ^ np.asarray(length, dtype=np.uint32)
     h1 = h1 ^ (h1 >> np.uint32(16))
     h1 = h1 * np.uint32(0x85EBCA6B)
     h1 = h1 ^ (h1 >> np.uint32(13))
@@ -255,6 +255,17 @@ def hash_batch(xx: bool, kinds: tuple[tuple[str, int], ...], *columns: Any) -> A
                     high = (bits >> np.uint64(32)).astype(np.uint32)
                     new = _np_fmix32(_np_m3_int(high, _np_m3_int(low, h)), 8)
                 h = np.where(nulls, h, new)
+            elif kind == "bytes":
+                keep = np.nonzero(~nulls)[0]
+                listed = values.tolist() if hasattr(values, "tolist") else list(values)
+                h = h.copy()
+                if xx:
+                    import xxhash
+
+                    digest, seeds = xxhash.xxh64_intdigest, h.tolist()
+                    h[keep] = np.array([digest(_utf8(listed[i]), seeds[i]) for i in keep], dtype=np.uint64)
+                else:
+                    h[keep] = _np_m3_bytes([_utf8(listed[i]) for i in keep], h[keep])
             else:
                 row = xxhash64_row if xx else murmur3_row
                 out = h.copy()
@@ -265,6 +276,42 @@ def hash_batch(xx: bool, kinds: tuple[tuple[str, int], ...], *columns: Any) -> A
                         out[i] = got & (0xFFFFFFFFFFFFFFFF if xx else 0xFFFFFFFF)
                 h = out
         return h.view(np.int64) if xx else h.view(np.int32)
+
+
+def _utf8(v: Any) -> bytes:
+    return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+
+
+def _np_m3_bytes(values: list, seeds: Any) -> Any:
+    """Spark's ``hashUnsafeBytes`` of many byte strings at once: word ``j`` of every string
+    that has one, then each tail byte as a word of its own, then the length."""
+    import numpy as np
+
+    n = len(values)
+    if n == 0:
+        return seeds
+    lens = np.fromiter(map(len, values), count=n, dtype=np.int64)
+    data = np.frombuffer(b"".join(values) + b"\0\0\0\0", dtype=np.uint8)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    order = np.argsort(-(lens // 4), kind="stable")  # longest first: the rows with a word j are a prefix
+    nwords = (lens // 4)[order]
+    h = seeds[order].astype(np.uint32)
+    base = starts[order]
+    for j in range(int(nwords[0]) if n else 0):
+        k = int(np.searchsorted(-nwords, -j, side="left"))  # rows with more than j words
+        o = base[:k] + 4 * j
+        w = (data[o].astype(np.uint32) | (data[o + 1].astype(np.uint32) << np.uint32(8))
+             | (data[o + 2].astype(np.uint32) << np.uint32(16)) | (data[o + 3].astype(np.uint32) << np.uint32(24)))
+        h[:k] = _np_m3_int(w, h[:k])
+    tails = (lens % 4)[order]
+    for t in range(3):
+        idx = np.nonzero(tails > t)[0]
+        b = data[base[idx] + 4 * nwords[idx] + t].astype(np.int8).astype(np.int32).astype(np.uint32)
+        h[idx] = _np_m3_int(b, h[idx])
+    h = _np_fmix32(h, lens[order].astype(np.uint32))
+    out = np.empty(n, dtype=np.uint32)
+    out[order] = h
+    return out
 
 
 def _hash_from(row: Callable, kind: str, scale: int, v: Any, seed: int) -> int:

@@ -1,6 +1,6 @@
 """Spark's null-handling functions of the maths family: ``nullifzero`` (null for 0, -0.0
 included), ``zeroifnull`` (``coalesce(x, 0)``, of the type Spark widens ``x`` and an int
-to: a decimal(p, s) to decimal(max(p - s, 10) + s, s)), ``equal_null`` (``<=>``),
+to: a decimal(p, s) to decimal(max(p - s, 10) + s, s), a float to a double under ANSI), ``equal_null`` (``<=>``),
 ``nvl2`` and ``isnotnull``.
 """
 
@@ -34,6 +34,8 @@ def zeroifnull(node: exp.Expression, rules: Rules) -> exp.Expression:
     elif is_decimal(t):
         p, s = bounded_decimal(max(t.precision - t.scale, 10) + t.scale, t.scale)
         t = pa.decimal128(p, s)
+    elif t == pa.float32() and rules.conf.ansi:
+        t = pa.float64()  # ANSI's coercion widens a float and an int to a double
     elif not is_fractional(t):
         raise rules.refuse(node, f"an argument of type {t}", "zeroifnull of a number")
     return typed(fill(f"CAST(coalesce({{x}}, 0) AS {duck(t)})", x=x), t)

@@ -101,6 +101,9 @@ def _build() -> list[Case]:
     back = "i INT, d DOUBLE, s STRING, b BOOLEAN, l BIGINT, m DECIMAL(10,2), a ARRAY<INT>, f FLOAT"
     add([XCase("from_json", (X("to_json(struct(`i`, `d`, `s`, `b`, `l`, `m`, `a`, `f`))",
                                lambda F: F.to_json(F.struct("i", "d", "s", "b", "l", "m", "a", "f"))), back))])
+    # -- partition transforms: only for writeTo(...).partitionedBy ------------------------------------------
+    add([Case(fn, (C(c),)) for fn, c in (("years", "dt"), ("months", "ts"), ("days", "dt"), ("hours", "ts"))])
+    add([Case("bucket", (4, C("i")))])
     return out
 
 

@@ -16,7 +16,8 @@ from strataflow.pyspark.sql.functions.builtin import arg, call
 __all__: list[str] = ["typeof", "asc_nulls_first", "asc_nulls_last", "desc_nulls_first", "desc_nulls_last",
                       "current_user", "user", "session_user", "current_database", "current_schema",
                       "current_catalog", "assert_true", "uuid", "call_function", "get_json_object",
-                      "json_array_length", "json_object_keys", "schema_of_json", "to_json", "from_json"]
+                      "json_array_length", "json_object_keys", "schema_of_json", "to_json", "from_json",
+                      "years", "months", "days", "hours", "bucket"]
 
 
 class NotExpectedType(TypeError):
@@ -159,7 +160,9 @@ def uuid(seed: "Column | int | None" = None) -> Column:
     >>> len(spark.range(1).select(F.uuid()).first()[0])
     36
     """
-    return call("uuid", *([] if seed is None else [arg(seed, "l")]))
+    if seed is not None:
+        return _anonymous("uuid", arg(seed, "l"))  # refused: Spark's generator is not DuckDB's
+    return call("uuid")
 
 
 def call_function(funcName: str, *cols: "Column | str") -> Column:
@@ -270,3 +273,58 @@ def _options(options: "dict[str, str]") -> sx.Expression:
 
     return sx.VarMap(keys=sx.Array(expressions=[lit_expr(str(k)) for k in options]),
                      values=sx.Array(expressions=[lit_expr(str(v)) for v in options.values()]))
+
+
+def _transform(name: str, *parts: sx.Expression) -> Column:
+    c = _anonymous(name, *parts)
+    c._expr.meta["transform"] = True
+    return c
+
+
+def years(col: "Column | str") -> Column:
+    """Partition transform by year of a date or timestamp, for ``writeTo(...).partitionedBy`` only
+    (a column of it fails, as in Spark).
+
+    >>> F.years("d")._expr.name
+    'years'
+    """
+    return _transform("years", _col(col))
+
+
+def months(col: "Column | str") -> Column:
+    """Partition transform by month, for ``writeTo(...).partitionedBy`` only.
+
+    >>> F.months("d")._expr.name
+    'months'
+    """
+    return _transform("months", _col(col))
+
+
+def days(col: "Column | str") -> Column:
+    """Partition transform by day, for ``writeTo(...).partitionedBy`` only.
+
+    >>> F.days("d")._expr.name
+    'days'
+    """
+    return _transform("days", _col(col))
+
+
+def hours(col: "Column | str") -> Column:
+    """Partition transform by hour of a timestamp, for ``writeTo(...).partitionedBy`` only.
+
+    >>> F.hours("t")._expr.name
+    'hours'
+    """
+    return _transform("hours", _col(col))
+
+
+def bucket(numBuckets: "Column | int", col: "Column | str") -> Column:
+    """Partition transform into ``numBuckets`` hash buckets, for ``writeTo(...).partitionedBy`` only.
+
+    >>> F.bucket(4, "a")._expr.name
+    'bucket'
+    """
+    if not isinstance(numBuckets, (int, Column)) or isinstance(numBuckets, bool):
+        raise NotExpectedType(f"[NOT_COLUMN_OR_INT] Argument `numBuckets` should be a Column or int, "
+                              f"got {type(numBuckets).__name__}.")
+    return _transform("bucket", arg(numBuckets, "l"), _col(col))

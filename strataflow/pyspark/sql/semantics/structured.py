@@ -45,7 +45,7 @@ def _user(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 
 def _uuid(node: exp.Expression, rules: Rules) -> exp.Expression:
-    if node.args.get("this") is not None or node.expressions:
+    if node.args.get("this") is not None or isinstance(node, exp.Anonymous) and node.expressions:
         raise rules.refuse(node, "a seed needs Spark's random generator", "uuid() without a seed")
     return typed(fill("CAST(gen_random_uuid() AS VARCHAR)"), pa.string())
 
@@ -190,6 +190,21 @@ def _from_json(node: exp.Expression, rules: Rules) -> exp.Expression:
     return _udf(read, dt, args[0])
 
 
+def _transform(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``years``, ``months``, ``days``, ``hours``, ``bucket``: partition transforms, which Spark
+    accepts only in ``writeTo(...).partitionedBy``: a column of them fails in the JVM
+    (``functions``), and Spark SQL text has no such function."""
+    from strataflow.pyspark.errors import AnalysisException, Py4JJavaError
+
+    name = str(node.name).lower()
+    if node._meta and node.meta.get("transform"):
+        raise Py4JJavaError(f"{name}(...) is a partition transform: Spark runs it only in "
+                            "DataFrameWriterV2.partitionedBy, not as a column")
+    raise AnalysisException(f"[UNRESOLVED_ROUTINE] Cannot resolve routine `{name}` on search path "
+                            "[`system`.`builtin`, `system`.`session`, `spark_catalog`.`default`].",
+                            "UNRESOLVED_ROUTINE")
+
+
 #: kinds whose DuckDB answer the suite found equal to Spark's
 KEEP: frozenset[type] = frozenset()
 #: kinds rewritten to Spark's meaning
@@ -205,6 +220,8 @@ RULES: dict = {
 ANONYMOUS: dict = {"user": _user, "assert_true": _assert_true, "get_json_object": _get_json_object,
                    "json_array_length": _json_array_length, "json_object_keys": _json_object_keys,
                    "schema_of_json": _schema_of_json, "to_json": _to_json,
-                   "from_json": _from_json}
+                   "from_json": _from_json,
+                   "uuid": _uuid,
+                   **{name: _transform for name in ("years", "months", "days", "hours", "bucket")}}
 #: kinds refused: (why, instead)
 REFUSE: dict[type, tuple[str, str]] = {}

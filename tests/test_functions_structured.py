@@ -88,3 +88,9 @@ def test_a_literal_where_a_column_is_wanted_is_not_expected_type():
 def test_functions_not_made_yet_are_refused_by_name(name):
     with pytest.raises(AttributeError, match=name):
         getattr(F, name)
+
+
+def test_assert_true_is_named_with_its_message(spark):
+    df = spark.createDataFrame([(0, 1)], "a int, b int")
+    assert df.select(F.assert_true(df.a < df.b)).columns == ["assert_true((a < b), '(a < b)' is not true!)"]
+    assert df.select(F.assert_true(df.a < df.b, "m")).columns == ["assert_true((a < b), m)"]

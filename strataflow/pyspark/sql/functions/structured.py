@@ -146,11 +146,14 @@ def current_catalog() -> Column:
 def assert_true(col: "Column | str", errMsg: "Column | str | None" = None) -> Column:
     """Null where ``col`` is true; fails the query (USER_RAISED_EXCEPTION) where it is false or null.
 
-    >>> spark.createDataFrame([(0, 1)], "a int, b int").select(F.assert_true(F.col("a") < F.col("b"))).first()[0] is None
-    True
+    >>> spark.createDataFrame([(0, 1)], "a int, b int").select(F.assert_true(F.col("a") < F.col("b"))).first()
+    Row(assert_true((a < b), '(a < b)' is not true!)=None)
     """
+    from strataflow.pyspark.sql.column_names import spark_name
+
     parts = [_col(col)] + ([] if errMsg is None else [arg(errMsg, "l")])
-    return call("assert_true", *parts)
+    shown = parts if errMsg is not None else [parts[0], sx.Literal.string(f"'{spark_name(parts[0])}' is not true!")]
+    return call("assert_true", *parts, shown=shown)  # Spark names it with its message
 
 
 def uuid(seed: "Column | int | None" = None) -> Column:

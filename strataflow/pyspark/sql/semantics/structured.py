@@ -57,10 +57,13 @@ def _assert_true(node: exp.Expression, rules: Rules) -> exp.Expression:
 
     args = node.expressions
     cond = args[0]
+    if len(args) == 1 and not (node._meta and node.meta.get("call")):
+        raise rules.refuse(node, "Spark names the column of Spark SQL text's assert_true with its default message",
+                           "F.assert_true(col), or assert_true(cond, message)")
     if len(args) > 1:
         msg = fill("'[USER_RAISED_EXCEPTION] ' || coalesce(CAST({m} AS VARCHAR), 'null')", m=args[1])
     else:
-        shown = node.meta.get("call", (None, [cond]))[1][0] if node._meta else cond
+        shown = node.meta["call"][1][0]
         text = f"'{spark_name(shown)}' is not true!".replace("'", "''")
         msg = fill(f"'[USER_RAISED_EXCEPTION] {text}'")
     return fill("CASE WHEN {c} THEN NULL ELSE error({m}) END", c=cond, m=msg)

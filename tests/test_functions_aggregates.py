@@ -96,3 +96,31 @@ def test_grouping_is_refused_by_name(spark):
     df = spark.createDataFrame([(1, "a")], "v int, k string")
     with pytest.raises(AnalysisException, match="grouping"):
         df.cube("k").agg(F.grouping("k")).collect()
+
+
+def test_percentile_counts_each_value_frequency_times(spark):
+    """Spark's ``percentile(col, p, frequency)``: each value counted ``frequency`` times, a
+    row with a null value or frequency not at all, 0 times for 0; a negative one fails."""
+    from strataflow.pyspark.sql import functions as F
+
+    df = spark.createDataFrame([(1, 2), (2, 2), (3, None), (None, 4), (4, 0)], "x int, f int")
+    got = df.select(F.percentile("x", 0.5, "f"), F.percentile("x", [0.25, 0.5], F.lit(1)),
+                    F.percentile("x", 0.5, 2)).first()
+    assert list(got) == [1.5, [1.75, 2.5], 2.5]  # 1,1,2,2 / 1,2,3,4 / 1,1,2,2,3,3,4,4
+    assert df.columns == ["x", "f"] and list(got.asDict()) == [
+        "percentile(x, 0.5, f)", "percentile(x, array(0.25, 0.5), 1)", "percentile(x, 0.5, 2)"]
+    with pytest.raises(Exception, match="STRATAFLOW_UNSUPPORTED.*percentile"):
+        spark.createDataFrame([(1, -1)], "x int, f int").select(F.percentile("x", 0.5, "f")).collect()
+
+
+def test_first_value_ignore_nulls_in_sql(spark):
+    """``first_value(x, true)`` is Spark's ``first_value(x)``; the ``IGNORE NULLS`` syntax of
+    the aggregate, which Spark names ``first(x)``, is refused by name until the SQL form's
+    naming gives it."""
+    from strataflow.pyspark.errors import AnalysisException
+
+    spark.createDataFrame([(None,), (2,)], "x int").createOrReplaceTempView("fv")
+    assert spark.sql("SELECT first_value(x, true), last_value(x, true) FROM fv").collect()[0].asDict() == {
+        "first_value(x)": 2, "last_value(x)": 2}
+    with pytest.raises(AnalysisException, match="first_value"):
+        spark.sql("SELECT first_value(x) IGNORE NULLS FROM fv").collect()

@@ -166,12 +166,19 @@ def array_agg(col: "Column | str") -> Column:
 def _listagg(name: str, col: "Column | str", delimiter: Any, distinct: bool) -> Column:
     c = arg(col, "c")
     this = sx.Distinct(expressions=[c]) if distinct else c
-    d = None if delimiter is None else arg(delimiter, "l")
+    d = None if delimiter is None else _bytes(delimiter) if isinstance(delimiter, bytes) else arg(delimiter, "l")
     e = sx.GroupConcat(this=this, separator=d)
     e.meta["fn"] = name
     shown = [this] + ([d] if d is not None else [sx.Null()])
     e.meta["call"] = (name, shown)
     return Column(e)
+
+
+def _bytes(value: bytes) -> sx.Expression:
+    """A binary literal (DuckDB's BLOB), named as Spark names one (``X'42'``)."""
+    e = sx.Cast(this=sx.Literal.string("".join(f"\\x{b:02x}" for b in value)), to=sx.DataType.build("BLOB"))
+    e.meta.update(internal=True, binary_literal=True, shown=f"X'{value.hex().upper()}'")
+    return e
 
 
 def listagg(col: "Column | str", delimiter: "Column | str | bytes | None" = None) -> Column:

@@ -116,15 +116,25 @@ def _named(node: exp.Expression) -> bool:
 
 
 def _percentile(node: exp.Expression, rules: Rules) -> exp.Expression:
-    """``percentile``: Spark's exact percentile of the values as doubles: position
+    """``percentile``: Spark's exact percentile of the values as doubles (each counted
+    ``frequency`` times; a row with a null value or frequency not at all): position
     ``(n - 1) * q``, ``lo + (pos - floor(pos)) * (hi - lo)`` between the two keys around it
     (the lower key alone where they are equal), values sorted NaN last; null for none."""
     if not isinstance(node, exp.Anonymous):
         raise rules.refuse(node, "the SQL parser keeps no third argument (a frequency) of percentile, so one "
                                  "would be dropped unseen", "F.percentile(col, percentage) in a DataFrame")
-    if len(node.expressions) != 2:
-        raise rules.refuse(node, "a frequency argument", "percentile(col, percentage) over rows repeated")
-    x, q = node.expressions
+    if len(node.expressions) not in (2, 3):
+        raise rules.refuse(node, "a wrong number of arguments", "percentile(col, percentage[, frequency])")
+    x, q = node.expressions[:2]
+    freq = node.expressions[2] if len(node.expressions) == 3 else None
+    values = _DOUBLES
+    if freq is not None and _number(freq) != 1:
+        if not is_integral(rules.type_of(freq)):
+            raise rules.refuse(node, "a frequency that is not an integer", "an integral frequency column")
+        negative = (f"error('[{REFUSED}] strataflow does not run `percentile` here: a negative frequency, which "
+                    f"Spark fails with its own error. Instead: frequencies of 0 or more.')")
+        values = (f"flatten(list(CASE WHEN {{x}} IS NULL OR {{f}} IS NULL THEN [] WHEN {{f}} < 0 THEN {negative} "
+                  f"ELSE list_transform(range(CAST({{f}} AS BIGINT)), __i -> CAST({{x}} AS DOUBLE)) END))")
     t = rules.type_of(x)
     if not (is_integral(t) or is_fractional(t) or is_decimal(t)):
         raise rules.refuse(node, f"its argument is of type {t}", "percentile of a number")
@@ -133,8 +143,9 @@ def _percentile(node: exp.Expression, rules: Rules) -> exp.Expression:
            "[{'lk': __s[CAST(floor(__p) AS BIGINT) + 1], 'hk': __s[CAST(ceil(__p) AS BIGINT) + 1]}], "
            "__k -> CASE WHEN floor(__p) = ceil(__p) OR __k.lk = __k.hk THEN __k.lk "
            "ELSE __k.lk + (__p - floor(__p)) * (__k.hk - __k.lk) END)[1])[1]")
-    body = f"list_transform([list_sort({_DOUBLES})], __s -> CASE WHEN len(__s) = 0 THEN NULL ELSE {_each(qs, one)} END)[1]"
-    return typed(fill(body, x=x), pa.list_(pa.float64()) if isinstance(qs, list) else pa.float64())
+    body = f"list_transform([list_sort({values})], __s -> CASE WHEN len(__s) = 0 THEN NULL ELSE {_each(qs, one)} END)[1]"
+    parts = {"x": x} if freq is None or values == _DOUBLES else {"x": x, "f": freq}
+    return typed(fill(body, **parts), pa.list_(pa.float64()) if isinstance(qs, list) else pa.float64())
 
 
 _NEG_ZERO = "(CAST({x} AS DOUBLE) = 0 AND starts_with(CAST(CAST({x} AS DOUBLE) AS VARCHAR), '-'))"
@@ -253,9 +264,11 @@ def _listagg(node: exp.Expression, rules: Rules) -> exp.Expression:
     x = this.expressions[0] if distinct else this
     if sep is None or isinstance(sep, exp.Null):
         sep = exp.Literal.string("")
-    elif not (isinstance(sep, exp.Literal) and sep.is_string):
+    elif not (isinstance(sep, exp.Literal) and sep.is_string or sep._meta and sep.meta.get("binary_literal")):
         raise rules.refuse(node, "its delimiter is not a literal string", "a literal delimiter")
     t = rules.type_of(x)
+    if sep._meta and sep.meta.get("binary_literal") and not (t is not None and pa.types.is_binary(t)):
+        raise rules.refuse(node, "a binary delimiter of strings", "a string delimiter")
     values = "list_filter(list({x}), __v -> __v IS NOT NULL)"
     if distinct:
         values = f"list_transform([{values}], __l -> list_filter(__l, (__y, __i) -> list_position(__l, __y) = __i))[1]"
@@ -271,7 +284,7 @@ def _listagg(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 def _value_fn(node: exp.Expression, rules: Rules) -> exp.Expression | None:
     """``first_value``/``last_value`` outside a window: Spark's ``first``/``last``."""
-    if isinstance(node.parent, exp.Window):
+    if isinstance(node.parent, (exp.Window, exp.IgnoreNulls)):
         return None
     return fill("first({x})" if isinstance(node, exp.FirstValue) else "last({x})", x=node.this)
 
@@ -284,6 +297,10 @@ def _ignore_nulls(node: exp.Expression, rules: Rules) -> exp.Expression | None:
     if isinstance(inner, (exp.FirstValue, exp.LastValue, exp.NthValue)):
         if isinstance(node.parent, exp.Window):
             return None
+        if not node._meta and inner._meta and inner.meta.get("written"):  # first_value(x) IGNORE NULLS
+            inner.meta["fn"] = inner.meta["written"]
+            raise rules.refuse(inner, "Spark names this aggregate first(x)/last(x), which the SQL form's naming "
+                                      "does not give yet", "first_value(x, true) or an alias")
         if isinstance(inner, exp.FirstValue):
             return fill("any_value({x})", x=inner.this)
         if isinstance(inner, exp.LastValue):

@@ -94,8 +94,10 @@ def _statement(session: Any, tree: exp.Expression) -> Any:
             if not session.dropTempView(t.name) and not tree.args.get("exists"):
                 session.table(t.name)  # TABLE_OR_VIEW_NOT_FOUND, naming it
         return session.range(0)
+    if isinstance(tree, exp.Values):  # a bare ``VALUES (1, 2)``: the inline table's rows
+        tree = exp.select("*").from_(tree)
     names = _written_names(tree)
-    made = _table_functions(session, tree)
+    made = _table_functions(session, tree) + _inline_tables(session, tree)
     try:
         return _as_written(session, query_frame(session, _udf_calls(session, _optimize(session, _global_names(tree))),
                                                 {}), names)
@@ -126,6 +128,72 @@ def _table_functions(session: Any, tree: exp.Expression) -> list[str]:
             t.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=alias))
             made.append(name)
     return made
+
+
+def _inline_tables(session: Any, tree: exp.Expression) -> list[str]:
+    """``FROM VALUES (1, 'a'), (2, NULL) AS tab(x, y)`` (Spark's inline table) read as a view
+    for the one query; the names of those views. Its columns are named by the alias, else
+    ``col1``, ``col2``...; each column's type is its rows' values' types widened as Spark's
+    (``2`` and ``1.5`` a decimal(11,1), ``1`` and ``NULL`` an int, ``NULL`` alone void), as
+    a union of one-row selects gives them."""
+    made = []
+    for values in reversed(list(tree.find_all(exp.Values))):
+        alias = values.args.get("alias")
+        rows = [list(t.expressions) if isinstance(t, exp.Tuple) else [t] for t in values.expressions]
+        last = rows[-1][-1] if rows and rows[-1] else None
+        if isinstance(last, exp.Alias) and alias is not None and not alias.name:  # ``VALUES 1, 2 AS t(a)``:
+            rows[-1][-1] = last.this  # sqlglot reads the table's alias as the last value's
+            alias = exp.TableAlias(this=exp.to_identifier(last.alias), columns=alias.columns)
+        width = len(rows[0])
+        columns = [c.name for c in alias.columns] if alias is not None and alias.columns else \
+            [f"col{i + 1}" for i in range(width)]
+        for i, r in enumerate(rows):
+            if len(r) != len(columns):
+                raise AnalysisException(_INVALID_INLINE + f"NUM_COLUMNS_MISMATCH] Invalid inline table. Inline table "
+                                        f"expected {len(columns)} columns but found {len(r)} columns in row {i}.",
+                                        "INVALID_INLINE_TABLE.NUM_COLUMNS_MISMATCH")
+        name = f"__values{len(made)}_{id(tree)}"
+        session._views[name] = _inline_frame(session, rows, columns)
+        table_alias = exp.TableAlias(this=exp.to_identifier(alias.name if alias is not None and alias.name else name))
+        values.replace(exp.Table(this=exp.to_identifier(name, quoted=True), alias=table_alias))
+        made.append(name)
+    return made
+
+
+_INVALID_INLINE = "[INVALID_INLINE_TABLE."
+#: calls whose value is not one constant, which Spark's inline table cannot hold
+_NOT_CONSTANT = (exp.Rand, exp.Randn, exp.Uuid)
+
+
+def _inline_frame(session: Any, rows: list[list[exp.Expression]], columns: list[str]) -> Any:
+    """The rows of an inline table as one DataFrame: each row a one-row select of its
+    values (Spark's types and errors for each), unioned (the types widened as Spark's)."""
+    from strataflow.pyspark.sql.column import Column
+
+    frames = []
+    for row in rows:
+        for value in row:
+            if value.find(exp.Column, exp.Select, *_NOT_CONSTANT) is not None:
+                raise AnalysisException(_INVALID_INLINE + "CANNOT_EVALUATE_EXPRESSION_IN_INLINE_TABLE] Invalid inline "
+                                        f"table. Cannot evaluate the expression \"{_shown(value)}\" in inline table "
+                                        "definition.", "INVALID_INLINE_TABLE.CANNOT_EVALUATE_EXPRESSION_IN_INLINE_TABLE")
+        frames.append(session.range(1).select(*[Column(v.copy()).alias(c) for v, c in zip(row, columns)]))
+    for i, c in enumerate(columns):  # Spark widens without making a string of a number (a union would)
+        kinds = {f.schema.fields[i].dataType.simpleString() for f in frames} - {"void"}
+        if "string" in kinds and len(kinds) > 1:
+            raise AnalysisException(_INVALID_INLINE + "INCOMPATIBLE_TYPES_IN_INLINE_TABLE] Invalid inline table. "
+                                    f"Found incompatible types in the column `{c}` for inline table.",
+                                    "INVALID_INLINE_TABLE.INCOMPATIBLE_TYPES_IN_INLINE_TABLE")
+    out = frames[0]
+    for one in frames[1:]:
+        out = out.union(one)
+    return out
+
+
+def _shown(value: exp.Expression) -> str:
+    from strataflow.pyspark.sql.column import spark_name
+
+    return spark_name(value)
 
 
 def _written_names(tree: exp.Expression) -> list[str | None] | None:

@@ -64,6 +64,12 @@ def _cases() -> list[Case]:
         k("unbase64", (s,)), k("unbase64", (Lit("U3Bhcms="),)),
         k("url_encode", (s,)), k("url_encode", (Lit("a b/c?d=ü&e~*"),)), k("url_decode", (Lit("a%2Bb+c%C3%BC"),)),
         k("url_decode", (s,)), k("try_url_decode", (s,)),
+        *[k("parse_url", (Lit("http://user:pw@spark.apache.org:8080/path/a.html?query=1&k=v#Ref"), Lit(part)))
+          for part in ("HOST", "PATH", "QUERY", "REF", "PROTOCOL", "FILE", "AUTHORITY", "USERINFO", "host")],
+        k("parse_url", (Lit("https://spark.apache.org/a?query=1&k=v&k=w"), Lit("QUERY"), Lit("k"))),
+        k("parse_url", (Lit("https://h.com"), Lit("PATH"))), k("parse_url", (Lit("https://h.com."), Lit("QUERY"))),
+        k("try_parse_url", (Lit("http://1.2.3.4/x?"), Lit("FILE"))),
+        k("try_parse_url", (Lit("ftp://a-b.example/%41b;p?q#"), Lit("REF"))),
         k("is_valid_utf8", (s,)), k("make_valid_utf8", (s,)), k("validate_utf8", (s,)), k("try_validate_utf8", (s,)),
         # -- formatting --------------------------------------------------------------------------------
         k("format_string", ("%s-%s", s, s2)), k("format_string", ("%d", i)), k("format_string", ("[%5d|%-5s]", i2, s)),

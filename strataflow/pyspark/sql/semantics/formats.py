@@ -75,7 +75,12 @@ def _number_double(d: int) -> str:
     large = (f"CASE WHEN {point} >= length({digits}) THEN {_with_fraction(whole, repr('0' * d), d)} "
              f"WHEN {frac_len} <= {d} AND {point} > 0 THEN "
              f"{_with_fraction(large_int, large_frac, d)} ELSE {bad} END")
-    return (f"CASE WHEN isnan({{x}}) THEN 'NaN' WHEN isinf({{x}}) THEN '∞' WHEN {a} * {p!r} < 1e15 THEN {small} "
+    # below 1e-3 Java's digits of a double come by another path, and a tie in them is not rounded as here
+    tie = (f"{a} < 1e-3 AND {a} > 0 AND (CAST(CAST({a} AS VARCHAR) AS DECIMAL(38, 30)) * {10 ** d}) % 1 = 0.5")
+    tiny = unsupported("format_number", "a double below 0.001 whose shortest digits end in a 5 at the rounding place",
+                       "format_number of the value cast to decimal")
+    return (f"CASE WHEN isnan({{x}}) THEN 'NaN' WHEN isinf({{x}}) THEN '∞' WHEN {tie} THEN {tiny} "
+            f"WHEN {a} * {p!r} < 1e15 THEN {small} "
             f"ELSE {large} END")
 
 

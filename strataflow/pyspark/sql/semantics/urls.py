@@ -54,26 +54,26 @@ def _parse_url(node: exp.Expression, rules: Rules, try_: bool = False) -> exp.Ex
     key = args[2] if len(args) > 2 else None
     fn = "try_parse_url" if try_ else "parse_url"
     need_text(rules, node, u)
-    if not (isinstance(part, exp.Literal) and part.is_string):
-        raise rules.refuse(node, "a part that is not a literal string", "a literal part: HOST, PATH, QUERY...")
-    name = part.this
     parts = _parts()
-    if name not in parts:
-        return typed(fill("CAST(NULL AS VARCHAR)"), pa.string())
-    value = parts[name]
     if key is not None:
-        if name != "QUERY":
-            return typed(fill("CAST(NULL AS VARCHAR)"), pa.string())
-        if not (isinstance(key, exp.Literal) and key.is_string and key.this.replace("_", "a").isalnum()):
-            raise rules.refuse(node, "a key that is not a literal of letters, digits and _ (Spark reads it as a "
-                                     "Java regex)", "a literal key")
+        need_text(rules, node, key)
         q = parts["QUERY"]
-        value = f"CASE WHEN regexp_matches({q}, '(&|^){key.this}=') THEN regexp_extract({q}, '(&|^){key.this}=([^&]*)', 2) END"
+        plain = unsupported(fn, "a key that is not letters, digits and _ (Spark reads it as a Java regex)",
+                            "a key of letters, digits and _")
+        parts = {"QUERY": f"CASE WHEN NOT regexp_full_match({{k}}, '[A-Za-z0-9_]+') THEN {plain} "
+                          f"WHEN regexp_matches({q}, '(&|^)' || {{k}} || '=') THEN "
+                          f"regexp_extract({q}, '(&|^)' || {{k}} || '=([^&]*)', 2) END"}
+    if isinstance(part, exp.Literal) and part.is_string:
+        value = parts.get(part.this, "CAST(NULL AS VARCHAR)")
+    else:
+        need_text(rules, node, part)
+        value = "CASE {p} " + " ".join(f"WHEN '{name}' THEN {v}" for name, v in parts.items()) + " END"
     bad = unsupported(fn, "a URL outside the plain scheme://host/path?query#fragment form (java.net.URI reads more "
                           "forms, and fails or gives no host for others)", "regexp_extract with a pattern for the part")
     body = (f"CASE WHEN {{u}} IS NULL THEN NULL WHEN NOT regexp_matches({{u}}, '{_URL.replace(chr(39), chr(39) * 2)}') "
             f"THEN {bad} ELSE {value} END")
-    return typed(fill(body, u=u), pa.string())
+    holes = {"u": u, "p": part, **({"k": key} if key is not None else {})}
+    return typed(fill(body, **holes), pa.string())
 
 
 RULES = {exp.ParseUrl: _parse_url}

@@ -1,7 +1,11 @@
 """Arrays as Spark treats them: ``size`` an int (-1 for null without ANSI), ``collect_list``
-of no values ``[]``, ``element_at`` from 1 (null or ANSI's error out of bounds),
-``array_contains`` null where the array holds a null and not the value, ``sort_array``
-with its order argument.
+of no values ``[]``, ``element_at`` from 1 (null or ANSI's error out of bounds; a map's
+value by key), ``array_contains`` null where the array holds a null and not the value,
+``sort_array`` with its order argument, ``array_sort`` nulls last.
+
+The tables of the ``functions.arrays_maps`` family: this module's, with those of
+``lambdas`` (higher-order functions), ``maps`` and ``collections`` (the other array
+functions) merged in, as ``registry`` reads this module's only.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from strataflow.pyspark.sql.semantics import collections, lambdas, maps
 from strataflow.pyspark.sql.semantics.core import Rules, typed
 from strataflow.pyspark.sql.semantics.template import fill
 
@@ -16,6 +21,12 @@ __all__ = ["KEEP", "RULES", "ANONYMOUS", "REFUSE"]
 
 
 def _size(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``size``/``cardinality``: an int, -1 for null without ANSI; ``array_size``: null for null."""
+    t = rules.type_of(node.this)
+    if t is not None and pa.types.is_map(t):
+        return maps.map_size(node.this, rules)
+    if node.meta.get("fn") == "array_size" or str(node.meta.get("written", "")).lower() == "array_size":
+        return typed(fill("CAST(len({x}) AS INTEGER)", x=node.this), pa.int32())
     if rules.conf.ansi:
         return typed(fill("CAST(len({x}) AS INTEGER)", x=node.this), pa.int32())
     return typed(fill("CAST(coalesce(len({x}), -1) AS INTEGER)", x=node.this), pa.int32())
@@ -35,8 +46,11 @@ def _contains(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 def _sort(node: exp.Expression, rules: Rules) -> exp.Expression:
     asc = node.args.get("asc")
-    if node.meta.get("fn") == "array_sort" or asc is None and node.meta.get("fn") != "sort_array":
-        raise rules.refuse(node, "array_sort's comparator", "sort_array(col)")
+    if isinstance(node.expression, exp.Lambda):
+        return lambdas.SORT_WITH(node, rules)
+    fn = node.meta.get("fn") or str(node.meta.get("written", "")).lower()
+    if fn != "sort_array":  # array_sort(a): ascending, nulls last
+        return fill("list_sort({x}, 'ASC', 'NULLS LAST')", x=node.this)
     descending = isinstance(asc, exp.Boolean) and not asc.this
     if asc is not None and not isinstance(asc, exp.Boolean):
         raise rules.refuse(node, "a non-literal order", "sort_array(col, True) or sort_array(col, False)")
@@ -45,14 +59,17 @@ def _sort(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 
 def _element_at(node: exp.Expression, rules: Rules) -> exp.Expression:
-    if node.meta.get("fn") != "element_at" and node.meta.get("written", "").lower() != "element_at":
+    fn = node.meta.get("fn") or str(node.meta.get("written", "")).lower()
+    if fn not in ("element_at", "try_element_at"):
         return node
     a, i = node.this, node.expressions[0]
     t = rules.type_of(a)
+    if t is not None and pa.types.is_map(t):
+        return typed(maps.map_value(a, i), t.item_type)
     if t is None or not pa.types.is_list(t):
-        raise rules.refuse(node, "element_at of a map", "col[key]")
+        raise rules.refuse(node, "its argument is not known to be an array or a map", "col[key]")
     out = "list_extract({a}, {i})"
-    if rules.conf.ansi:
+    if rules.conf.ansi and fn == "element_at":
         body = ("CASE WHEN {i} = 0 THEN error('[INVALID_INDEX_OF_ZERO] The index 0 is invalid.') "
                 "WHEN {a} IS NOT NULL AND abs({i}) > len({a}) THEN error('[INVALID_ARRAY_INDEX_IN_ELEMENT_AT] The "
                 "index is out of bounds.') ELSE " + out + " END")
@@ -137,6 +154,16 @@ RULES[exp.ArrayIntersect] = _set_op("intersect")
 RULES[exp.ArrayExcept] = _set_op("except")
 RULES[exp.ArrayUniqueAgg] = _collect_set
 ANONYMOUS["array_union"] = _set_op("union")
+
+RULES.update(lambdas.RULES)
+ANONYMOUS.update(lambdas.ANONYMOUS)
+
+RULES.update(maps.RULES)
+ANONYMOUS.update(maps.ANONYMOUS)
+ANONYMOUS["cardinality"] = lambda node, rules: _size(exp.ArraySize(this=node.expressions[0]), rules)
+RULES.update(collections.RULES)
+ANONYMOUS.update(collections.ANONYMOUS)
+REFUSE.update(collections.REFUSE)
 
 #: kinds whose DuckDB answer the suite found equal to Spark's (merged by ``registry``)
 KEEP: frozenset[type] = frozenset()

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from sqlglot import exp
 
-__all__ = ["spark_name", "literal_name", "lit_expr", "isnan_expr", "drop_fields_expr", "expand_struct_ops", "LITERAL"]
+__all__ = ["spark_name", "literal_name", "lit_expr", "isnan_expr", "drop_fields_expr", "expand_struct_ops", "LITERAL", "pretty_name"]
 
 #: the meta key that marks a tree made from a Python value (``lit``), named as Spark names literals
 LITERAL = "literal"
@@ -129,9 +129,11 @@ _CLASS_NAMES = {exp.StrPosition: "position", exp.Overlay: "overlay", exp.Substri
 #: how many arguments Spark shows (sqlglot adds some of its own)
 _SHOWN = {"sort_array": 2, "log10": 1, "log2": 1, "ln": 1, "first": 1, "last": 1, "date_add": 2, "date_sub": 2,
           "dateadd": 2,
-          "mode": 1, "from_json": 1}
+          "mode": 1, "from_json": 1, "to_json": 1,
+          "schema_of_json": 1}
 #: SQL-text calls whose node keeps its arguments in another order than Spark's
-_SQL_ORDER = {"locate": ("substr", "this", "position"), "position": ("substr", "this", "position"),
+_SQL_ORDER = {"timestampadd": ("unit", "expression", "this"), "timestampdiff": ("unit", "expression", "this"),
+              "locate": ("substr", "this", "position"), "position": ("substr", "this", "position"),
               "instr": ("this", "substr"), "trunc": ("this", "unit"), "date_trunc": ("unit", "this"),
               "log10": ("expression",), "log2": ("expression",), "array_sort": ("this", "expression")}
 
@@ -174,6 +176,15 @@ def call_name(e: exp.Expression, n: Any) -> str | None:
     if name in ("date_add", "date_sub") and call is None and isinstance(e.expression, exp.Mul):
         shown = [shown[0], n(e.expression.this)]  # sqlglot's date_sub(d, n) is date_add(d, n * -1)
     return f"{_PRETTY.get(name, name)}({', '.join(shown)})"
+
+
+def pretty_name(written: str) -> str:
+    """Spark's name of a function Spark SQL text calls ``written``: names are case-blind, so
+    Spark shows its own spelling, the ``prettyName`` (``EXPM1``, ``E``, ``HYPOT``), else the
+    name in lower case (``shiftRightUnsigned(x, 1)`` is ``shiftrightunsigned(x, 1)``)."""
+    low = written.lower()
+    pretty = _PRETTY.get(low, low)
+    return pretty if pretty.lower() == low else low
 
 
 _PATTERN_CALLS = {"date_format", "from_unixtime", "to_date", "to_timestamp", "unix_timestamp"}
@@ -271,7 +282,8 @@ class _Namer:
                                                        or isinstance(e.this, exp.Column) and
                                                        e.this.table.startswith("__df")):
                 return n(e.this)  # a column cast keeps its name, as Spark's (so does try_cast(x) in Spark 4)
-            return f"CAST({n(e.this)} AS {e.to.sql('spark').upper()})"
+            cast = "TRY_CAST" if isinstance(e, exp.TryCast) and e.args.get("safe") else "CAST"  # as written
+            return f"{cast}({n(e.this)} AS {e.to.sql('spark').upper()})"
         if isinstance(e, exp.Ordered):
             order = "DESC" if e.args.get("desc") else "ASC"
             nulls = "NULLS FIRST" if e.args.get("nulls_first") else "NULLS LAST"

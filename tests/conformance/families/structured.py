@@ -101,6 +101,10 @@ def _build() -> list[Case]:
     back = "i INT, d DOUBLE, s STRING, b BOOLEAN, l BIGINT, m DECIMAL(10,2), a ARRAY<INT>, f FLOAT"
     add([XCase("from_json", (X("to_json(struct(`i`, `d`, `s`, `b`, `l`, `m`, `a`, `f`))",
                                lambda F: F.to_json(F.struct("i", "d", "s", "b", "l", "m", "a", "f"))), back))])
+    # -- options -----------------------------------------------------------------------------------------
+    add([XCase("to_json", (_struct("nl", "i", "s"), {"ignoreNullFields": "false"})),
+         XCase("to_json", (_struct("nl", "a"), {"ignoreNullFields": "true"})),
+         XCase("from_json", (Lit(_JSON[0]), schemas[0], {"mode": "PERMISSIVE"}))])
     # -- partition transforms: only for writeTo(...).partitionedBy ------------------------------------------
     add([Case(fn, (C(c),)) for fn, c in (("years", "dt"), ("months", "ts"), ("days", "dt"), ("hours", "ts"))])
     add([Case("bucket", (4, C("i")))])

@@ -252,9 +252,9 @@ def infer_ddl(text: str) -> str | None:
 
 
 # -- to_json ---------------------------------------------------------------------------------------------
-def writer(t: Any, tz: str) -> Any:
+def writer(t: Any, tz: str, ignore_null_fields: bool = True) -> Any:
     """A function writing a value of Arrow type ``t`` (as ``to_pylist`` gives it) as Spark's
-    ``to_json`` does: a struct's null fields left out, timestamps in the session zone ``tz``
+    ``to_json`` does: a struct's null fields left out (``ignore_null_fields``), timestamps in the session zone ``tz``
     as ``yyyy-MM-dd'T'HH:mm:ss.SSSXXX``, binary as base64; None where ``t`` is a type this
     does not write."""
     import base64
@@ -263,15 +263,18 @@ def writer(t: Any, tz: str) -> Any:
     import pyarrow as pa
 
     if pa.types.is_struct(t):
-        fields = [(t.field(i).name, writer(t.field(i).type, tz)) for i in range(t.num_fields)]
+        fields = [(t.field(i).name, writer(t.field(i).type, tz, ignore_null_fields)) for i in range(t.num_fields)]
         if any(w is None for _, w in fields):
             return None
+        if not ignore_null_fields:
+            return lambda v: "{" + ",".join(f"{_string(k)}:{'null' if v[k] is None else w(v[k])}"
+                                            for k, w in fields) + "}"
         return lambda v: "{" + ",".join(f"{_string(k)}:{w(v[k])}" for k, w in fields if v[k] is not None) + "}"
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        w = writer(t.value_type, tz)
+        w = writer(t.value_type, tz, ignore_null_fields)
         return None if w is None else lambda v: "[" + ",".join("null" if x is None else w(x) for x in v) + "]"
     if pa.types.is_map(t):
-        kw, vw = writer(t.key_type, tz), writer(t.item_type, tz)
+        kw, vw = writer(t.key_type, tz, ignore_null_fields), writer(t.item_type, tz, ignore_null_fields)
         if kw is None or vw is None:
             return None
 

@@ -135,18 +135,54 @@ def _schema_of_json(node: exp.Expression, rules: Rules) -> exp.Expression:
     return _constant(ddl)
 
 
+def _options(node: exp.Expression, opts: exp.Expression | None, known: dict, rules: Rules) -> dict:
+    """The options map (``map('k', 'v', ...)``) as a dict of lower-cased names; an option
+    not in ``known`` (name -> the values read as Spark, None: any), or a value not literal, is refused."""
+    if opts is None:
+        return {}
+    pairs = _constant_map(opts)
+    if pairs is None:
+        raise rules.refuse(node, "options that are not a literal map", "a dict of literal options")
+    out = {}
+    for key, val in pairs:
+        name, value = str(key).lower(), str(val).lower()
+        allowed = {a.lower(): vs for a, vs in known.items()}
+        if name not in allowed or allowed[name] is not None and value not in allowed[name]:
+            raise rules.refuse(node, f"the option {key}={val}", f"options it reads: {', '.join(known)}")
+        out[name] = value
+    return out
+
+
+def _constant_map(opts: exp.Expression) -> list | None:
+    """The (key, value) pairs of a map of literals (``map('k', 'v')``, as written or as the
+    maps family rewrote it), evaluated when the plan is made; None where it reads a column."""
+    if isinstance(opts, exp.VarMap):
+        keys, values = opts.args["keys"].expressions, opts.args["values"].expressions
+        if all(isinstance(x, (exp.Literal, exp.Boolean)) for x in keys + values):
+            return [(k.this, v.this) for k, v in zip(keys, values)]
+    if any(isinstance(n, exp.Column) for n in opts.walk()):
+        return None
+    from strataflow.pyspark.sql.dialect import to_sql
+    from strataflow.pyspark.sql.engine import run_query
+
+    try:
+        got = run_query(to_sql(exp.select(opts.copy())), {}).column(0)[0].as_py()
+    except Exception:  # noqa: BLE001 - not a constant map: refused by the caller
+        return None
+    return list(got.items()) if isinstance(got, dict) else got
+
+
 def _to_json(node: exp.Expression, rules: Rules) -> exp.Expression:
     """``to_json(struct | array | map)``: compact JSON as Spark's Jackson writes it (see
     ``json_values.writer``); options are refused."""
     from strataflow.pyspark.sql.semantics.json_values import writer
 
-    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this]
-    if len(args) > 1 or node.args.get("options") is not None:
-        raise rules.refuse(node, "options", "to_json(col) without options")
+    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this, node.args.get("options")]
+    opts = _options(node, args[1] if len(args) > 1 else None, {"ignoreNullFields": ("true", "false")}, rules)
     t = rules.type_of(args[0])
     if t is None or not (pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t)):
         raise rules.refuse(node, "an argument that is not a struct, array or map", "a struct of the columns")
-    w = writer(t, rules.conf.tz)
+    w = writer(t, rules.conf.tz, opts.get("ignorenullfields", "true") == "true")
     if w is None:
         raise rules.refuse(node, "a field of a type it does not write as Spark", "cast the field to string first")
     return _udf(lambda v: None if v is None else w(v), "string", args[0])
@@ -174,9 +210,9 @@ def _from_json(node: exp.Expression, rules: Rules) -> exp.Expression:
     from strataflow.pyspark.sql import types as T
     from strataflow.pyspark.sql.semantics.json_reader import Unreadable, reader
 
-    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this, node.expression]
-    if len(args) > 2 or node.args.get("options") is not None:
-        raise rules.refuse(node, "options", "from_json(col, schema) without options")
+    args = node.expressions if isinstance(node, exp.Anonymous) else [node.this, node.expression,
+                                                                       node.args.get("options")]
+    _options(node, args[2] if len(args) > 2 else None, {"mode": ("permissive",)}, rules)
     dt = _schema(node, args[1], rules)
     if not isinstance(dt, (T.StructType, T.ArrayType, T.MapType)):
         from strataflow.pyspark.errors import AnalysisException

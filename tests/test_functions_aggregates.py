@@ -124,3 +124,17 @@ def test_first_value_ignore_nulls_in_sql(spark):
         "first_value(x)": 2, "last_value(x)": 2}
     with pytest.raises(AnalysisException, match="first_value"):
         spark.sql("SELECT first_value(x) IGNORE NULLS FROM fv").collect()
+
+
+def test_try_sum_is_null_from_the_first_overflow(spark):
+    """Spark's ``try_sum`` of integral values: each addition under TryEval, so a sum that
+    overflows on the way is null even if later values would bring it back (one partition,
+    the rows' order)."""
+    from strataflow.pyspark.sql import functions as F
+
+    big = 9223372036854775807
+    over = spark.createDataFrame([(big,), (1,), (-1,)], "x bigint").coalesce(1)
+    back = spark.createDataFrame([(-1,), (1,), (big,), (None,)], "x bigint").coalesce(1)
+    assert over.select(F.try_sum("x")).first()[0] is None
+    assert back.select(F.try_sum("x")).first()[0] == big
+    assert spark.createDataFrame([(None,)], "x int").select(F.try_sum("x"), F.try_avg("x")).first() == (None, None)

@@ -57,6 +57,8 @@ def _build() -> list[Case]:
                "regr_sxy", "regr_syy"):
         add([_agg(fn, C(y), C(x)) for y, x in (("i", "i2"), ("d", "d2"), ("i2", "y"), ("m", "l"), ("d2", "i"),
                                                 ("l", "h"))])
+    add([_agg("try_sum", C(c)) for c in ("y", "h", "i", "l", "d", "f", "m", "m2", "nl")])
+    add([_agg("try_avg", C(c)) for c in ("y", "i", "l", "d", "m", "m2", "nl")])
     add([_agg("approxCountDistinct", C("i")), _agg("collect_union", C("a"))])
     return out
 

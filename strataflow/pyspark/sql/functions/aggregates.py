@@ -18,7 +18,7 @@ __all__ = ["percentile_approx", "approx_percentile", "percentile", "mode", "skew
            "string_agg_distinct", "first_value", "last_value", "nth_value", "regr_avgx", "regr_avgy",
            "regr_count", "regr_intercept", "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy",
            "grouping", "grouping_id", "approxCountDistinct", "histogram_numeric", "count_min_sketch",
-           "collect_union"]
+           "collect_union", "try_sum", "try_avg"]
 
 
 def _percentages(percentage: Any) -> sx.Expression:
@@ -430,3 +430,22 @@ def collect_union(col: "Column | str") -> Column:
     AnalysisException
     """
     return call("collect_union", arg(col, "c"))
+
+
+def try_sum(col: "Column | str") -> Column:
+    """The sum of ``col`` as ``sum`` gives it, but null where it overflows (integral values:
+    from the first overflowing addition on).
+
+    >>> spark.createDataFrame([(9223372036854775807,), (1,)], "x bigint").select(F.try_sum("x")).first()
+    Row(try_sum(x)=None)
+    """
+    return call("try_sum", arg(col, "c"))
+
+
+def try_avg(col: "Column | str") -> Column:
+    """The average of ``col`` as ``avg`` gives it, but null where it overflows.
+
+    >>> spark.createDataFrame([(1,), (2,)], "x int").select(F.try_avg("x")).first()
+    Row(try_avg(x)=1.5)
+    """
+    return call("try_avg", arg(col, "c"))

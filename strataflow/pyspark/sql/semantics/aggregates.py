@@ -324,6 +324,40 @@ def _nth_value(node: exp.Expression, rules: Rules) -> exp.Expression | None:
     return None
 
 
+def _try_sum(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``try_sum``: integral values summed as a bigint in the rows' order, null from the
+    first overflow on (Spark's TryEval of each addition); a decimal(p, s)'s sum a
+    decimal(p + 10, s), null on overflow; floating values as ``sum``; null for no values."""
+    if len(node.expressions) != 1:
+        raise rules.refuse(node, "a wrong number of arguments", "try_sum(col)")
+    x = node.expressions[0]
+    t = rules.type_of(x)
+    if is_integral(t):
+        body = ("CASE WHEN count({x}) = 0 THEN NULL ELSE CAST(list_reduce(list_filter(list(CAST({x} AS HUGEINT)), "
+                "__v -> __v IS NOT NULL), (__a, __v) -> CASE WHEN __a + __v > 9223372036854775807 "
+                "OR __a + __v < -9223372036854775808 THEN NULL ELSE __a + __v END, CAST(0 AS HUGEINT)) AS BIGINT) END")
+        return typed(fill(body, x=x), pa.int64())
+    if is_decimal(t):
+        p, sc = min(t.precision + 10, 38), t.scale
+        return typed(fill(f"TRY_CAST(sum({{x}}) AS DECIMAL({p},{sc}))", x=x), pa.decimal128(p, sc))
+    if is_fractional(t):
+        return typed(fill("sum(CAST({x} AS DOUBLE))", x=x), pa.float64())
+    raise rules.refuse(node, f"its argument is of type {t}", "try_sum of a number")
+
+
+def _try_avg(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``try_avg``: Spark's ``avg`` (integral and floating values as doubles; a decimal's
+    exact average, null where it overflows its type)."""
+    if len(node.expressions) != 1:
+        raise rules.refuse(node, "a wrong number of arguments", "try_avg(col)")
+    x = node.expressions[0]
+    t = rules.type_of(x)
+    if not (is_integral(t) or is_fractional(t) or is_decimal(t)):
+        raise rules.refuse(node, f"its argument is of type {t}", "try_avg of a number")
+    avg = exp.Avg(this=x.copy())
+    return numeric.avg_rule(avg, rules) or avg
+
+
 def _renamed(duck: str):
     def rule(node: exp.Expression, rules: Rules) -> exp.Expression:
         args = node.expressions
@@ -357,7 +391,7 @@ RULES: dict = {
 }
 #: Anonymous functions (no sqlglot kind) by name: rules
 ANONYMOUS: dict = {
-    "std": _renamed("stddev_samp"), "every": _renamed("bool_and"), "some": _renamed("bool_or"),
+    "try_sum": _try_sum, "try_avg": _try_avg, "std": _renamed("stddev_samp"), "every": _renamed("bool_and"), "some": _renamed("bool_or"),
     "percentile": _percentile, "percentile_approx": _approx_percentile, "approx_percentile": _approx_percentile,
     **{name: _unresolved for name in ("listagg_distinct", "string_agg_distinct", "approxcountdistinct")},
     "histogram_numeric": _refuse("Spark's histogram bins come from its streaming merge of partitions' bins",

@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-test
 RUNSTAMP = $(VENV)/.installed-run
 
-.PHONY: run test bench differential clean
+.PHONY: run test test-long bench differential clean
 
 # make run installs only what the main job needs; make test adds the test tools, the
 # plots, and the heavy extras the suite covers (PySpark for the peer, Ray for clusters,
@@ -30,7 +30,16 @@ run: $(RUNSTAMP)
 # subprocesses and disks as much as they compute, so two workers on two cores take two
 # thirds of the time one does (733 s -> 488 s)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=20
+
+# the long tier (CONTRIBUTING.md): the tests marked long (soaks, the full matrices), the
+# differential tester's long mode, and the memory ceiling measured in resident memory on
+# both backends (make test checks it in allocated bytes)
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m long --durations=20
+	$(MAKE) differential PROGRAMS=2000
+	$(BIN)/python benchmarks/memory_bound.py --size 48MB --memory 16MB --iterations 2 --apis records,batches \
+		--levels MEMORY_AND_DISK --backends threads,processes --out /tmp/strataflow-memory-bound
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py

@@ -307,3 +307,43 @@ def pytest_generate_tests(metafunc):
                                         "`policy` itself; take `policy` as an argument and let the marker choose")
             return
     metafunc.parametrize("policy", subset if subset is not None else registered_policies())
+
+
+# -- the long tier ----------------------------------------------------------------------------------------------
+#
+# ``make test`` runs every behaviour once; ``make test-long`` (``-m long``) adds the full
+# matrices, whose other cells run the same code over another level, policy, serializer or
+# backend. A test is long by its marker, or by a rule below on its name and parameters.
+
+#: the storage levels the workloads' result checks run at in ``make test`` (the spill path,
+#: the mapped path and AUTO); the other levels are the long tier's
+_WORKLOAD_LEVELS = {"MEMORY_AND_DISK", "DISK_MMAP", "AUTO"}
+_WORKLOAD_CHECKS = {"test_result_check_passes_on_every_level", "test_als_result_check", "test_bayes_result_check"}
+#: whole benchmark runs through the CLI (make test keeps the pressure bench end to end)
+_LONG_TESTS = {"test_bench_levels_end_to_end", "test_bench_serde_and_devices_end_to_end",
+               "test_the_catalog_and_its_blocks_outlive_the_cluster"}
+
+
+def _is_long(item: pytest.Item) -> bool:
+    name = item.originalname if isinstance(item, pytest.Function) else item.name
+    params = getattr(item, "callspec", None)
+    values = {str(v) for v in params.params.values()} if params is not None else set()
+    if name in _LONG_TESTS:
+        return True
+    if name in _WORKLOAD_CHECKS:  # a level matrix: a few levels in make test
+        return not values & _WORKLOAD_LEVELS
+    if name == "test_every_level_policy_and_serializer_gives_the_results_of_none":
+        # every level under Spark's policy and every policy at MEMORY_AND_DISK, with the
+        # default serializer; the serializers across levels and policies are long
+        p = params.params
+        return p["serializer"] is not None or not (p["policy"] == "spark" or str(p["level"]) == "MEMORY_AND_DISK")
+    if name == "test_each_operation_spills_and_gives_the_models_answer":  # one backend's spills in make test
+        return "processes" in item.name
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _is_long(item):
+            item.add_marker(pytest.mark.long)

@@ -420,3 +420,19 @@ def test_the_lab_notes_keep_the_history_and_are_linked_from_the_benchmarks_page(
     linked = {(BENCHMARKS.parent / t.split("#")[0]).resolve() for t in _relative_links(BENCHMARKS)}
     assert LAB_NOTES and all(page.resolve() in linked for page in LAB_NOTES)
     assert BENCHMARKS.read_text().count("\n") <= 300, "docs/benchmarks.md is the summary; runs go to docs/lab-notes/"
+
+
+_CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+
+
+def test_every_file_contributing_names_exists_and_each_recipe_has_three_steps_at_most():
+    """CONTRIBUTING.md's recipes name real files (``<family>`` stands for one of a folder's
+    files) and touch at most three places each."""
+    text = _CONTRIBUTING.read_text()
+    missing = [p for p in _CODE_PATH.findall(text)
+               if not (ROOT / (p.split("<", 1)[0] if "<" in p else p)).exists()]
+    assert missing == []
+    recipes = dict(zip(*[iter(re.split(r"^### (.+)$", text.split("## Recipes", 1)[1], flags=re.M)[1:])] * 2))
+    assert {"Add a DataFrame function", "Add a file reader option", "Add a SQL statement or clause"} <= set(recipes)
+    for name, body in recipes.items():
+        assert len(re.findall(r"^\d+\. ", body, flags=re.M)) <= 3, name

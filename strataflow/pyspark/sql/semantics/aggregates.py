@@ -337,6 +337,9 @@ def _try_sum(node: exp.Expression, rules: Rules) -> exp.Expression:
                 "__v -> __v IS NOT NULL), (__a, __v) -> CASE WHEN __a + __v > 9223372036854775807 "
                 "OR __a + __v < -9223372036854775808 THEN NULL ELSE __a + __v END, CAST(0 AS HUGEINT)) AS BIGINT) END")
         return typed(fill(body, x=x), pa.int64())
+    if is_decimal(t) and t.precision > 28:
+        raise rules.refuse(node, "a sum that can pass 38 digits (Spark's null on overflow is not detected there)",
+                           "try_sum of the column cast to a decimal of at most 28 digits, or to double")
     if is_decimal(t):
         p, sc = min(t.precision + 10, 38), t.scale
         return typed(fill(f"TRY_CAST(sum({{x}}) AS DECIMAL({p},{sc}))", x=x), pa.decimal128(p, sc))
@@ -354,6 +357,9 @@ def _try_avg(node: exp.Expression, rules: Rules) -> exp.Expression:
     t = rules.type_of(x)
     if not (is_integral(t) or is_fractional(t) or is_decimal(t)):
         raise rules.refuse(node, f"its argument is of type {t}", "try_avg of a number")
+    if is_decimal(t) and t.precision > 28:
+        raise rules.refuse(node, "a sum that can pass 38 digits (Spark's null on overflow is not detected there)",
+                           "try_avg of the column cast to a decimal of at most 28 digits, or to double")
     avg = exp.Avg(this=x.copy())
     return numeric.avg_rule(avg, rules) or avg
 

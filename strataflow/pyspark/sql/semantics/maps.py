@@ -104,7 +104,8 @@ def _map_concat(node: exp.Expression, rules: Rules) -> exp.Expression:
         vt = duck(_wider([t.item_type for t in types]))
         parts = [fill(f"CAST({{m}} AS MAP({kt}, {vt}))", m=m) for m in maps]
     except (TypeError, ValueError):
-        parts = maps
+        raise rules.refuse(node, "its maps' key or value types have no common type strataflow can name",
+                           "cast the maps to one map type") from None
     if len(maps) == 1:
         return parts[0]
     nulls = " OR ".join(f"{{m{i}}} IS NULL" for i in range(len(maps)))
@@ -116,7 +117,9 @@ def _map_concat(node: exp.Expression, rules: Rules) -> exp.Expression:
 
 
 def _wider(types: list) -> pa.DataType:
-    """The common type of ``types``: equal ones, or the widest integral or floating one."""
+    """The common type of ``types``: equal ones, or the widest integral or floating one (a
+    null type, an empty map's, widens to any)."""
+    types = [t for t in types if not pa.types.is_null(t)] or types
     if all(t == types[0] for t in types):
         return types[0]
     order = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()]

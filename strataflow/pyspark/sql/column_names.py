@@ -65,6 +65,8 @@ def lit_expr(value: Any) -> exp.Expression:
         if value != value or value in (float("inf"), float("-inf")):
             text = "NaN" if value != value else str(value).replace("inf", "Infinity")
             return _tagged(exp.cast(exp.Literal.string(text), "DOUBLE"))
+        if isinstance(value, float):  # a double, as PySpark's lit(0.5): 0.5 written alone is a decimal
+            return _tagged(exp.cast(exp.Literal.string(java_double_text(value)), "DOUBLE"))
         return exp.Literal.number(value)
     if isinstance(value, decimal.Decimal):
         return _tagged(exp.cast(exp.Literal.string(str(value)), f"DECIMAL(38,{max(0, -value.as_tuple().exponent)})"))
@@ -77,6 +79,18 @@ def lit_expr(value: Any) -> exp.Expression:
     if isinstance(value, (list, tuple)):
         return exp.Array(expressions=[lit_expr(v) for v in value])
     raise TypeError(f"lit: unsupported literal type {type(value).__name__} ({value!r})")
+
+
+def java_double_text(v: float) -> str:
+    """Java's ``Double.toString``, as Spark names a double literal: plain digits from 10^-3
+    to 10^7 (``0.5``, ``2.0``), else ``d.dddE<n>`` (``1.0E20``, ``1.0E-4``)."""
+    import decimal
+
+    if v == 0 or 1e-3 <= abs(v) < 1e7:
+        return repr(v)
+    sign, digits, exponent = decimal.Decimal(repr(v)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{exponent + len(digits) - 1}"
 
 
 def isnan_expr(e: exp.Expression) -> exp.Expression:

@@ -3,7 +3,7 @@
 The rules of ``semantics`` make a query fail where Spark's would, with DuckDB's
 ``error('[ERROR_CLASS] message')``; DuckDB's own integer overflow is Spark's
 ARITHMETIC_OVERFLOW. Each becomes PySpark's exception of that error class
-(``ArithmeticException``, ``NumberFormatException``...), so a program's ``except``
+(``ArithmeticException``, ``NumberFormatException``, ``IllegalArgumentException``...), so a program's ``except``
 clauses and ``getCondition()`` see what they would under PySpark.
 """
 
@@ -15,7 +15,13 @@ from strataflow.pyspark.errors import (ArithmeticException, ArrayIndexOutOfBound
                                        NumberFormatException, PythonException, SparkRuntimeException,
                                        UnsupportedOperationException)
 
-__all__ = ["engine_error"]
+__all__ = ["engine_error", "IllegalArgumentException"]
+
+
+class IllegalArgumentException(SparkRuntimeException, ValueError):
+    """PySpark's ``IllegalArgumentException``: Spark's INVALID_PARAMETER_VALUE (``getbit`` of
+    a position past the type's width) and INVALID_URL (``parse_url`` under ANSI mode), which
+    Spark raises as Java's IllegalArgumentException, not as a SparkRuntimeException."""
 
 _KINDS = {
     "DIVIDE_BY_ZERO": ArithmeticException, "REMAINDER_BY_ZERO": ArithmeticException,
@@ -24,6 +30,9 @@ _KINDS = {
     "CAST_INVALID_INPUT": NumberFormatException, "DATETIME_FIELD_OUT_OF_BOUNDS": DateTimeException,
     "CANNOT_PARSE_TIMESTAMP": DateTimeException, "INVALID_ARRAY_INDEX_IN_ELEMENT_AT": ArrayIndexOutOfBoundsException,
     "INVALID_INDEX_OF_ZERO": ArrayIndexOutOfBoundsException, "STRATAFLOW_UNSUPPORTED": UnsupportedOperationException,
+    "INVALID_PARAMETER_VALUE": IllegalArgumentException, "INVALID_URL": IllegalArgumentException,
+    "USER_RAISED_EXCEPTION": SparkRuntimeException, "NULL_MAP_KEY": SparkRuntimeException,
+    "DUPLICATED_MAP_KEY": SparkRuntimeException,
 }
 _CLASS = re.compile(r"\[([A-Z_]+(?:\.[A-Z_]+)?)\] (.*)", re.S)
 

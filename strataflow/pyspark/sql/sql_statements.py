@@ -7,6 +7,7 @@ is planned: the result's names as Spark gives them, ``range(...)`` as a table,
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 import sqlglot
@@ -34,11 +35,71 @@ def run_sql(session: Any, text: str, args: Any = None, kwargs: dict | None = Non
         raise AnalysisException(f"[PARSE_SYNTAX_ERROR] {exc}", "PARSE_SYNTAX_ERROR") from None
     if args is not None:
         _bind(tree, args)
+    _spark_calls(session, tree)
     try:
         return _statement(session, tree)
     finally:
         for name in made:
             session._views.pop(name, None)
+
+
+def _spark_calls(session: Any, tree: exp.Expression) -> None:
+    """Each call as Spark's parser reads it, so that it is named as Spark names it: a
+    built-in function sqlglot has no node for spelled as Spark shows it (``Expm1(x)`` is
+    ``EXPM1(x)``, ``shiftRightUnsigned`` ``shiftrightunsigned``: ``column_names.pretty_name``),
+    ``isnotnull(x)`` as ``x IS NOT NULL``, ``positive(x)`` named ``(+ x)``, the one-argument
+    ``log(x)`` (``ln``) named ``LOG(E(), x)``, and a typed literal (``2.5D``, ``2L``,
+    ``1.5BD``) named by its digits with its sign (``-2.5D`` is the literal ``-2.5``), a
+    number in scientific notation by Java's ``Double.toString`` (``1E10`` is ``1.0E10``). Inner
+    calls come first, as a call's name holds its arguments' names."""
+    from strataflow.pyspark.sql.column_names import LITERAL, pretty_name, spark_name
+    from strataflow.pyspark.sql.semantics.registry import ANONYMOUS
+
+    udfs = getattr(session, "_udfs", {})
+    for node in reversed(list(tree.find_all(exp.Anonymous, exp.Ln, exp.TryCast, exp.Literal))):
+        if isinstance(node, exp.Literal):
+            if not node.is_string and "e" in node.this.lower():  # 1E10: a double, named as Java writes it
+                node.meta["shown"] = _java_double(float(node.this))
+        elif isinstance(node, exp.TryCast):
+            if _typed_literal(node):
+                node.meta[LITERAL] = True
+                if isinstance(node.parent, exp.Neg) and not str(node.this.this).startswith("-"):
+                    node.set("this", exp.Literal(this=f"-{node.this.this}", is_string=node.this.is_string))
+                    node.parent.replace(node)
+        elif isinstance(node, exp.Ln):
+            if node._meta and str(node.meta.get("written", "")).lower() == "log":
+                node.meta["written"] = "ln"
+                node.meta["shown"] = f"LOG(E(), {spark_name(node.this)})"
+        elif node.name.lower() in udfs or node.name.lower() not in ANONYMOUS:
+            continue
+        elif node.name.lower() == "isnotnull" and len(node.expressions) == 1:
+            node.replace(exp.Not(this=exp.Is(this=node.expressions[0], expression=exp.Null())))
+        elif node.name.lower() == "positive" and len(node.expressions) == 1:
+            node.meta["shown"] = f"(+ {spark_name(node.expressions[0])})"
+        else:
+            node.set("this", pretty_name(node.name))
+
+
+def _java_double(v: float) -> str:
+    """Java's ``Double.toString``: plain digits from 10^-3 to 10^7, else ``d.dddE<n>``."""
+    if v == 0 or 1e-3 <= abs(v) < 1e7:
+        return repr(v)
+    sign, digits, exponent = Decimal(repr(v)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    power = exponent + len(digits) - 1
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
+
+
+def _typed_literal(node: exp.TryCast) -> bool:
+    """True for a number with Spark's type suffix (``2.5D``, ``2L``, ``1.5BD``), which
+    sqlglot reads as a cast without the options a written ``CAST`` has; its literal's span
+    in the text is longer than its digits (``2.5::double`` is a cast, named as one)."""
+    lit = node.this
+    if "format" in node.args or not isinstance(lit, exp.Literal):
+        return False
+    if not lit._meta or "end" not in lit.meta:
+        return True  # 1.5BD: sqlglot makes the decimal's digits a literal of its own
+    return lit.meta["end"] - lit.meta["start"] + 1 > len(lit.this)
 
 
 def _formatted(session: Any, text: str, kwargs: dict, made: list[str]) -> str:

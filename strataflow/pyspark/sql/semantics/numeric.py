@@ -281,8 +281,49 @@ def sum_rule(node: exp.Expression, rules: Rules) -> exp.Expression | None:
         p, s = bounded_decimal(t.precision + 10, t.scale)
         return typed(cast_to(node, f"DECIMAL({p},{s})"), pa.decimal128(p, s))
     if is_integral(t):
-        return typed(cast_to(node, "BIGINT"), pa.int64())
+        return typed(_long_sum(node, inner, rules), pa.int64())
     return None
+
+
+_LONG = 2 ** 63
+_OVERFLOW = ("error('[ARITHMETIC_OVERFLOW] overflow. Use ''try_add'' to tolerate overflow and return NULL instead. "
+             "If necessary set \"spark.sql.ansi.enabled\" to \"false\" to bypass this error.')")
+_ORDERED = ("error('[STRATAFLOW_UNSUPPORTED] strataflow does not run `sum` here: a sum of bigints that fits while the "
+            "sum of its positive (or negative) values does not, where Spark''s ANSI mode fails or not by the order "
+            "it adds the rows in, so its answer could differ from Spark''s. Instead: sum of the values cast to "
+            "decimal(38,0).')")
+
+
+def _long_sum(node: exp.Expression, inner: exp.Expression, rules: Rules) -> exp.Expression:
+    """Spark adds integers in a long: without ANSI the sum wraps around (the exact sum
+    modulo 2^64), under ANSI a sum past the long's range is ARITHMETIC_OVERFLOW. The sum is
+    taken exactly, as a decimal with a fractional digit (DuckDB's HUGEINT sum reaches Arrow
+    as decimal(38,0), which the engine narrows to a bigint, failing between partial and
+    final aggregation). Spark's ANSI sum also fails where a running total overflows and
+    the sum comes back in range: where the positive or negative values alone overflow,
+    that depends on the rows' order, and is refused."""
+    def total(value: exp.Expression) -> exp.Expression:
+        out = node.copy()
+        wide = exp.cast(value.copy(), exp.DataType.build("DECIMAL(38,1)", dialect="duckdb"))
+        if isinstance(out.this, exp.Distinct):
+            out.this.set("expressions", [wide])
+        else:
+            out.set("this", wide)
+        return out
+
+    exact = total(inner)
+    if not rules.conf.ansi:  # the exact sum modulo 2^64, as a signed long
+        return fill(f"CAST(((CAST({{s}} AS HUGEINT) + {_LONG}) % {2 * _LONG} + {2 * _LONG}) % {2 * _LONG} - {_LONG} "
+                    f"AS BIGINT)", s=exact)
+    bounds = f"NOT __total BETWEEN {-_LONG} AND {_LONG - 1}"
+    if isinstance(node.parent, exp.Window):  # one aggregate under a window (``walk``): each frame's total checked
+        return fill(f"CAST(list_transform([{{s}}], lambda __total: CASE WHEN {bounds} THEN {_OVERFLOW} "
+                    f"ELSE __total END)[1] AS BIGINT)", s=exact)
+    bounds = bounds.replace("__total", "{s}")
+    pos = total(fill("CASE WHEN {x} > 0 THEN {x} END", x=inner))
+    neg = total(fill("CASE WHEN {x} < 0 THEN {x} END", x=inner))
+    return fill(f"CAST(CASE WHEN {bounds} THEN {_OVERFLOW} WHEN {{p}} > {_LONG - 1} OR {{n}} < {-_LONG} THEN "
+                f"{_ORDERED} ELSE {{s}} END AS BIGINT)", s=exact, p=pos, n=neg)
 
 
 def nanvl(node: exp.Expression, rules: Rules) -> exp.Expression:

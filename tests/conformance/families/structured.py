@@ -105,6 +105,10 @@ def _build() -> list[Case]:
     add([XCase("to_json", (_struct("nl", "i", "s"), {"ignoreNullFields": "false"})),
          XCase("to_json", (_struct("nl", "a"), {"ignoreNullFields": "true"})),
          XCase("from_json", (Lit(_JSON[0]), schemas[0], {"mode": "PERMISSIVE"}))])
+    # -- to_csv -------------------------------------------------------------------------------------------
+    add([XCase("to_csv", (_struct(*cols),)) for cols in (("b", "y", "h", "i", "l"), ("f", "d"), ("m", "m2"),
+                                                          ("s", "s2"), ("dt", "ts"), ("sd", "sn", "nl"))])
+    add([XCase("to_csv", (_struct("a"),))])
     # -- partition transforms: only for writeTo(...).partitionedBy ------------------------------------------
     add([Case(fn, (C(c),)) for fn, c in (("years", "dt"), ("months", "ts"), ("days", "dt"), ("hours", "ts"))])
     add([Case("bucket", (4, C("i")))])

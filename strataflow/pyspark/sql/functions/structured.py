@@ -17,7 +17,7 @@ __all__: list[str] = ["typeof", "asc_nulls_first", "asc_nulls_last", "desc_nulls
                       "current_user", "user", "session_user", "current_database", "current_schema",
                       "current_catalog", "assert_true", "uuid", "call_function", "get_json_object",
                       "json_array_length", "json_object_keys", "schema_of_json", "to_json", "from_json",
-                      "years", "months", "days", "hours", "bucket"]
+                      "years", "months", "days", "hours", "bucket", "to_csv"]
 
 
 class NotExpectedType(TypeError):
@@ -268,6 +268,18 @@ def from_json(col: "Column | str", schema: Any, options: "dict[str, str] | None"
     if isinstance(schema, str) and schema.strip().lower().startswith("map"):
         out._expr.meta["shown"] = "entries"  # Spark's name of from_json into a map
     return out
+
+
+def to_csv(col: "Column | str", options: "dict[str, str] | None" = None) -> Column:
+    """The struct ``col`` as one CSV line, as Spark writes it (a null as nothing, ``""`` for an empty
+    string, a value with a comma or quote quoted).
+
+    >>> df = spark.createDataFrame([(1, "a,b", None)], "a int, b string, c string")
+    >>> df.select(F.to_csv(F.struct("a", "b", "c")).alias("csv")).first().csv
+    '1,"a,b",'
+    """
+    parts = [_col(col)] + ([] if options is None else [_options(options)])
+    return call("to_csv", *parts, shown=parts[:1])
 
 
 def _options(options: "dict[str, str]") -> sx.Expression:

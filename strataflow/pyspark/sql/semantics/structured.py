@@ -188,6 +188,21 @@ def _to_json(node: exp.Expression, rules: Rules) -> exp.Expression:
     return _udf(lambda v: None if v is None else w(v), "string", args[0])
 
 
+def _to_csv(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """``to_csv(struct)``: one CSV line as Spark's writer makes it (``csv_values``); options refused."""
+    from strataflow.pyspark.sql.semantics.csv_values import csv_writer
+
+    args = node.expressions
+    _options(node, args[1] if len(args) > 1 else None, {}, rules)
+    t = rules.type_of(args[0])
+    if t is None or not pa.types.is_struct(t):
+        raise rules.refuse(node, "an argument that is not a struct", "to_csv(struct(...))")
+    w = csv_writer(t, rules.conf.tz)
+    if w is None:
+        raise rules.refuse(node, "a field that is not of an atomic type it writes as Spark", "cast it to string")
+    return _udf(lambda v: None if v is None else w(v), "string", args[0])
+
+
 def _schema(node: exp.Expression, e: exp.Expression, rules: Rules) -> Any:
     """A schema argument (DDL text: ``a INT, b STRING`` or ``struct<...>``, ``array<...>``, ``map<...>``)."""
     from strataflow.pyspark.sql import types as T
@@ -260,7 +275,7 @@ ANONYMOUS: dict = {"user": _user, "assert_true": _assert_true, "get_json_object"
                    "json_array_length": _json_array_length, "json_object_keys": _json_object_keys,
                    "schema_of_json": _schema_of_json, "to_json": _to_json,
                    "from_json": _from_json,
-                   "uuid": _uuid,
+                   "uuid": _uuid, "to_csv": _to_csv,
                    **{name: _transform for name in ("years", "months", "days", "hours", "bucket")}}
 #: kinds refused: (why, instead)
 REFUSE: dict[type, tuple[str, str]] = {}

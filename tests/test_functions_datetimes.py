@@ -150,7 +150,7 @@ def test_a_zone_column_reads_each_row_as_its_literal_would(spark, F, fn):
     """A zone given as a column gives each row what the zone as a literal (checked by the
     conformance suite against Spark) gives; a name Java does not know is refused."""
     zones = ["JST", "PST", "EST", "+05:30", "+5:30", "UTC", "America/New_York", "Asia/Kolkata", "GMT+8",
-             "America/Los_Angeles"]
+             "America/Los_Angeles", "CET", "EST5EDT"]
     times = [dt.datetime(2024, 3, 10, 10, 30), dt.datetime(2024, 3, 10, 2, 30), dt.datetime(2024, 11, 3, 1, 30),
              dt.datetime(1969, 12, 31, 23, 59, 59, 500000)]
     df = spark.createDataFrame([(t, z) for t in times for z in zones] + [(times[0], None)], "ts timestamp, tz string")

@@ -287,6 +287,7 @@ class Column:
                             f"{type(startPos).__name__} and {type(length).__name__}.")
         e = exp.Substring(this=self._expr, start=_wrap(startPos), length=_wrap(length))
         e.meta["fn"] = "substr"
+        e.meta["call"] = ("substr", [e.this, e.args["start"], e.args["length"]])  # Spark's name: substr(s, 1, 3)
         return Column(e)
 
     def bitwiseAND(self, other: Any) -> "Column":

@@ -30,6 +30,12 @@ def _build() -> list[Case]:
          Case("next_day", (C("ts"), "FR")), Case("next_day", (C("dt"), "xyz")),
          Case("months_between", (C("dt"), C("ts"))), Case("months_between", (C("ts"), C("dt"), False)),
          Case("months_between", (C("ts"), C("ts"))), Case("months_between", (C("dt"), C("dt"), False))])
+    # -- text read as a date or timestamp (Spark's implicit casts) ------------------------------------------
+    add([Case("date_diff", (C("sd"), C("dt"))), Case("dayname", (C("sd"),)), Case("weekday", (C("sd"),)),
+         Case("next_day", (C("sd"), "MO")), Case("months_between", (C("sd"), C("dt"))),
+         Case("timestamp_add", ("HOUR", C("i2"), C("sd"))), Case("timestamp_diff", ("DAY", C("sd"), C("ts"))),
+         Case("unix_date", (C("sd"),)), Case("from_utc_timestamp", (C("ts"), "EST")),
+         Case("to_utc_timestamp", (C("ts"), "GMT+8"))])
     # -- fields --------------------------------------------------------------------------------------------
     fields = ["YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DAYOFWEEK", "DOW", "DAYOFWEEK_ISO", "DOY", "HOUR",
               "MINUTE", "SECOND", "YEAROFWEEK", "D", "MON", "H", "yyyy"]

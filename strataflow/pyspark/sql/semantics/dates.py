@@ -167,6 +167,8 @@ def _datediff(node: exp.Expression, rules: Rules) -> exp.Expression:
             parts.append(fill("CAST({x} AS DATE)", x=local(inner, rules)))
         elif t is not None and pa.types.is_date32(t):
             parts.append(inner)
+        elif t is not None and pa.types.is_string(t):  # Spark's implicit cast of text to a date
+            parts.append(cast_rule(exp.Cast(this=inner, to=exp.DataType.build("DATE")), rules))
         else:
             raise rules.refuse(node, f"an argument of type {t}", "cast it to date first")
     return typed(fill("CAST(date_diff('day', {s}, {e}) AS INTEGER)", s=parts[1], e=parts[0]), pa.int32())

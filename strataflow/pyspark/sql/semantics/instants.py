@@ -101,8 +101,11 @@ def _unix_date(node: exp.Expression, rules: Rules) -> exp.Expression:
     t = rules.type_of(x)
     if t is not None and pa.types.is_timestamp(t):
         x = fill("CAST({x} AS DATE)", x=local(x, rules))
+    elif t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        raise AnalysisException(f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"{spark_name_of(node)}\" "
+                                f"due to data type mismatch: it requires a date, not a string.", "DATATYPE_MISMATCH")
     elif not (t is not None and pa.types.is_date32(t)):
-        x = cast_rule(exp.Cast(this=x, to=exp.DataType.build("DATE")), rules)
+        raise rules.refuse(node, f"an argument of type {t}", "a date")
     return typed(fill("CAST({x} - DATE '1970-01-01' AS INTEGER)", x=x), pa.int32())
 
 
@@ -228,7 +231,8 @@ _MOST = {"months": 2_400_000, "days": 73_000_000}
 
 
 def _unit_parts(node: exp.Expression, rules: Rules) -> tuple[str, exp.Expression, exp.Expression]:
-    """(unit, first, second) of ``timestampadd``/``timestampdiff`` written either way."""
+    """(unit, first, second) of ``timestampadd``/``timestampdiff`` written either way (the
+    SQL syntax's node holds the second as ``this``)."""
     if isinstance(node, exp.Anonymous):
         unit, a, b = node.expressions
         return unit.name.upper(), a, b
@@ -242,8 +246,6 @@ def _unit_parts(node: exp.Expression, rules: Rules) -> tuple[str, exp.Expression
 
 def _timestamp_add(node: exp.Expression, rules: Rules) -> exp.Expression:
     unit, n, x = _unit_parts(node, rules)
-    if isinstance(node, exp.TimestampAdd) and not isinstance(node, exp.Anonymous):
-        n, x = node.expression, node.this
     ts = as_timestamp(x, rules)
     n = cast_rule(exp.Cast(this=n, to=exp.DataType.build("BIGINT")), rules)
     fn = "timestampadd"
@@ -272,8 +274,6 @@ def _timestamp_diff(node: exp.Expression, rules: Rules) -> exp.Expression:
     """Whole units from start to end on the session zone's wall clocks, as Java's
     ``ChronoUnit.between`` of two ``LocalDateTime``s counts them (toward zero)."""
     unit, a, b = _unit_parts(node, rules)
-    if isinstance(node, exp.TimestampDiff) and not isinstance(node, exp.Anonymous):
-        a, b = node.expression, node.this
     w1, w2 = (local(as_timestamp(v, rules), rules) for v in (a, b))
     if unit in _TIME:
         body = _trunc_div("epoch_us(CAST({b} AS TIMESTAMP)) - epoch_us(CAST({a} AS TIMESTAMP))", _TIME[unit])

@@ -80,6 +80,8 @@ _SHORT_IDS = {"ACT": "Australia/Darwin", "AET": "Australia/Sydney", "AGT": "Amer
               "NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
               "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
               "EST": "-05:00", "MST": "-07:00", "HST": "-10:00"}
+#: names of the tz database's files that are not Java's zone IDs
+_NOT_JAVA = frozenset({"Factory", "localtime", "posixrules", "posix", "right"})
 _OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?")
 
 
@@ -102,7 +104,7 @@ def zone_of(text: str) -> "str | int | None":
         zoneinfo.ZoneInfo(t)
     except (ValueError, zoneinfo.ZoneInfoNotFoundError):
         return None
-    return t if "/" in t or t in zoneinfo.available_timezones() else None
+    return t if t in zoneinfo.available_timezones() - _NOT_JAVA else None
 
 
 def _in_zone(rules: Rules, zone: str) -> Rules:
@@ -146,7 +148,7 @@ def _offset_seconds(zt: str) -> str:
 def _regions() -> str:
     import zoneinfo
 
-    names = sorted(n for n in zoneinfo.available_timezones() if "/" in n and "'" not in n)
+    names = sorted(n for n in zoneinfo.available_timezones() - _NOT_JAVA if "'" not in n)
     return "[" + ", ".join(f"'{n}'" for n in names) + "]"
 
 

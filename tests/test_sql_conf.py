@@ -77,11 +77,22 @@ def test_session_time_zone_shapes_fields_text_and_parsing(spark):
 
 
 def test_refusals_name_the_function_and_say_what_to_use(spark):
-    df = spark.createDataFrame([(1.0,)], "x double")
-    with pytest.raises(AnalysisException) as err:
-        df.select(F.skewness("x")).collect()
-    assert err.value.getErrorClass() == "STRATAFLOW_UNSUPPORTED"
-    assert "`skewness`" in str(err.value) and "Instead:" in str(err.value)
+    df = spark.createDataFrame([([1, 2],)], "a array<int>")
+    for fn, name in ((F.posexplode, "posexplode"), (F.explode_outer, "explode_outer")):
+        with pytest.raises(AnalysisException) as err:
+            df.select(fn("a")).collect()
+        assert err.value.getErrorClass() == "STRATAFLOW_UNSUPPORTED"
+        assert f"`{name}`" in str(err.value) and "Instead:" in str(err.value)
+
+
+def test_a_generators_column_is_named_as_sparks(spark):
+    """``explode(a)`` makes a column named ``col`` (Spark names a generator's output, not
+    the call), in both forms."""
+    df = spark.createDataFrame([([1, 2],)], "a array<int>")
+    assert df.select(F.explode("a")).columns == ["col"]
+    assert [r.col for r in df.select(F.explode("a")).collect()] == [1, 2]
+    assert spark.sql("SELECT explode(array(1, 2))").columns == ["col"]
+    assert df.select(F.explode("a").alias("v")).columns == ["v"]
 
 
 def test_the_listed_silent_differences_now_give_spark_answers(spark):

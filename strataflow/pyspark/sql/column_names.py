@@ -189,6 +189,8 @@ def call_name(e: exp.Expression, n: Any) -> str | None:
         return f"{shown[0]} LIKE {shown[1]}"
     if name in ("date_add", "date_sub") and call is None and isinstance(e.expression, exp.Mul):
         shown = [shown[0], n(e.expression.this)]  # sqlglot's date_sub(d, n) is date_add(d, n * -1)
+    if name in ("explode", "explode_outer"):  # a generator's output is named by the generator, not the call
+        return "col"
     return f"{_PRETTY.get(name, name)}({', '.join(shown)})"
 
 

@@ -45,7 +45,7 @@ KEEP: frozenset[type] = frozenset({
     # window ranking functions and generators, checked against real PySpark by the programs of
     # tests/test_dataframe.py and tests/test_dataframe_more.py (not value tables: they read rows)
     exp.RowNumber, exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist, exp.Ntile, exp.Lag, exp.Lead,
-    exp.Explode, exp.ExplodeOuter, exp.Posexplode, exp.PosexplodeOuter, exp.Unnest,
+    exp.Explode, exp.Unnest,
 }).union(*(family.KEEP for family in FAMILIES))
 
 #: function kinds rewritten to Spark's meaning
@@ -93,6 +93,10 @@ REFUSE: dict[type, tuple[str, str]] = {
     exp.MonthsBetween: ("DuckDB counts months by calendar, Spark by 31-day months with rounding to 8 digits",
                         "datediff(end, start) / 31"),
     **{kind: why for family in FAMILIES for kind, why in family.REFUSE.items()},
+    **{kind: ("strataflow's select runs one generator of one column (explode); an outer or positional "
+              "generator is not built", "explode, with F.posexplode's position from F.array_position or a "
+              "UDF, and the empty or null arrays' rows added back by a union")
+       for kind in (exp.ExplodeOuter, exp.Posexplode, exp.PosexplodeOuter)},
 }
 
 #: structural nodes DuckDB and Spark agree on that are Func subclasses in sqlglot
@@ -131,7 +135,9 @@ def rule_for(node: exp.Expression) -> Callable[[exp.Expression, Rules], "exp.Exp
         return RULES[kind]
     if kind in REFUSE:
         return _refuse(*REFUSE[kind])
-    if kind in KEEP or kind.__name__ == "_ExplodeOuter" or not isinstance(node, exp.Func) \
+    if kind.__name__ == "_ExplodeOuter":
+        return _refuse(*REFUSE[exp.ExplodeOuter])
+    if kind in KEEP or not isinstance(node, exp.Func) \
             or isinstance(node, _STRUCTURAL):
         return None
     return _unchecked

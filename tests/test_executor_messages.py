@@ -109,7 +109,8 @@ def core(tmp_path):
     rt.close()
 
 
-@pytest.mark.parametrize("bad", [("metrics",), "unpersist", 3, None, object()], ids=repr)
+@pytest.mark.parametrize("bad", [("metrics",), "unpersist", 3, None, object()],
+                         ids=["tuple", "op-string", "int", "None", "object"])  # ids fixed: xdist workers compare them
 def test_anything_but_a_request_is_refused_by_name(core, bad):
     with pytest.raises(TypeError, match="is not an executor request.*Unpersist"):
         core.handle(bad)

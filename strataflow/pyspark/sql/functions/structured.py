@@ -179,6 +179,9 @@ def call_function(funcName: str, *cols: "Column | str") -> Column:
     from strataflow.pyspark.sql.spark_sql_dialect import SparkSQL
 
     parts = [_col(c, "cols") for c in cols]
+    udf = _registered_udf(funcName)
+    if udf is not None:  # a function spark.udf.register named
+        return udf(*[Column(p) for p in parts])
     holes = ", ".join(f"__arg{i}" for i in range(len(parts)))
     e = sqlglot.parse_one(f"{funcName}({holes})", read=SparkSQL)
     for node in list(e.find_all(sx.Column)):
@@ -198,6 +201,15 @@ def _anonymous(name: str, *parts: sx.Expression) -> Column:
     e.meta["fn"] = name
     e.meta["call"] = (name, list(parts))
     return Column(e)
+
+
+def _registered_udf(name: str) -> Any:
+    """The UDF the active session registered as ``name`` (``spark.udf.register``), or None."""
+    import sys
+
+    module = sys.modules.get("strataflow.pyspark.sql.session")  # loaded where a session exists
+    session = module.SparkSession.getActiveSession() if module is not None else None
+    return getattr(session, "_udfs", {}).get(name.lower()) if session is not None else None
 
 
 def get_json_object(col: "Column | str", path: str) -> Column:

@@ -122,7 +122,7 @@ _ERRORS = [
 @pytest.mark.parametrize("query,kind,condition,message", _ERRORS)
 def test_runtime_error_classes(spark, query, kind, condition, message):
     from strataflow.pyspark.errors import SparkRuntimeException
-    from strataflow.pyspark.sql.spark_errors import IllegalArgumentException
+    from strataflow.pyspark.errors import IllegalArgumentException
 
     spark.createDataFrame([(1, 40, None, "k")], "x int, p int, n string, k string").createOrReplaceTempView("e")
     with pytest.raises(SparkRuntimeException) as err:

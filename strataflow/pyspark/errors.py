@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = ["UnsupportedOperation", "Py4JJavaError", "AnalysisException", "unsupported", "SparkRuntimeException",
            "ArithmeticException", "NumberFormatException", "DateTimeException", "ArrayIndexOutOfBoundsException",
-           "UnsupportedOperationException", "PythonException"]
+           "UnsupportedOperationException", "PythonException", "IllegalArgumentException"]
 
 
 class UnsupportedOperation(NotImplementedError):
@@ -126,6 +126,12 @@ class ArrayIndexOutOfBoundsException(SparkRuntimeException, IndexError):
 class UnsupportedOperationException(SparkRuntimeException, NotImplementedError):
     """STRATAFLOW_UNSUPPORTED at run time: a value whose answer strataflow cannot give as
     Spark would (the message names the function and what to use instead)."""
+
+
+class IllegalArgumentException(SparkRuntimeException, ValueError):
+    """PySpark's ``IllegalArgumentException``: Spark's INVALID_PARAMETER_VALUE (``getbit`` of
+    a position past the type's width) and INVALID_URL (``parse_url`` under ANSI mode), which
+    Spark raises as Java's IllegalArgumentException, not as a SparkRuntimeException."""
 
 
 class PythonException(SparkRuntimeException):

@@ -12,16 +12,10 @@ from __future__ import annotations
 import re
 
 from strataflow.pyspark.errors import (ArithmeticException, ArrayIndexOutOfBoundsException, DateTimeException,
-                                       NumberFormatException, PythonException, SparkRuntimeException,
-                                       UnsupportedOperationException)
+                                       IllegalArgumentException, NumberFormatException, PythonException,
+                                       SparkRuntimeException, UnsupportedOperationException)
 
-__all__ = ["engine_error", "IllegalArgumentException"]
-
-
-class IllegalArgumentException(SparkRuntimeException, ValueError):
-    """PySpark's ``IllegalArgumentException``: Spark's INVALID_PARAMETER_VALUE (``getbit`` of
-    a position past the type's width) and INVALID_URL (``parse_url`` under ANSI mode), which
-    Spark raises as Java's IllegalArgumentException, not as a SparkRuntimeException."""
+__all__ = ["engine_error"]
 
 _KINDS = {
     "DIVIDE_BY_ZERO": ArithmeticException, "REMAINDER_BY_ZERO": ArithmeticException,
@@ -32,9 +26,10 @@ _KINDS = {
     "INVALID_INDEX_OF_ZERO": ArrayIndexOutOfBoundsException, "STRATAFLOW_UNSUPPORTED": UnsupportedOperationException,
     "INVALID_PARAMETER_VALUE": IllegalArgumentException, "INVALID_URL": IllegalArgumentException,
     "USER_RAISED_EXCEPTION": SparkRuntimeException, "NULL_MAP_KEY": SparkRuntimeException,
-    "DUPLICATED_MAP_KEY": SparkRuntimeException,
+    "DUPLICATED_MAP_KEY": SparkRuntimeException, "COMPARATOR_RETURNS_NULL": SparkRuntimeException,
+    "_LEGACY_ERROR_TEMP_2128": SparkRuntimeException,
 }
-_CLASS = re.compile(r"\[([A-Z_]+(?:\.[A-Z_]+)?)\] (.*)", re.S)
+_CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\] (.*)", re.S)
 
 
 _UDF = "Python exception occurred while executing the UDF: UdfFailed: "

@@ -49,6 +49,8 @@ def _cases() -> list[Case]:
         k("regexp_extract_all", (s, Lit("(\\w)(\\w)"), 2)),
         k("regexp_instr", (s, Lit("b+"))), k("regexp_instr", (s, Lit("[0-9]"))), k("regexp_instr", (s, Lit("o"))),
         k("regexp_substr", (s, Lit("[a-z]+"))), k("regexp_substr", (s, Lit("z+"))),
+        k("rlike", (s, s2)), k("regexp_count", (s, s2)), k("regexp_extract_all", (s, s2, 0)),
+        k("regexp_instr", (s, s2)), k("regexp_substr", (s, s2)),
         # -- distances and codes -----------------------------------------------------------------------
         k("levenshtein", (s, s2)), k("levenshtein", (s, s2, 2)), k("levenshtein", (s, Lit("abc"))),
         k("levenshtein", (s, Lit("kitten"), 0)),
@@ -61,7 +63,7 @@ def _cases() -> list[Case]:
         k("decode", (bn, "UTF-8")), k("decode", (bn, "ISO-8859-1")), k("decode", (bn, "US-ASCII")),
         k("to_binary", (s, Lit("utf-8"))), k("to_binary", (s2, Lit("hex"))), k("try_to_binary", (s, Lit("hex"))),
         k("try_to_binary", (s, Lit("base64"))), k("to_binary", (sn, Lit("utf8"))),
-        k("unbase64", (s,)), k("unbase64", (Lit("U3Bhcms="),)),
+        k("unbase64", (s,)), k("unbase64", (Lit("U3Bhcms="),)), k("to_base32", (bn,)), k("to_base32", (s,)),
         k("url_encode", (s,)), k("url_encode", (Lit("a b/c?d=ü&e~*"),)), k("url_decode", (Lit("a%2Bb+c%C3%BC"),)),
         k("url_decode", (s,)), k("try_url_decode", (s,)),
         *[k("parse_url", (Lit("http://user:pw@spark.apache.org:8080/path/a.html?query=1&k=v#Ref"), Lit(part)))
@@ -70,6 +72,8 @@ def _cases() -> list[Case]:
         k("parse_url", (Lit("https://h.com"), Lit("PATH"))), k("parse_url", (Lit("https://h.com."), Lit("QUERY"))),
         k("try_parse_url", (Lit("http://1.2.3.4/x?"), Lit("FILE"))),
         k("try_parse_url", (Lit("ftp://a-b.example/%41b;p?q#"), Lit("REF"))),
+        k("parse_url", (Lit("inva lid://spark.apache.org/path?query=1"), Lit("HOST"))),
+        k("try_parse_url", (Lit("http://h.com/100%"), Lit("PATH"))),
         k("is_valid_utf8", (s,)), k("make_valid_utf8", (s,)), k("validate_utf8", (s,)), k("try_validate_utf8", (s,)),
         # -- formatting --------------------------------------------------------------------------------
         k("format_string", ("%s-%s", s, s2)), k("format_string", ("%d", i)), k("format_string", ("[%5d|%-5s]", i2, s)),

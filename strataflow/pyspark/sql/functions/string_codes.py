@@ -118,17 +118,16 @@ def unbase64(col: "Column | str") -> Column:
 
 
 def to_base32(col: "Column | str") -> Column:
-    """A binary (or a string's UTF-8 bytes) in base32 (refused: not checked against Spark yet).
+    """A binary (or a string's UTF-8 bytes) in RFC 4648 base32, padded with '='.
 
-    >>> spark.createDataFrame([("a",)], ["s"]).select(F.to_base32("s")).first()  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    AnalysisException: [STRATAFLOW_UNSUPPORTED] strataflow does not run `to_base32` here
+    >>> spark.createDataFrame([(b"foobar",)], ["b"]).select(F.to_base32("b")).first()
+    Row(to_base32(b)='MZXW6YTBOI======')
     """
     return call("to_base32", arg(col, "c"))
 
 
 def from_base32(col: "Column | str") -> Column:
-    """The bytes a base32 string encodes (refused: not checked against Spark yet).
+    """The bytes a base32 string encodes (refused: Spark's decoder's leniency is not matched yet).
 
     >>> spark.createDataFrame([("ME======",)], ["s"]).select(F.from_base32("s")).first()  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):

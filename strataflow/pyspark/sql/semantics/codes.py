@@ -118,6 +118,27 @@ def _unbase64(node: exp.Expression, rules: Rules) -> exp.Expression:
     return typed(fill(body, s=s), pa.binary())
 
 
+_BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def _to_base32(node: exp.Expression, rules: Rules) -> exp.Expression:
+    """RFC 4648 base32 with '=' padding, of a binary or a string's UTF-8 bytes."""
+    x = node.this
+    t = rules.type_of(x)
+    if not (t is not None and pa.types.is_binary(t)):
+        need_text(rules, node, x)
+        x = fill("encode({x})", x=x)
+    bits = ("array_to_string(list_transform(string_split(hex({b}), ''), "
+            "lambda c: right('000' || bin(CAST(('0x' || c) AS INTEGER)), 4)), '')")
+    groups = f"CAST(ceil(length({bits}) / 5) AS INTEGER)"
+    padded = f"rpad({bits}, {groups} * 5, '0')"
+    value = " + ".join(f"{1 << (4 - k)} * CAST(substr({padded}, i * 5 + {k + 1}, 1) AS INTEGER)" for k in range(5))
+    chars = f"array_to_string(list_transform(range({groups}), lambda i: substr('{_BASE32}', {value} + 1, 1)), '')"
+    body = (f"CASE WHEN {{b}} IS NULL THEN NULL WHEN octet_length({{b}}) = 0 THEN '' ELSE "
+            f"rpad({chars}, CAST(ceil(length({chars}) / 8) * 8 AS INTEGER), '=') END")
+    return typed(fill(body, b=x), pa.string())
+
+
 def _url_encode(node: exp.Expression, rules: Rules) -> exp.Expression:
     s = node.expressions[0]
     need_text(rules, node, s)
@@ -231,7 +252,7 @@ def _collation(node: exp.Expression, rules: Rules) -> exp.Expression:
     return typed(fill("'SYSTEM.BUILTIN.UTF8_BINARY'"), pa.string())
 
 
-RULES = {exp.Encode: _encode, exp.Decode: _decode, exp.ToBinary: _to_binary, exp.FromBase64: _unbase64, exp.Levenshtein: _levenshtein,
+RULES = {exp.Encode: _encode, exp.Decode: _decode, exp.ToBinary: _to_binary, exp.FromBase64: _unbase64, exp.ToBase32: _to_base32, exp.Levenshtein: _levenshtein,
          exp.Soundex: _soundex, exp.Collate: _collate, exp.Collation: _collation, **formats.RULES, **urls.RULES}
 ANONYMOUS = {"try_to_binary": lambda node, rules: _to_binary(node, rules, try_=True), "url_encode": _url_encode,
              "url_decode": _url_decode, "try_url_decode": lambda node, rules: _url_decode(node, rules, try_=True),
@@ -239,7 +260,6 @@ ANONYMOUS = {"try_to_binary": lambda node, rules: _to_binary(node, rules, try_=T
              "try_validate_utf8": _utf8("try"), "jaro_winkler_similarity": _jaro_winkler, "mask": _mask,
              **formats.ANONYMOUS, **urls.ANONYMOUS}
 REFUSE = {
-    exp.ToBase32: ("not checked against Spark yet", "a Python UDF with base64.b32encode"),
     exp.ToChar: ("Spark's number format letters are not matched yet", "format_number or format_string"),
     exp.ToNumber: ("Spark's number format letters are not matched yet", "regexp_replace then cast to decimal"),
 }
@@ -253,7 +273,9 @@ def _refusing(why: tuple[str, str]):
 
 
 for _name, _why in {"to_varchar": REFUSE[exp.ToChar],
-                    "try_to_number": REFUSE[exp.ToNumber], "from_base32": REFUSE[exp.ToBase32],
+                    "try_to_number": REFUSE[exp.ToNumber],
+                    "from_base32": ("Spark's base32 decoder's leniency is not matched yet",
+                                    "a Python UDF with base64.b32decode"),
                     "sentences": ("Java's BreakIterator's sentence and word rules are not matched",
                                   "split on a pattern, or a Python UDF")}.items():
     ANONYMOUS[_name] = _refusing(_why)

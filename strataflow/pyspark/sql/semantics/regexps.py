@@ -7,7 +7,9 @@ Written anew: ``.`` (Java's excludes every line terminator, RE2's only ``\\n``),
 (Java's includes ``\\x0B``), ``$`` (Java's matches before a final line terminator too).
 Refused: flags (Java's ``(?i)`` is ASCII-only), possessive quantifiers, back references,
 look-around, ``\\b`` (Java's word characters are Unicode's), ``\\p{..}``, ``\\Q..\\E``,
-nested classes and anything RE2 or Python cannot compile.
+nested classes and anything RE2 or Python cannot compile. A pattern column is used where
+its text is of the forms both read alike (checked as the query runs; others fail there with
+the refusal).
 
 Java steps past an empty match by one UTF-16 unit, so a pattern that can match the empty
 string finds one match more inside each character outside the Basic Multilingual Plane:
@@ -21,7 +23,7 @@ import re
 import pyarrow as pa
 from sqlglot import exp
 
-from strataflow.pyspark.sql.semantics.core import Rules, typed
+from strataflow.pyspark.sql.semantics.core import Rules, spark_name_of, typed
 from strataflow.pyspark.sql.semantics.substrings import from_sql_text, need_text, unsupported
 from strataflow.pyspark.sql.semantics.template import fill
 
@@ -113,16 +115,30 @@ def java_to_re2(p: str, for_match_only: bool) -> tuple[str | None, str]:
     return "".join(out), ""
 
 
-def pattern_of(node: exp.Expression, pattern: exp.Expression, rules: Rules, for_match_only: bool) -> str:
-    """The RE2 pattern of a literal Java pattern, or the refusal."""
+#: a pattern whose text means the same to Java and RE2 as it is (checked on a pattern column
+#: where the query runs): characters, ``\\d`` ``\\w`` and escaped punctuation, classes without
+#: nesting or ``&``, groups without ``(?``, quantifiers neither possessive nor over 999
+_SAME_TEXT = ("NOT contains({p}, '(?') AND NOT regexp_matches({p}, '[*+?}]\\+|\\{[0-9]{4,}') AND "
+              "regexp_full_match(regexp_replace({p}, '\\{[0-9]+(,[0-9]*)?\\}', '', 'g'), "
+              "'([^.$\\\\\\[\\]{}]|\\\\[dDwWtnrf]|\\\\[^A-Za-z0-9]|"
+              "\\[\\^?([^\\\\\\[\\]&]|\\\\[dDwWtnrf]|\\\\[^A-Za-z0-9])+\\])*')")
+
+
+def pattern_of(node: exp.Expression, pattern: exp.Expression, rules: Rules,
+               for_match_only: bool) -> tuple[exp.Expression, str | None]:
+    """(the RE2 pattern, the Java text where it is a literal): a literal is translated or
+    refused here; a pattern column is checked where the query runs (``_SAME_TEXT``)."""
     if not (isinstance(pattern, exp.Literal) and pattern.is_string):
-        raise rules.refuse(node, "a pattern that is not a literal string (its Java meaning cannot be checked)",
-                           "a literal pattern")
+        need_text(rules, node, pattern)
+        bad = unsupported(spark_name_of(node), "a pattern whose Java meaning could differ from RE2's (., $, \\s, "
+                                               "flags, look-around, nested classes...)",
+                          "a literal pattern, which strataflow translates")
+        return fill(f"CASE WHEN {{p}} IS NULL OR ({_SAME_TEXT}) THEN {{p}} ELSE {bad} END", p=pattern), None
     got, why = java_to_re2(pattern.this, for_match_only)
     if got is None:
         raise rules.refuse(node, f"the pattern '{pattern.this}' uses {why}, which RE2 reads otherwise",
                            "a pattern of literal characters, classes, groups and quantifiers")
-    return got
+    return _lit(got), pattern.this
 
 
 def _lit(p: str) -> exp.Expression:
@@ -140,26 +156,27 @@ def _rlike(node: exp.Expression, rules: Rules) -> exp.Expression:
     if isinstance(node, exp.Anonymous) and from_sql_text(node) and node.name != "REGEXP":
         raise rules.refuse(node, "Spark names the column REGEXP(...), the SQL text's spelling differs",
                            "REGEXP in capitals, or rlike")
-    p = pattern_of(node, pattern, rules, True)
-    return typed(fill("regexp_matches({s}, {p})", s=s, p=_lit(p)), pa.bool_())
+    p, _ = pattern_of(node, pattern, rules, True)
+    return typed(fill("regexp_matches({s}, {p})", s=s, p=p), pa.bool_())
 
 
-def _empty_guard(fn: str, java: str, body: str) -> str:
+def _empty_guard(fn: str, java: str | None, body: str) -> str:
     """``body`` (over ``{s}``), failing with the refusal on a string with a character outside
     the BMP where the pattern can match the empty string (Java counts inside the character)."""
-    if re.search(java, "") is None:
+    if java is not None and re.search(java, "") is None:
         return body
     bad = unsupported(fn, "a pattern that matches the empty string, over a string with a character outside the "
                           "Basic Multilingual Plane (Java steps through it in UTF-16 units)",
                       "a pattern that cannot match the empty string")
-    return f"CASE WHEN regexp_matches({{s}}, '[\\x{{10000}}-\\x{{10FFFF}}]') THEN {bad} ELSE {body} END"
+    empty = "regexp_matches('', {p}) AND " if java is None else ""
+    return f"CASE WHEN {empty}regexp_matches({{s}}, '[\\x{{10000}}-\\x{{10FFFF}}]') THEN {bad} ELSE {body} END"
 
 
 def _count(node: exp.Expression, rules: Rules) -> exp.Expression:
     need_text(rules, node, node.this)
-    p = pattern_of(node, node.expression, rules, False)
-    body = _empty_guard("regexp_count", node.expression.this, "CAST(len(regexp_extract_all({s}, {p})) AS INTEGER)")
-    return typed(fill(body, s=node.this, p=_lit(p)), pa.int32())
+    p, java = pattern_of(node, node.expression, rules, False)
+    body = _empty_guard("regexp_count", java, "CAST(len(regexp_extract_all({s}, {p})) AS INTEGER)")
+    return typed(fill(body, s=node.this, p=p), pa.int32())
 
 
 def _literal_int(node: exp.Expression, e: exp.Expression | None, default: int, rules: Rules) -> int:
@@ -172,31 +189,31 @@ def _literal_int(node: exp.Expression, e: exp.Expression | None, default: int, r
 
 def _extract_all(node: exp.Expression, rules: Rules) -> exp.Expression:
     need_text(rules, node, node.this)
-    p = pattern_of(node, node.expression, rules, False)
+    p, java = pattern_of(node, node.expression, rules, False)
     idx = _literal_int(node, node.args.get("group"), 1, rules)
-    if not 0 <= idx <= _group_count(node.expression.this):
-        raise rules.refuse(node, f"group {idx} of a pattern with {_group_count(node.expression.this)} groups (Spark "
+    if java is not None and not 0 <= idx <= _group_count(java):
+        raise rules.refuse(node, f"group {idx} of a pattern with {_group_count(java)} groups (Spark "
                                  "fails with INVALID_PARAMETER_VALUE.REGEX_GROUP_INDEX)", "a group the pattern has")
-    body = _empty_guard("regexp_extract_all", node.expression.this, f"regexp_extract_all({{s}}, {{p}}, {idx})")
-    return typed(fill(body, s=node.this, p=_lit(p)), pa.list_(pa.string()))
+    body = _empty_guard("regexp_extract_all", java, f"regexp_extract_all({{s}}, {{p}}, {idx})")
+    return typed(fill(body, s=node.this, p=p), pa.list_(pa.string()))
 
 
 def _substr(node: exp.Expression, rules: Rules) -> exp.Expression:
     need_text(rules, node, node.this)
-    p = pattern_of(node, node.expression, rules, False)
-    return typed(fill("CASE WHEN regexp_matches({s}, {p}) THEN regexp_extract({s}, {p}) END", s=node.this, p=_lit(p)),
-                 pa.string())
+    p, _ = pattern_of(node, node.expression, rules, False)
+    # Spark's regexp_substr is nullif(regexp_extract(str, regexp, 0), ''): an empty match is null too
+    return typed(fill("nullif(regexp_extract({s}, {p}, 0), '')", s=node.this, p=p), pa.string())
 
 
 def _instr(node: exp.Expression, rules: Rules) -> exp.Expression:
     need_text(rules, node, node.this)
-    p = pattern_of(node, node.expression, rules, False)
+    p, _ = pattern_of(node, node.expression, rules, False)
     idx = _literal_int(node, node.args.get("group"), 0, rules)
     if idx != 0:
         raise rules.refuse(node, f"a group index {idx}", "regexp_instr(str, regexp)")
     body = ("CAST(CASE WHEN {s} IS NULL THEN NULL WHEN NOT regexp_matches({s}, {p}) THEN 0 ELSE "
-            "length(regexp_extract({s}, {q}, 1)) + 1 END AS INTEGER)")
-    return typed(fill(body, s=node.this, p=_lit(p), q=_lit(f"(?s)^(.*?)(?:{p})")), pa.int32())
+            "length(regexp_extract({s}, '(?s)^(.*?)(?:' || {p} || ')', 1)) + 1 END AS INTEGER)")
+    return typed(fill(body, s=node.this, p=p), pa.int32())
 
 
 RULES = {exp.RegexpLike: _rlike, exp.RegexpCount: _count, exp.RegexpExtractAll: _extract_all,

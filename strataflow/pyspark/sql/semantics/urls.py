@@ -70,7 +70,13 @@ def _parse_url(node: exp.Expression, rules: Rules, try_: bool = False) -> exp.Ex
         value = "CASE {p} " + " ".join(f"WHEN '{name}' THEN {v}" for name, v in parts.items()) + " END"
     bad = unsupported(fn, "a URL outside the plain scheme://host/path?query#fragment form (java.net.URI reads more "
                           "forms, and fails or gives no host for others)", "regexp_extract with a pattern for the part")
-    body = (f"CASE WHEN {{u}} IS NULL THEN NULL WHEN NOT regexp_matches({{u}}, '{_URL.replace(chr(39), chr(39) * 2)}') "
+    # a character java.net.URI takes nowhere, or a % not starting an escape: an invalid URL for certain
+    invalid = ("regexp_matches({u}, '[\\x00-\\x20\"<>\\\\^`{|}\\x7F]|"
+               "%([^0-9A-Fa-f]|[0-9A-Fa-f][^0-9A-Fa-f]|[0-9A-Fa-f]?$)')")
+    failed = "NULL" if try_ or not rules.conf.ansi else unsupported(
+        fn, "an invalid URL under ANSI mode (Spark fails with INVALID_URL, an error class strataflow does not raise "
+            "yet)", "try_parse_url")
+    body = (f"CASE WHEN {{u}} IS NULL THEN NULL WHEN {invalid} THEN {failed} WHEN NOT regexp_matches({{u}}, '{_URL.replace(chr(39), chr(39) * 2)}') "
             f"THEN {bad} ELSE {value} END")
     holes = {"u": u, "p": part, **({"k": key} if key is not None else {})}
     return typed(fill(body, **holes), pa.string())

@@ -95,6 +95,11 @@ def test_a_generators_column_is_named_as_sparks(spark):
     assert df.select(F.explode("a").alias("v")).columns == ["v"]
 
 
+def test_the_current_date_and_time_are_named_as_sparks(spark):
+    assert spark.range(1).select(F.current_date(), F.current_timestamp()).columns == [
+        "current_date()", "current_timestamp()"]
+
+
 def test_the_listed_silent_differences_now_give_spark_answers(spark):
     """The issue's list, each as PySpark 4.3 answers it (non-ANSI, UTC)."""
     spark.conf.set("spark.sql.ansi.enabled", "false")

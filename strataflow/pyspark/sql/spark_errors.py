@@ -27,7 +27,8 @@ _KINDS = {
     "INVALID_PARAMETER_VALUE": IllegalArgumentException, "INVALID_URL": IllegalArgumentException,
     "USER_RAISED_EXCEPTION": SparkRuntimeException, "NULL_MAP_KEY": SparkRuntimeException,
     "DUPLICATED_MAP_KEY": SparkRuntimeException, "COMPARATOR_RETURNS_NULL": SparkRuntimeException,
-    "_LEGACY_ERROR_TEMP_2128": SparkRuntimeException,
+    "_LEGACY_ERROR_TEMP_2128": SparkRuntimeException, "DATETIME_OVERFLOW": ArithmeticException,
+    "ILLEGAL_DAY_OF_WEEK": IllegalArgumentException, "INVALID_FRACTION_OF_SECOND": DateTimeException,
 }
 _CLASS = re.compile(r"\[([A-Z0-9_]+(?:\.[A-Z0-9_]+)?)\] (.*)", re.S)
 

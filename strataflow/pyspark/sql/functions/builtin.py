@@ -274,7 +274,9 @@ def current_date() -> Column:
     >>> import datetime; spark.range(1).select(current_date().alias("d")).first().d == datetime.date.today()
     True
     """
-    return Column(sx.CurrentDate())
+    e = sx.CurrentDate()
+    e.meta["call"] = ("current_date", [])  # Spark's name: current_date()
+    return Column(e)
 
 
 def current_timestamp() -> Column:
@@ -283,7 +285,9 @@ def current_timestamp() -> Column:
     >>> import datetime; isinstance(spark.range(1).select(current_timestamp().alias("t")).first().t, datetime.datetime)
     True
     """
-    return Column(sx.CurrentTimestamp())
+    e = sx.CurrentTimestamp()
+    e.meta["call"] = ("current_timestamp", [])  # Spark's name: current_timestamp()
+    return Column(e)
 
 
 def _arg(v: Any, kind: str) -> sx.Expression:
@@ -301,32 +305,32 @@ _SPECS = {
     "sum": "c", "avg": "c", "mean": "c", "min": "c", "max": "c", "first": "cl", "last": "cl",
     "collect_list": "c", "collect_set": "c", "stddev": "c", "stddev_samp": "c", "stddev_pop": "c",
     "variance": "c", "var_samp": "c", "var_pop": "c", "approx_count_distinct": "c", "any_value": "c",
-    "count_if": "c", "product": "c", "median": "c", "skewness": "c", "kurtosis": "c", "corr": "cc",
+    "count_if": "c", "product": "c", "median": "c", "corr": "cc",
     "covar_pop": "cc", "covar_samp": "cc", "max_by": "cc", "min_by": "cc", "bool_and": "c", "bool_or": "c",
     # math
     "abs": "c", "sqrt": "c", "exp": "c", "log10": "c", "log2": "c", "ln": "c", "pow": "cc", "power": "cc",
     "round": "cl", "bround": "cl", "floor": "c", "ceil": "c", "ceiling": "c", "signum": "c", "sin": "c",
     "cos": "c", "tan": "c", "greatest": "c*", "least": "c*", "nanvl": "cc", "cbrt": "c",
-    "degrees": "c", "radians": "c", "rand": "l", "randn": "l", "pmod": "cc",
+    "degrees": "c", "radians": "c",
     # strings
     "upper": "c", "lower": "c", "length": "c", "trim": "c", "ltrim": "c", "rtrim": "c", "reverse": "c",
     "concat": "c*", "concat_ws": "lc*", "substring": "cll", "instr": "cl", "locate": "lcl", "lpad": "cll",
     "rpad": "cll", "repeat": "cl", "split": "cll", "regexp_replace": "cll", "regexp_extract": "cll",
-    "initcap": "c", "ascii": "c", "translate": "cll", "format_number": "cl", "md5": "c", "sha1": "c",
+    "initcap": "c", "ascii": "c", "translate": "cll", "md5": "c", "sha1": "c",
     "sha2": "cl", "base64": "c", "hex": "c", "left": "cl", "right": "cl", "replace": "cll",
     # null handling
     "coalesce": "c*", "isnull": "c", "nvl": "cc", "ifnull": "cc", "nullif": "cc",
     # dates
     "year": "c", "month": "c", "dayofmonth": "c", "day": "c", "dayofweek": "c", "dayofyear": "c",
     "hour": "c", "minute": "c", "second": "c", "quarter": "c", "weekofyear": "c", "last_day": "c",
-    "date_add": "cl", "date_sub": "cl", "add_months": "cl", "datediff": "cc", "months_between": "cc",
+    "date_add": "cl", "date_sub": "cl", "add_months": "cl", "datediff": "cc",
     "to_date": "cl", "to_timestamp": "cl", "date_format": "cl", "date_trunc": "lc", "trunc": "cl",
     "unix_timestamp": "cl", "from_unixtime": "cl", "make_date": "ccc",
     # arrays and maps
     "size": "c", "array_contains": "cl", "explode": "c", "explode_outer": "c", "posexplode": "c",
-    "array_distinct": "c", "array_sort": "c", "sort_array": "cl", "array_max": "c", "array_min": "c",
-    "element_at": "cl", "array_join": "cl", "flatten": "c", "map_keys": "c", "map_values": "c",
-    "create_map": "c*", "array_union": "cc", "array_intersect": "cc", "array_except": "cc",
+    "array_distinct": "c", "sort_array": "cl", "array_max": "c", "array_min": "c",
+    "array_join": "cl", "flatten": "c",
+    "array_union": "cc", "array_intersect": "cc", "array_except": "cc",
     "arrays_zip": "c*", "slice": "cll", "sequence": "ccc",
 }
 #: the function PySpark's wrapper calls, where it is not the wrapper's own name (F.pow calls power)

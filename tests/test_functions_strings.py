@@ -48,10 +48,11 @@ def test_dataframe_form_is_sparks(spark, i):
     assert [r[0] for r in df.collect()] == values
 
 
-def test_sql_spellings_that_lose_their_name_are_refused(spark):
-    """``char(...)``/``chr(...)`` in SQL text: refused by name rather than misnamed."""
-    from strataflow.pyspark.errors import AnalysisException
-
-    spark.createDataFrame([(65,)], ["n"]).createOrReplaceTempView("codes")
-    with pytest.raises(AnalysisException, match="STRATAFLOW_UNSUPPORTED"):
-        spark.sql("SELECT char(n) FROM codes").collect()
+def test_sql_spellings_keep_their_names(spark):
+    """``char(...)``/``chr(...)``, ``substr``/``substring`` in SQL text: each column named
+    by the spelling written, as Spark's (the parser keeps it)."""
+    spark.createDataFrame([(65, "hello")], ["n", "s"]).createOrReplaceTempView("codes")
+    df = spark.sql("SELECT char(n), chr(n + 1), substr(s, 1, 2), substring(s, 2), SUBSTR(s, 2, 1) FROM codes")
+    assert df.columns == ["char(n)", "chr((n + 1))", "substr(s, 1, 2)", "substring(s, 2, 2147483647)",
+                          "substr(s, 2, 1)"]
+    assert tuple(df.first()) == ("A", "B", "he", "ello", "e")

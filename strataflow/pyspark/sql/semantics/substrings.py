@@ -152,7 +152,7 @@ def from_sql_text(node: exp.Expression) -> bool:
 
 def _chr(node: exp.Expression, rules: Rules) -> exp.Expression:
     n = node.expressions[0]
-    if from_sql_text(node):
+    if from_sql_text(node) and not node.meta.get("written"):
         raise rules.refuse(node, "Spark names the column after the spelling, char( or chr(, which the SQL parser "
                                  "does not keep", "F.char or F.chr")
     if rules.type_of(n) not in _INTEGRAL:

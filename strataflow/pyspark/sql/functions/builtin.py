@@ -162,9 +162,12 @@ def struct(*cols: "Column | str") -> Column:
     if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
         cols = tuple(cols[0])
     parts = [to_expr(c) for c in cols]
-    return Column(sx.Struct(expressions=[sx.PropertyEQ(this=sx.to_identifier(spark_name(p), quoted=True),
+    # a column or an alias gives its field its name; anything else is col1, col2... by
+    # position, as Spark's CreateStruct names what is not a named expression
+    names = [spark_name(p) if isinstance(p, (sx.Alias, sx.Column)) else f"col{i + 1}" for i, p in enumerate(parts)]
+    return Column(sx.Struct(expressions=[sx.PropertyEQ(this=sx.to_identifier(name, quoted=True),
                                                          expression=p.this if isinstance(p, sx.Alias) else p)
-                                          for p in parts]))
+                                          for name, p in zip(names, parts)]))
 
 
 def array(*cols: "Column | str") -> Column:

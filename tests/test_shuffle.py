@@ -287,7 +287,11 @@ def test_batch_buckets_hold_their_rows_in_map_order_as_a_model_says(keys, n, chu
 
     rows = [(k, f"r{i}", None if i % 3 == 0 else i * 0.5) for i, k in enumerate(keys)]
     part = HashPartitioner(n)
-    model = {b: [r for r in rows if part.partition(r[0]) == b] for b in range(n)}
+    model: dict = {b: [] for b in range(n)}  # each row's bucket computed once: n is up to 40,000
+    position = {}
+    for i, r in enumerate(rows):
+        model[part.partition(r[0])].append(r)
+        position[r] = i
     bounds = [len(rows) * c // chunks for c in range(chunks + 1)]
     schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("x", pa.float64())])
     table = pa.concat_tables([pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows[a:b]], schema)
@@ -297,7 +301,7 @@ def test_batch_buckets_hold_their_rows_in_map_order_as_a_model_says(keys, n, chu
     assert {b: [tuple(r.values()) for r in t.to_pylist()] for b, t in got.items()} == model
     array = np.array([(k, i) for i, (k, _, _) in enumerate(rows)], dtype=[("k", "i8"), ("i", "i8")])
     assert {b: a.tolist() for b, a in split_nonempty(array, n, part).items()} == \
-        {b: [(r[0], rows.index(r)) for r in m] for b, m in model.items()}
+        {b: [(r[0], position[r]) for r in m] for b, m in model.items()}
     frame = pd.DataFrame({"k": [r[0] for r in rows], "s": [r[1] for r in rows]}, columns=["k", "s"])
     assert {b: list(f["s"]) for b, f in split_nonempty(frame, n, part).items()} == \
         {b: [r[1] for r in m] for b, m in model.items()}

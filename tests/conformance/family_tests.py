@@ -18,14 +18,44 @@ from typing import Any, Callable
 
 import pytest
 
+from conformance.cases import C, Case
 from conformance.families import ALL_CASES, FAMILIES
 from conformance.record import golden_path
 from conformance.report import DOCS, docs_table, table
 from conformance.runner import CONFIGS, config_key
 from conformance.suite import run_config
-from conformance.verdict import summary
+from conformance.values import COLUMNS
+from conformance.verdict import load_golden, summary
 
 __all__ = ["family_tests"]
+
+#: families whose functions read no clock and no session zone of their own: in a zone other
+#: than UTC, make test runs only their cases that hold a date or a timestamp (an argument,
+#: or the answer: the only ways the zone reaches them), the long tier all of them
+ZONE_FREE = {"maths", "strings", "arrays_maps", "aggregates"}
+
+
+def zone_sensitive(case: Case, utc_golden: dict) -> bool:
+    """True where ``case`` could answer otherwise in another session zone: an argument or
+    the answer holds a date or a timestamp (or PySpark failed, and the failure may be the
+    zone's)."""
+    import datetime as dt
+
+    for a in case.args:
+        if isinstance(a, C) and any(t in COLUMNS[a.name][0] for t in ("date", "timestamp")):
+            return True
+        if isinstance(a, (dt.date, dt.datetime)):
+            return True
+    return "error" in utc_golden or any(t in utc_golden.get("type", "") for t in ("date", "timestamp"))
+
+
+def _cases_in(family: str, form: str, ansi: str, tz: str, every_zone: bool) -> "list[Case] | None":
+    """The cases of ``family`` make test runs in this configuration (None: all), or, with
+    ``every_zone``, those the long tier adds."""
+    if family not in ZONE_FREE or tz == "UTC":
+        return [] if every_zone else None
+    utc = load_golden(golden_path(form, ansi, "UTC", family))
+    return [c for c in FAMILIES[family] if zone_sensitive(c, utc[c.id]) != every_zone]
 
 
 def family_tests(family: str) -> dict[str, Callable[..., Any]]:
@@ -59,13 +89,28 @@ def family_tests(family: str) -> dict[str, Callable[..., Any]]:
     def test_no_case_differs_from_spark(spark, form, ansi, tz):
         from strataflow.pyspark.sql import functions as F
 
-        got = run_config(spark, F, form, ansi, tz, family)
+        some = _cases_in(family, form, ansi, tz, every_zone=False)
+        got = run_config(spark, F, form, ansi, tz, family, some)
         verdicts[config_key(form, ansi, tz)] = {cid: v for cid, (v, _, _) in got.items()}
         differs = {cid: (g, o) for cid, (v, g, o) in got.items() if v == "differs"}
         assert not differs, "\n".join(f"{cid}: PySpark {g} / strataflow {o}"
                                       for cid, (g, o) in list(differs.items())[:10])
         counts = Counter(v for v, _, _ in got.values())
-        assert counts["same"] > 0.8 * len(got), counts  # the suite checks answers, not only refusals
+        if some is None:  # over the whole family: the suite checks answers, not only refusals
+            assert counts["same"] > 0.8 * len(got), counts
+
+    @pytest.mark.long
+    @pytest.mark.parametrize("form,ansi,tz", CONFIGS, ids=[config_key(*c) for c in CONFIGS])
+    def test_zone_free_cases_differ_in_no_zone(spark, form, ansi, tz):
+        """The cases ``make test`` leaves out in a zone other than UTC (no date or timestamp
+        in or out) give Spark's answer there too."""
+        from strataflow.pyspark.sql import functions as F
+
+        cases = _cases_in(family, form, ansi, tz, every_zone=True)
+        got = run_config(spark, F, form, ansi, tz, family, cases) if cases else {}
+        differs = {cid: (g, o) for cid, (v, g, o) in got.items() if v == "differs"}
+        assert not differs, "\n".join(f"{cid}: PySpark {g} / strataflow {o}"
+                                      for cid, (g, o) in list(differs.items())[:10])
 
     def test_the_docs_rows_of_the_family_are_its_runs():
         """docs/dataframes.md's rows for the functions whose cases are all in this family
@@ -74,6 +119,9 @@ def family_tests(family: str) -> dict[str, Callable[..., Any]]:
             pytest.fail("run with the family's configuration tests (they record the verdicts)")
         fn_of = {c.id: c.fn for c in ALL_CASES}
         own = {c.fn for c in FAMILIES[family]} - {c.fn for f, cs in FAMILIES.items() if f != family for c in cs}
+        if family in ZONE_FREE:  # the rows count every zone's cases: those with a case left to the long tier
+            left = {c.fn for form, ansi, tz in CONFIGS for c in _cases_in(family, form, ansi, tz, every_zone=True)}
+            own -= left
         rows = [r for r in table(summary(verdicts, fn_of)).splitlines() if r.startswith("| `")
                 and r.split("`")[1] in own]
         docs = docs_table(DOCS.read_text()) or ""
@@ -82,4 +130,5 @@ def family_tests(family: str) -> dict[str, Callable[..., Any]]:
 
     return {"spark": spark, "test_goldens_cover_every_case": test_goldens_cover_every_case,
             "test_no_case_differs_from_spark": test_no_case_differs_from_spark,
+            "test_zone_free_cases_differ_in_no_zone": test_zone_free_cases_differ_in_no_zone,
             "test_the_docs_rows_of_the_family_are_its_runs": test_the_docs_rows_of_the_family_are_its_runs}

@@ -12,11 +12,14 @@ from conformance.verdict import judge, load_golden, summary
 __all__ = ["run_config", "run_suite"]
 
 
-def run_config(spark, F, form: str, ansi: str, tz: str, family: str = "core") -> dict[str, tuple[str, dict, dict]]:
-    """case id -> (verdict, golden, ours) of ``family``'s cases in one configuration."""
+def run_config(spark, F, form: str, ansi: str, tz: str, family: str = "core",
+               cases: "list | None" = None) -> dict[str, tuple[str, dict, dict]]:
+    """case id -> (verdict, golden, ours) of ``family``'s cases (or of ``cases``, some of
+    them) in one configuration."""
     golden = load_golden(golden_path(form, ansi, tz, family))
-    ours = run_cases(spark, F, FAMILIES[family], form, ansi, tz)
-    return {cid: (judge(golden[cid], ours[cid]), golden[cid], ours[cid]) for cid in golden}
+    cases = FAMILIES[family] if cases is None else cases
+    ours = run_cases(spark, F, cases, form, ansi, tz)
+    return {c.id: (judge(golden[c.id], ours[c.id]), golden[c.id], ours[c.id]) for c in cases}
 
 
 def run_suite() -> tuple[dict[str, Counter], dict[str, dict]]:

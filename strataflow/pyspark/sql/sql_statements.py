@@ -7,7 +7,6 @@ is planned: the result's names as Spark gives them, ``range(...)`` as a table,
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from typing import Any
 
 import sqlglot
@@ -52,14 +51,14 @@ def _spark_calls(session: Any, tree: exp.Expression) -> None:
     ``1.5BD``) named by its digits with its sign (``-2.5D`` is the literal ``-2.5``), a
     number in scientific notation by Java's ``Double.toString`` (``1E10`` is ``1.0E10``). Inner
     calls come first, as a call's name holds its arguments' names."""
-    from strataflow.pyspark.sql.column_names import LITERAL, pretty_name, spark_name
+    from strataflow.pyspark.sql.column_names import LITERAL, java_double_text, pretty_name, spark_name
     from strataflow.pyspark.sql.semantics.registry import ANONYMOUS
 
     udfs = getattr(session, "_udfs", {})
     for node in reversed(list(tree.find_all(exp.Anonymous, exp.Ln, exp.TryCast, exp.Literal))):
         if isinstance(node, exp.Literal):
             if not node.is_string and "e" in node.this.lower():  # 1E10: a double, named as Java writes it
-                node.meta["shown"] = _java_double(float(node.this))
+                node.meta["shown"] = java_double_text(float(node.this))
         elif isinstance(node, exp.TryCast):
             if _typed_literal(node):
                 node.meta[LITERAL] = True
@@ -78,16 +77,6 @@ def _spark_calls(session: Any, tree: exp.Expression) -> None:
             node.meta["shown"] = f"(+ {spark_name(node.expressions[0])})"
         else:
             node.set("this", pretty_name(node.name))
-
-
-def _java_double(v: float) -> str:
-    """Java's ``Double.toString``: plain digits from 10^-3 to 10^7, else ``d.dddE<n>``."""
-    if v == 0 or 1e-3 <= abs(v) < 1e7:
-        return repr(v)
-    sign, digits, exponent = Decimal(repr(v)).as_tuple()
-    text = "".join(map(str, digits)).rstrip("0") or "0"
-    power = exponent + len(digits) - 1
-    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
 
 
 def _typed_literal(node: exp.TryCast) -> bool:
